@@ -1,0 +1,185 @@
+package mutex
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Every failed acquisition matches ErrNotAcquired and
+// exactly one of ErrHeld, ErrAlreadyRun and ErrNoQuorum.
+var (
+	// ErrNotAcquired is matched by every failed acquisition.
+	ErrNotAcquired = errors.New("mutex: lock not acquired")
+	// ErrHeld: a quorum could not be reached because other owners hold the
+	// lock.
+	ErrHeld = fmt.Errorf("%w: held by another owner", ErrNotAcquired)
+	// ErrAlreadyRun: the occurrence, or a later one, was already claimed.
+	ErrAlreadyRun = fmt.Errorf("%w: occurrence already run", ErrNotAcquired)
+	// ErrNoQuorum: too few nodes granted the lock in time (nodes down, slow
+	// or restarted, a split vote, or the validity ran out); a later attempt
+	// may succeed.
+	ErrNoQuorum = fmt.Errorf("%w: no quorum", ErrNotAcquired)
+
+	// ErrLost: the lease can no longer be proven (it expired, or a quorum
+	// of nodes no longer holds it). It is the cause of a KeepAlive
+	// context's cancellation.
+	ErrLost = errors.New("mutex: lock lost")
+	// ErrMaxHold: KeepAlive stopped extending because the lock reached the
+	// maximum hold time; it comes joined with ErrLost.
+	ErrMaxHold = errors.New("mutex: maximum hold time reached")
+	// ErrReleased: the lock was already released by this handle.
+	ErrReleased = errors.New("mutex: lock already released")
+	// ErrInvalidOption is matched by errors about option values and
+	// arguments.
+	ErrInvalidOption = errors.New("mutex: invalid option")
+)
+
+// Vote is one node's answer to one operation.
+type Vote uint8
+
+// The votes a node can cast.
+const (
+	VoteYes         Vote = iota + 1 // granted, extended or released
+	VoteHeld                        // the lock holds another owner's value
+	VoteAlreadyRun                  // the occurrence is at or below the node's mark
+	VoteNotOwner                    // extend/release/commit: our value is not there
+	VoteRestarted                   // the node restarted less than the max TTL ago: not counted
+	VoteTimeout                     // no answer within the per-node timeout
+	VoteCanceled                    // the caller's context was cancelled
+	VoteUnreachable                 // a connection or network error
+	VoteError                       // an error reply from the server (e.g. WRONGTYPE)
+)
+
+// String returns the vote's snake_case name, usable as a metric label.
+func (v Vote) String() string {
+	switch v {
+	case VoteYes:
+		return "yes"
+	case VoteHeld:
+		return "held"
+	case VoteAlreadyRun:
+		return "already_run"
+	case VoteNotOwner:
+		return "not_owner"
+	case VoteRestarted:
+		return "restarted"
+	case VoteTimeout:
+		return "timeout"
+	case VoteCanceled:
+		return "canceled"
+	case VoteUnreachable:
+		return "unreachable"
+	case VoteError:
+		return "error"
+	}
+	return "vote(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Failed reports whether the vote stands for a failure of the node itself
+// (rather than an answer about the lock).
+func (v Vote) Failed() bool {
+	return v == VoteTimeout || v == VoteUnreachable || v == VoteError
+}
+
+// NodeResult is one node's part in one operation.
+type NodeResult struct {
+	Node    string        // the node's name
+	Vote    Vote          // what it answered; zero if it had not answered when the operation was decided
+	Err     error         // the error, for timeouts, network and server errors
+	Latency time.Duration // time to the node's answer
+	Holder  string        // the value holding the lock, for VoteHeld
+}
+
+// pending reports whether the node had not answered when the operation
+// was decided.
+func (r NodeResult) pending() bool { return r.Vote == 0 }
+
+func (r NodeResult) String() string {
+	switch {
+	case r.pending():
+		return r.Node + " pending"
+	case r.Err != nil:
+		return fmt.Sprintf("%s %s (%v)", r.Node, r.Vote, r.Err)
+	}
+	return r.Node + " " + r.Vote.String()
+}
+
+// QuorumError is the error of an operation that did not reach a quorum.
+// It carries the tally: what every node answered. It matches (errors.Is)
+// its reason (ErrHeld, ErrAlreadyRun, ErrNoQuorum, which all match
+// ErrNotAcquired, or ErrLost), the caller's context error if any, and every
+// node's error.
+type QuorumError struct {
+	Op     string       // acquire, commit, extend or release
+	Name   string       // the lock's name
+	Quorum int          // votes needed
+	Nodes  []NodeResult // every node's answer, in node order
+	Reason error        // the sentinel saying why
+	Detail string       // more about the reason, if any
+	Cause  error        // the caller's context error, if it ended the operation
+}
+
+// Yes counts the nodes that voted yes.
+func (e *QuorumError) Yes() int { return count(e.Nodes, VoteYes) }
+
+// Error implements error. It reads like a tally:
+//
+//	mutex: acquire "job": 2/5 yes, quorum 3: held by another owner; n1 yes, n2 held, n3 timeout (...), ...
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mutex: %s %q: %d/%d yes, quorum %d: %s", e.Op, e.Name, e.Yes(), len(e.Nodes), e.Quorum, reasonText(e.Reason))
+	if e.Detail != "" {
+		b.WriteString(" (" + e.Detail + ")")
+	}
+	if e.Cause != nil {
+		b.WriteString(": " + e.Cause.Error())
+	}
+	for i, n := range e.Nodes {
+		if i == 0 {
+			b.WriteString("; ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(n.String())
+	}
+	return b.String()
+}
+
+func reasonText(err error) string {
+	switch err {
+	case ErrHeld:
+		return "held by another owner"
+	case ErrAlreadyRun:
+		return "occurrence already run"
+	case ErrNoQuorum:
+		return "no quorum"
+	}
+	return strings.TrimPrefix(err.Error(), "mutex: ")
+}
+
+// Unwrap returns the reason, the context error and the nodes' errors.
+func (e *QuorumError) Unwrap() []error {
+	errs := []error{e.Reason}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	for _, n := range e.Nodes {
+		if n.Err != nil {
+			errs = append(errs, n.Err)
+		}
+	}
+	return errs
+}
+
+func count(rs []NodeResult, v Vote) int {
+	n := 0
+	for _, r := range rs {
+		if r.Vote == v {
+			n++
+		}
+	}
+	return n
+}

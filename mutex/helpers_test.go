@@ -1,0 +1,90 @@
+package mutex_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+)
+
+// nodesOf returns a store.Node per server of c, each with its own client.
+func nodesOf(t testing.TB, c *redistest.Cluster) []*store.Node {
+	t.Helper()
+	var nodes []*store.Node
+	for _, s := range c.Nodes() {
+		n, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+// newRedlock returns a Redlock over c. The servers are fresh, so unless
+// the options say otherwise the nodes are trusted (no restart quarantine).
+func newRedlock(t testing.TB, c *redistest.Cluster, opts ...mutex.Option) *mutex.Redlock {
+	t.Helper()
+	opts = append([]mutex.Option{mutex.WithTrustedNodes()}, opts...)
+	r, err := mutex.New(nodesOf(t, c), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// recorder is an Observer that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []mutex.Event
+}
+
+func (r *recorder) ObserveLock(e mutex.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) last(kind mutex.EventKind) (mutex.Event, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.events) - 1; i >= 0; i-- {
+		if r.events[i].Kind == kind {
+			return r.events[i], true
+		}
+	}
+	return mutex.Event{}, false
+}
+
+// keysOn reports, for every server of c, whether the key exists.
+func keysOn(t testing.TB, c *redistest.Cluster, key string) []bool {
+	t.Helper()
+	var out []bool
+	for _, s := range c.Nodes() {
+		n, err := s.Client(t).Exists(context.Background(), key).Result()
+		if err != nil {
+			t.Fatalf("EXISTS %s on %s: %v", key, s.Addr(), err)
+		}
+		out = append(out, n == 1)
+	}
+	return out
+}
+
+func lockKey(t testing.TB, r *mutex.Redlock, name string) store.LockKeys {
+	t.Helper()
+	k, err := r.Keyspace().Lock(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func ctxTimeout(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,154 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/store"
+)
+
+// Lock is a held lease. Its methods are safe for concurrent use.
+type Lock struct {
+	r          *Redlock
+	keys       store.LockKeys
+	value      string
+	token      string
+	fence      uint64
+	occurrence int64
+	ttl        time.Duration
+	acquired   time.Time
+
+	mu       sync.Mutex
+	until    time.Time // validity deadline, with a monotonic reading
+	released bool
+	keep     *keeper // the running KeepAlive, if any
+}
+
+// Name returns the lock's name.
+func (l *Lock) Name() string { return l.keys.Name }
+
+// Token returns the random token unique to this acquisition.
+func (l *Lock) Token() string { return l.token }
+
+// Value returns the value stored at the lock key on the nodes.
+func (l *Lock) Value() string { return l.value }
+
+// Fence returns the fencing token: it is larger than the token of every
+// earlier acquisition of the same name (0 when fencing is off). Pass it to
+// the storage the lock protects and have it reject writes with a token
+// smaller than the largest it has seen.
+func (l *Lock) Fence() uint64 { return l.fence }
+
+// TTL returns the TTL the lock was acquired with, which each extension
+// renews.
+func (l *Lock) TTL() time.Duration { return l.ttl }
+
+// Until returns the validity deadline: until then, the lock is held by a
+// majority of nodes, with clock drift allowed for. It moves forward with
+// every successful extension.
+func (l *Lock) Until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// Extend renews the lock's TTL on every node that still holds it. It
+// succeeds when a majority did so, and then moves Until to the extension's
+// start plus the TTL minus the drift allowance. It is refused with ErrLost
+// once the validity deadline has passed; its error matches ErrLost when a
+// majority of nodes no longer holds the lock, or ErrNoQuorum when too few
+// answered in time (the lock may still be held until Until).
+func (l *Lock) Extend(ctx context.Context) error {
+	start := time.Now()
+	l.mu.Lock()
+	released, until := l.released, l.until
+	l.mu.Unlock()
+	if released {
+		return fmt.Errorf("mutex: extend %q: %w", l.keys.Name, ErrReleased)
+	}
+	if !start.Before(until) {
+		err := fmt.Errorf("%w: extend %q: validity ran out %v ago", ErrLost, l.keys.Name, start.Sub(until))
+		l.r.observe(Event{Kind: EventExtend, Name: l.keys.Name, Err: err})
+		return err
+	}
+	r := l.r
+	results := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node) NodeResult {
+		ok, err := n.Extend(ctx, l.keys, l.value, l.ttl)
+		return boolResult(ok, err)
+	}, quorumDecider(len(r.nodes), r.quorum), nil)
+	var err error
+	if count(results, VoteYes) >= r.quorum {
+		next := start.Add(l.ttl - r.drift(l.ttl))
+		l.mu.Lock()
+		if next.After(l.until) {
+			l.until = next
+		}
+		l.mu.Unlock()
+	} else {
+		qerr := &QuorumError{Op: "extend", Name: l.keys.Name, Quorum: r.quorum, Nodes: results, Reason: ErrNoQuorum}
+		if count(results, VoteNotOwner) > len(r.nodes)-r.quorum {
+			qerr.Reason = ErrLost
+		}
+		if ctx.Err() != nil {
+			qerr.Cause = context.Cause(ctx)
+		}
+		err = qerr
+	}
+	r.observe(Event{Kind: EventExtend, Name: l.keys.Name, Err: err, Duration: time.Since(start), Nodes: results})
+	return err
+}
+
+// Release stops the lock's KeepAlive, if any, waits for an extension in
+// flight, and deletes the lock on every node where it still holds this
+// lock's value, so a lock that expired and was taken by another owner is
+// never touched. If the lock had an occurrence, the occurrence mark is
+// raised again on those nodes first.
+//
+// Node calls are bounded by the node timeout and are not cut short by
+// ctx's cancellation. Release returns nil when a majority of nodes deleted
+// the lock; an error matching ErrLost when the lock had already expired or
+// been taken over on a majority; an error matching ErrNoQuorum when too few
+// nodes answered (the rest expires with the TTL); ErrReleased on a second
+// call.
+func (l *Lock) Release(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return fmt.Errorf("mutex: release %q: %w", l.keys.Name, ErrReleased)
+	}
+	l.released = true
+	k := l.keep
+	l.mu.Unlock()
+	if k != nil {
+		k.stop()
+	}
+	start := time.Now()
+	r := l.r
+	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence)
+	var err error
+	if count(results, VoteYes) < r.quorum {
+		qerr := &QuorumError{Op: "release", Name: l.keys.Name, Quorum: r.quorum, Nodes: results, Reason: ErrNoQuorum}
+		if count(results, VoteNotOwner) > len(r.nodes)-r.quorum {
+			qerr.Reason = ErrLost
+		}
+		err = qerr
+	}
+	r.observe(Event{Kind: EventRelease, Name: l.keys.Name, Err: err, Duration: time.Since(start), Nodes: results})
+	return err
+}
+
+// lost reports a kept-alive lease's loss.
+func (l *Lock) lost(cause error) {
+	l.r.observe(Event{Kind: EventLost, Name: l.keys.Name, Err: cause})
+	l.r.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "lock lost",
+		slog.String("lock", l.keys.Name), slog.Uint64("fence", l.fence), slog.Any("error", cause))
+}
+
+// errMaxHold is the cause of a loss at the maximum hold time.
+func errMaxHold(name string, d time.Duration) error {
+	return errors.Join(ErrLost, fmt.Errorf("%w: lock %q held for %v", ErrMaxHold, name, d))
+}

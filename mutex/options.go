@@ -1,0 +1,221 @@
+package mutex
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redcron/redcron/store"
+)
+
+// Defaults of the options.
+const (
+	DefaultDriftFactor = 0.01
+	DefaultNodeTimeout = 100 * time.Millisecond
+	DefaultRetryDelay  = 100 * time.Millisecond
+	DefaultMaxTTL      = time.Minute
+	DefaultMaxHold     = 24 * time.Hour
+	DefaultStateTTL    = 7 * 24 * time.Hour
+)
+
+// Option configures a Redlock.
+type Option func(*config) error
+
+type config struct {
+	prefix      string
+	driftFactor float64
+	nodeTimeout time.Duration
+	retryDelay  time.Duration
+	maxTTL      time.Duration
+	maxHold     time.Duration
+	stateTTL    time.Duration
+	fencing     bool
+	trusted     bool
+	owner       string
+	observer    Observer
+	logger      *slog.Logger
+}
+
+func defaults() config {
+	return config{
+		prefix:      store.DefaultPrefix,
+		driftFactor: DefaultDriftFactor,
+		nodeTimeout: DefaultNodeTimeout,
+		retryDelay:  DefaultRetryDelay,
+		maxTTL:      DefaultMaxTTL,
+		maxHold:     DefaultMaxHold,
+		stateTTL:    DefaultStateTTL,
+		fencing:     true,
+		logger:      slog.New(slog.DiscardHandler),
+	}
+}
+
+func optErr(opt, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidOption, opt, fmt.Sprintf(format, args...))
+}
+
+// WithKeyPrefix sets the prefix of every key (default store.DefaultPrefix,
+// "redcron"). See store.NewKeyspace for the characters allowed.
+func WithKeyPrefix(prefix string) Option {
+	return func(c *config) error {
+		if _, err := store.NewKeyspace(prefix); err != nil {
+			return optErr("WithKeyPrefix", "%v", err)
+		}
+		c.prefix = prefix
+		return nil
+	}
+}
+
+// WithDriftFactor sets the clock drift allowance as a fraction of the TTL
+// (default 0.01, range [0, 0.5)); 2 ms are always added to it.
+func WithDriftFactor(f float64) Option {
+	return func(c *config) error {
+		if !(f >= 0 && f < 0.5) {
+			return optErr("WithDriftFactor", "%v is outside [0, 0.5)", f)
+		}
+		c.driftFactor = f
+		return nil
+	}
+}
+
+// WithNodeTimeout bounds every call to one node (default 100ms, range
+// [1ms, 10s]). A lock's TTL must be at least 6 times this timeout.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond || d > 10*time.Second {
+			return optErr("WithNodeTimeout", "%v is outside [1ms, 10s]", d)
+		}
+		c.nodeTimeout = d
+		return nil
+	}
+}
+
+// WithRetryDelay sets the mean delay between attempts of Lock (default
+// 100ms, range [1ms, 1m]); each delay is drawn uniformly from [d/2, 3d/2).
+func WithRetryDelay(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond || d > time.Minute {
+			return optErr("WithRetryDelay", "%v is outside [1ms, 1m]", d)
+		}
+		c.retryDelay = d
+		return nil
+	}
+}
+
+// WithMaxTTL sets the largest TTL a lock may ask for (default 1m, range
+// [10ms, 24h]). A node that restarted less than this long ago is not
+// counted (see WithTrustedNodes), so it is also how long a brand-new or
+// restarted node waits before it votes.
+func WithMaxTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 10*time.Millisecond || d > 24*time.Hour {
+			return optErr("WithMaxTTL", "%v is outside [10ms, 24h]", d)
+		}
+		c.maxTTL = d
+		return nil
+	}
+}
+
+// WithMaxHold bounds how long KeepAlive keeps extending one lock (default
+// 24h, at least 1ms). Past it the lease runs out and its holder is told the
+// lock was lost; this bounds how long one holder can starve the others.
+func WithMaxHold(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return optErr("WithMaxHold", "%v is below 1ms", d)
+		}
+		c.maxHold = d
+		return nil
+	}
+}
+
+// WithStateTTL sets how long a lock's state (fence counter, occurrence
+// mark) is kept after its last acquisition (default 7 days, at least 1m).
+// After it a name's fence counter starts over from the time floor, which
+// keeps tokens increasing.
+func WithStateTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Minute {
+			return optErr("WithStateTTL", "%v is below 1m", d)
+		}
+		c.stateTTL = d
+		return nil
+	}
+}
+
+// WithFencing turns fencing tokens on or off (default on). With fencing
+// off, Fence returns 0 and an acquisition without an occurrence costs one
+// round trip less: use it for locks that only save work.
+func WithFencing(on bool) Option {
+	return func(c *config) error {
+		c.fencing = on
+		return nil
+	}
+}
+
+// WithTrustedNodes declares that the nodes never lose acknowledged writes
+// (appendonly with appendfsync always), so a node that restarted recently
+// votes at once. By default it does not vote until its uptime reaches the
+// maximum TTL.
+func WithTrustedNodes() Option {
+	return func(c *config) error {
+		c.trusted = true
+		return nil
+	}
+}
+
+// WithOwner sets the owner id stored in lock values (default empty), which
+// the leak scan reports; the Owner lock option overrides it per call.
+func WithOwner(owner string) Option {
+	return func(c *config) error {
+		c.owner = owner
+		return nil
+	}
+}
+
+// WithObserver sets the observer of lock events (default none).
+func WithObserver(o Observer) Option {
+	return func(c *config) error {
+		c.observer = o
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: discards everything).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return optErr("WithLogger", "nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// LockOption configures one acquisition.
+type LockOption func(*lockConfig)
+
+type lockConfig struct {
+	occurrence int64
+	owner      string
+	hasOwner   bool
+}
+
+// Occurrence makes the acquisition claim the occurrence at: it is refused
+// (ErrAlreadyRun) if at, or a later occurrence, was already claimed, and on
+// success at is recorded on a majority of nodes. at is kept to the
+// millisecond; the zero time means no occurrence.
+func Occurrence(at time.Time) LockOption {
+	return func(c *lockConfig) {
+		if !at.IsZero() {
+			c.occurrence = max(at.UnixMilli(), 1)
+		}
+	}
+}
+
+// Owner sets the owner id stored in this lock's value.
+func Owner(owner string) LockOption {
+	return func(c *lockConfig) {
+		c.owner, c.hasOwner = owner, true
+	}
+}

@@ -1,0 +1,340 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/store"
+)
+
+// Redlock acquires locks on a majority of independent Redis masters. It is
+// safe for concurrent use; create it with New.
+type Redlock struct {
+	nodes  []*store.Node
+	keys   store.Keyspace
+	quorum int
+	cfg    config
+}
+
+// New returns a Redlock over nodes: 1, 3 or 5 independent masters are the
+// usual counts (an even count tolerates no more failures than the odd count
+// below it). It validates the options and does no I/O.
+func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("%w: New: empty node list", ErrInvalidOption)
+	}
+	seen := make(map[string]bool, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return nil, fmt.Errorf("%w: New: node %d is nil", ErrInvalidOption, i)
+		}
+		if seen[n.Name()] {
+			return nil, fmt.Errorf("%w: New: node %q appears twice", ErrInvalidOption, n.Name())
+		}
+		seen[n.Name()] = true
+	}
+	cfg := defaults()
+	for _, opt := range opts {
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.maxTTL < 6*cfg.nodeTimeout {
+		return nil, fmt.Errorf("%w: WithMaxTTL: %v is below 6 × the node timeout (%v)", ErrInvalidOption, cfg.maxTTL, cfg.nodeTimeout)
+	}
+	ks, err := store.NewKeyspace(cfg.prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg}, nil
+}
+
+// Nodes returns the nodes, in the order given to New.
+func (r *Redlock) Nodes() []*store.Node { return r.nodes }
+
+// Quorum returns the number of nodes that must agree: len(nodes)/2+1.
+func (r *Redlock) Quorum() int { return r.quorum }
+
+// Keyspace returns the key layout the locks use.
+func (r *Redlock) Keyspace() store.Keyspace { return r.keys }
+
+// drift is the clock drift allowance for a TTL.
+func (r *Redlock) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*r.cfg.driftFactor) + 2*time.Millisecond
+}
+
+// checkTTL validates a lock TTL against the node timeout and the max TTL.
+func (r *Redlock) checkTTL(name string, ttl time.Duration) error {
+	if min := 6 * r.cfg.nodeTimeout; ttl < min {
+		return fmt.Errorf("%w: lock %q: ttl %v is below 6 × the node timeout (%v): too short to acquire and extend", ErrInvalidOption, name, ttl, min)
+	}
+	if ttl > r.cfg.maxTTL {
+		return fmt.Errorf("%w: lock %q: ttl %v is above the max TTL (%v, WithMaxTTL)", ErrInvalidOption, name, ttl, r.cfg.maxTTL)
+	}
+	return nil
+}
+
+// TryLock makes one attempt to acquire the lock called name for ttl. It
+// returns the held Lock, or an error: a *QuorumError matching ErrHeld,
+// ErrAlreadyRun or ErrNoQuorum (and ErrNotAcquired), or an error matching
+// ErrInvalidOption for a bad name or TTL.
+func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	keys, err := r.keys.Lock(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	if err := r.checkTTL(name, ttl); err != nil {
+		return nil, err
+	}
+	lc := lockConfig{owner: r.cfg.owner}
+	for _, o := range opts {
+		o(&lc)
+	}
+	return r.attempt(ctx, keys, ttl, lc, store.NewToken())
+}
+
+// Lock acquires the lock called name for ttl, retrying after a random delay
+// (WithRetryDelay) while it is held elsewhere or no quorum is reached, until
+// it succeeds or ctx is done. It gives up at once on ErrAlreadyRun and on
+// invalid arguments. When ctx ends the wait, the error matches both the last
+// attempt's reason and ctx's error.
+func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	keys, err := r.keys.Lock(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	if err := r.checkTTL(name, ttl); err != nil {
+		return nil, err
+	}
+	lc := lockConfig{owner: r.cfg.owner}
+	for _, o := range opts {
+		o(&lc)
+	}
+	token := store.NewToken() // one token for all attempts: a leftover of ours never blocks us
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		l, err := r.attempt(ctx, keys, ttl, lc, token)
+		if err == nil || errors.Is(err, ErrAlreadyRun) || ctx.Err() != nil {
+			return l, err
+		}
+		d := r.cfg.retryDelay/2 + rand.N(r.cfg.retryDelay)
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, errors.Join(err, context.Cause(ctx))
+		}
+	}
+}
+
+// attempt is one acquisition: the vote, the commit of the fence and the
+// occurrence, and the validity check.
+func (r *Redlock) attempt(ctx context.Context, keys store.LockKeys, ttl time.Duration, lc lockConfig, token string) (*Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &QuorumError{Op: "acquire", Name: keys.Name, Quorum: r.quorum,
+			Nodes: r.unanswered(), Reason: ErrNoQuorum, Cause: context.Cause(ctx)}
+	}
+	start := time.Now()
+	value := store.Value{Token: token, Acquired: start, Occurrence: lc.occurrence, Owner: lc.owner}.String()
+	req := store.AcquireRequest{Keys: keys, Value: value, TTL: ttl, Occurrence: lc.occurrence, WantUptime: !r.cfg.trusted}
+
+	var (
+		fenceMu sync.Mutex
+		fences  = make([]uint64, 0, len(r.nodes))
+	)
+	strag := &stragglers{r: r, keys: keys, value: value}
+	results := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node) NodeResult {
+		rep, err := n.Acquire(ctx, req)
+		if err != nil {
+			return failure(err)
+		}
+		fenceMu.Lock()
+		fences = append(fences, rep.Fence)
+		fenceMu.Unlock()
+		switch {
+		case rep.Status == store.Held:
+			return NodeResult{Vote: VoteHeld, Holder: rep.Holder}
+		case rep.Status == store.AlreadyRun:
+			return NodeResult{Vote: VoteAlreadyRun}
+		case !r.cfg.trusted && rep.Uptime >= 0 && rep.Uptime < r.cfg.maxTTL:
+			// The node may have forgotten locks it granted before its restart;
+			// our key on it is ours, so it is released with the rest.
+			return NodeResult{Vote: VoteRestarted, Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", rep.Uptime, r.cfg.maxTTL)}
+		}
+		return NodeResult{Vote: VoteYes}
+	}, quorumDecider(len(r.nodes), r.quorum), strag.late)
+
+	qerr := &QuorumError{Op: "acquire", Name: keys.Name, Quorum: r.quorum, Nodes: results}
+	if count(results, VoteYes) < r.quorum {
+		qerr.Reason = acquireReason(results, r.quorum)
+		return nil, r.abandon(ctx, strag, qerr, start)
+	}
+
+	var fence uint64
+	if r.cfg.fencing {
+		fenceMu.Lock()
+		for _, f := range fences {
+			fence = max(fence, f)
+		}
+		fenceMu.Unlock()
+		fence = max(fence+1, uint64(time.Now().UnixMicro()))
+	}
+	if fence != 0 || lc.occurrence != 0 {
+		commits := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node) NodeResult {
+			ok, err := n.Commit(ctx, keys, value, fence, lc.occurrence, r.cfg.stateTTL)
+			return boolResult(ok, err)
+		}, quorumDecider(len(r.nodes), r.quorum), nil)
+		if count(commits, VoteYes) < r.quorum {
+			qerr := &QuorumError{Op: "commit", Name: keys.Name, Quorum: r.quorum, Nodes: commits, Reason: ErrNoQuorum,
+				Detail: "fence and occurrence not committed to a majority"}
+			return nil, r.abandon(ctx, strag, qerr, start)
+		}
+	}
+	until := start.Add(ttl - r.drift(ttl))
+	if !time.Now().Before(until) {
+		qerr.Reason, qerr.Detail = ErrNoQuorum, fmt.Sprintf("validity ran out: acquiring took %v of the %v TTL", time.Since(start), ttl)
+		return nil, r.abandon(ctx, strag, qerr, start)
+	}
+	l := &Lock{r: r, keys: keys, value: value, token: token, fence: fence, occurrence: lc.occurrence,
+		ttl: ttl, acquired: start, until: until}
+	r.observe(Event{Kind: EventAcquire, Name: keys.Name, Fence: fence, Duration: time.Since(start), Nodes: results})
+	return l, nil
+}
+
+// acquireReason says why an acquisition without quorum failed.
+func acquireReason(rs []NodeResult, quorum int) error {
+	done, held := count(rs, VoteAlreadyRun), count(rs, VoteHeld)
+	switch {
+	case done > 0 && done+held >= quorum:
+		return ErrAlreadyRun
+	case done+held >= quorum:
+		return ErrHeld
+	}
+	return ErrNoQuorum
+}
+
+// abandon releases a failed attempt on every node, reports it and returns
+// its error.
+func (r *Redlock) abandon(ctx context.Context, s *stragglers, qerr *QuorumError, start time.Time) error {
+	if err := ctx.Err(); err != nil {
+		qerr.Cause = context.Cause(ctx)
+	}
+	s.abandon(ctx, qerr.Nodes)
+	r.observe(Event{Kind: EventAcquire, Name: qerr.Name, Err: qerr, Duration: time.Since(start), Nodes: qerr.Nodes})
+	return qerr
+}
+
+// unanswered returns a result per node with no answer.
+func (r *Redlock) unanswered() []NodeResult {
+	rs := make([]NodeResult, len(r.nodes))
+	for i, n := range r.nodes {
+		rs[i].Node = n.Name()
+	}
+	return rs
+}
+
+// releaseOn deletes value on the nodes whose target flag is set (all nodes
+// when targets is nil), on a context that outlives ctx's cancellation, each
+// call bounded by the node timeout; it waits until every such node
+// answered. Nodes not targeted get no vote.
+func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.LockKeys, value string, occurrence int64) []NodeResult {
+	return r.fanout(context.WithoutCancel(ctx), func(ctx context.Context, i int, n *store.Node) NodeResult {
+		if targets != nil && !targets[i] {
+			return NodeResult{}
+		}
+		ok, err := n.Release(ctx, keys, value, occurrence, r.cfg.stateTTL)
+		return boolResult(ok, err)
+	}, allAnswered, nil)
+}
+
+// stragglers undoes the grants of nodes that answer after a failed attempt
+// was decided.
+type stragglers struct {
+	r         *Redlock
+	keys      store.LockKeys
+	value     string
+	mu        sync.Mutex
+	abandoned bool
+}
+
+func (s *stragglers) late(res NodeResult) {
+	s.mu.Lock()
+	abandoned := s.abandoned
+	s.mu.Unlock()
+	if abandoned && mayHold(res.Vote) {
+		for _, n := range s.r.nodes {
+			if n.Name() == res.Node {
+				ctx, cancel := context.WithTimeout(context.Background(), s.r.cfg.nodeTimeout)
+				_, _ = n.Release(ctx, s.keys, s.value, 0, s.r.cfg.stateTTL)
+				cancel()
+			}
+		}
+	}
+}
+
+// abandon releases the attempt on every node that may hold its value:
+// all but those that answered that another value holds the lock or that
+// the occurrence was already run.
+func (s *stragglers) abandon(ctx context.Context, rs []NodeResult) {
+	s.mu.Lock()
+	s.abandoned = true
+	s.mu.Unlock()
+	targets := make([]bool, len(rs))
+	some := false
+	for i, res := range rs {
+		targets[i] = mayHold(res.Vote)
+		some = some || targets[i]
+	}
+	if some {
+		s.r.releaseOn(ctx, targets, s.keys, s.value, 0)
+	}
+}
+
+// mayHold reports whether a node that cast v on an acquisition may hold
+// the acquirer's value.
+func mayHold(v Vote) bool { return v != VoteHeld && v != VoteAlreadyRun }
+
+// failure turns a node's error into its vote.
+func failure(err error) NodeResult {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return NodeResult{Vote: VoteCanceled, Err: err}
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return NodeResult{Vote: VoteTimeout, Err: err}
+	case store.ServerError(err):
+		return NodeResult{Vote: VoteError, Err: err}
+	}
+	return NodeResult{Vote: VoteUnreachable, Err: err}
+}
+
+// boolResult turns a compare-and-act script's answer into a vote.
+func boolResult(ok bool, err error) NodeResult {
+	switch {
+	case err != nil:
+		return failure(err)
+	case ok:
+		return NodeResult{Vote: VoteYes}
+	}
+	return NodeResult{Vote: VoteNotOwner}
+}
+
+func (r *Redlock) observe(e Event) {
+	if r.cfg.observer != nil {
+		r.cfg.observer.ObserveLock(e)
+	}
+}

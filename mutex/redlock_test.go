@@ -1,0 +1,478 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+)
+
+// TestMutualExclusion races many goroutines for one name and fails on any
+// two overlapping holds, and on any fencing token that does not increase.
+func TestMutualExclusion(t *testing.T) {
+	for _, n := range []int{1, 3, 5} {
+		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			c := redistest.Start(t, n)
+			r := newRedlock(t, c, mutex.WithRetryDelay(time.Millisecond))
+			const workers, each = 8, 150
+			var (
+				holders   atomic.Int32
+				overlaps  atomic.Int32
+				lastFence atomic.Uint64
+				badFences atomic.Int32
+				errs      = make(chan error, workers)
+				wg        sync.WaitGroup
+			)
+			ctx := ctxTimeout(t, 2*time.Minute)
+			for range workers {
+				wg.Go(func() {
+					for range each {
+						l, err := r.Lock(ctx, "contended", time.Second)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if holders.Add(1) != 1 {
+							overlaps.Add(1)
+						}
+						if prev := lastFence.Swap(l.Fence()); l.Fence() <= prev {
+							badFences.Add(1)
+						}
+						holders.Add(-1)
+						if err := l.Release(ctx); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatalf("acquire/release: %v", err)
+			}
+			if o := overlaps.Load(); o != 0 {
+				t.Errorf("%d overlapping holds out of %d acquisitions", o, workers*each)
+			}
+			if b := badFences.Load(); b != 0 {
+				t.Errorf("%d fencing tokens did not increase", b)
+			}
+		})
+	}
+}
+
+// TestFenceSurvivesRestart checks that tokens keep increasing after a
+// majority, and then all, of the nodes restarted empty.
+func TestFenceSurvivesRestart(t *testing.T) {
+	c := redistest.Start(t, 5)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, time.Minute)
+	var last uint64
+	acquire := func(stage string) {
+		t.Helper()
+		for range 5 {
+			l, err := r.Lock(ctx, "fenced", time.Second)
+			if err != nil {
+				t.Fatalf("%s: %v", stage, err)
+			}
+			if l.Fence() <= last {
+				t.Fatalf("%s: fence %d after %d: not increasing", stage, l.Fence(), last)
+			}
+			last = l.Fence()
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("%s: release: %v", stage, err)
+			}
+		}
+	}
+	acquire("before restarts")
+	for i := range 3 {
+		c.Node(i).Restart()
+	}
+	acquire("after 3 of 5 restarted empty")
+	for _, s := range c.Nodes() {
+		s.Restart()
+	}
+	acquire("after all 5 restarted empty")
+}
+
+// TestNodeLoss kills 2 of 5 nodes, then a third.
+func TestNodeLoss(t *testing.T) {
+	c := redistest.Start(t, 5)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, time.Minute)
+	c.Node(0).Kill()
+	c.Node(3).Kill()
+	for i := range 20 {
+		l, err := r.TryLock(ctx, fmt.Sprintf("job-%d", i), time.Second)
+		if err != nil {
+			t.Fatalf("with 2 of 5 down: %v", err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("release with 2 of 5 down: %v", err)
+		}
+	}
+	c.Node(4).Kill()
+	_, err := r.TryLock(ctx, "job-x", time.Second)
+	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.Is(err, mutex.ErrNotAcquired) {
+		t.Fatalf("with 3 of 5 down: got %v, want ErrNoQuorum", err)
+	}
+	var qe *mutex.QuorumError
+	if !errors.As(err, &qe) {
+		t.Fatalf("error %T is not a *QuorumError", err)
+	}
+	for i, res := range qe.Nodes {
+		dead := i == 0 || i == 3 || i == 4
+		if dead && !res.Vote.Failed() || !dead && res.Vote != mutex.VoteYes {
+			t.Errorf("node %d (%s): vote %v, want a failure for a dead node, yes for a live one", i, res.Node, res.Vote)
+		}
+	}
+	if !strings.Contains(err.Error(), "2/5 yes, quorum 3") {
+		t.Errorf("error does not read like a tally: %v", err)
+	}
+	// The two nodes that voted yes were released: nothing is left behind.
+	k := lockKey(t, r, "job-x")
+	for _, i := range []int{1, 2} {
+		if n, _ := c.Node(i).Client(t).Exists(ctx, k.Lock).Result(); n != 0 {
+			t.Errorf("node %d still holds the failed attempt's key", i)
+		}
+	}
+}
+
+// TestPausedNode pauses one node: acquisitions are decided by the others
+// without its answer; when its vote is needed, the per-node timeout bounds
+// the wait.
+func TestPausedNode(t *testing.T) {
+	c := redistest.Start(t, 3)
+	rec := &recorder{}
+	r := newRedlock(t, c, mutex.WithNodeTimeout(300*time.Millisecond), mutex.WithObserver(rec))
+	ctx := ctxTimeout(t, time.Minute)
+	c.Node(1).Pause()
+	t.Cleanup(c.Node(1).Resume)
+	for i := range 10 {
+		l, err := r.TryLock(ctx, fmt.Sprintf("p%d", i), 2*time.Second)
+		if err != nil {
+			t.Fatalf("one node paused: %v", err)
+		}
+		ev, _ := rec.last(mutex.EventAcquire)
+		if v := ev.Nodes[1].Vote; v != 0 {
+			t.Fatalf("acquisition waited for the paused node (its vote: %v)", v)
+		}
+		if err := l.Release(ctx); err != nil && !errors.Is(err, mutex.ErrNoQuorum) {
+			t.Fatalf("release: %v", err)
+		}
+	}
+	c.Node(2).Kill()
+	start := time.Now()
+	_, err := r.TryLock(ctx, "needs-paused", 2*time.Second)
+	took := time.Since(start)
+	var qe *mutex.QuorumError
+	if !errors.As(err, &qe) || qe.Nodes[1].Vote != mutex.VoteTimeout || !qe.Nodes[2].Vote.Failed() {
+		t.Fatalf("got %v, want a tally with node 1 timed out and node 2 failed", err)
+	}
+	// One node timeout for the vote, one for releasing where we may hold.
+	if took > 2*300*time.Millisecond+500*time.Millisecond {
+		t.Errorf("decision took %v, want about two node timeouts (300ms each)", took)
+	}
+}
+
+// TestRestartQuarantine restarts a majority empty while a lease is held:
+// their votes do not count until they have been up for the max TTL, so no
+// second holder gets the lock while the first could still believe it holds
+// it; after the max TTL the lock can be taken again.
+func TestRestartQuarantine(t *testing.T) {
+	const maxTTL = 2 * time.Second
+	c := redistest.Start(t, 3)
+	guarded := func() *mutex.Redlock {
+		r, err := mutex.New(nodesOf(t, c), mutex.WithMaxTTL(maxTTL), mutex.WithNodeTimeout(200*time.Millisecond), mutex.WithRetryDelay(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := guarded(), guarded()
+	ctx := ctxTimeout(t, time.Minute)
+
+	// A brand-new cluster: the nodes' uptime is below the max TTL.
+	_, err := a.TryLock(ctx, "job", maxTTL)
+	var qe *mutex.QuorumError
+	if !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteRestarted) == 0 {
+		t.Fatalf("fresh nodes: got %v, want votes not counted as restarted", err)
+	}
+	held, err := a.Lock(ctx, "job", maxTTL) // succeeds once the nodes are old enough
+	if err != nil {
+		t.Fatalf("after the bootstrap wait: %v", err)
+	}
+	kept, stop := held.KeepAlive(ctx)
+	defer stop()
+
+	c.Node(0).Restart()
+	c.Node(1).Restart()
+	_, err = b.TryLock(ctx, "job", maxTTL)
+	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteRestarted) == 0 {
+		t.Fatalf("majority restarted: got %v, want no quorum with restarted votes", err)
+	}
+	// The unguarded view shows the danger: the restarted nodes grant it.
+	unguarded := newRedlock(t, c)
+	if l, err := unguarded.TryLock(ctx, "other", maxTTL); err != nil {
+		t.Fatalf("trusted nodes: %v", err)
+	} else {
+		_ = l.Release(ctx)
+	}
+
+	second, err := b.Lock(ctx, "job", maxTTL)
+	if err != nil {
+		t.Fatalf("after the max TTL: %v", err)
+	}
+	gotAt := time.Now()
+	defer second.Release(ctx)
+	select {
+	case <-kept.Done():
+	default:
+		t.Fatal("a second holder got the lock while the first's keepalive context was live")
+	}
+	if cause := context.Cause(kept); !errors.Is(cause, mutex.ErrLost) {
+		t.Errorf("first holder's cause: %v, want ErrLost", cause)
+	}
+	if until := held.Until(); !until.Before(gotAt) {
+		t.Errorf("second holder acquired at %v, before the first's validity ended (%v)", gotAt, until)
+	}
+}
+
+func count(rs []mutex.NodeResult, v mutex.Vote) int {
+	n := 0
+	for _, r := range rs {
+		if r.Vote == v {
+			n++
+		}
+	}
+	return n
+}
+
+// TestKeepAlive keeps a lease past several TTLs, then deletes its keys on a
+// majority: the keepalive context is cancelled within one extension
+// interval, with ErrLost.
+func TestKeepAlive(t *testing.T) {
+	const ttl = 900 * time.Millisecond
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c, mutex.WithNodeTimeout(100*time.Millisecond))
+	ctx := ctxTimeout(t, time.Minute)
+	l, err := r.TryLock(ctx, "long", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := l.KeepAlive(ctx)
+	defer stop()
+	select {
+	case <-kctx.Done():
+		t.Fatalf("lease lost while kept alive: %v", context.Cause(kctx))
+	case <-time.After(4 * ttl):
+	}
+	if !time.Now().Before(l.Until()) {
+		t.Fatal("validity not extended")
+	}
+	k := lockKey(t, r, "long")
+	for i := range 2 {
+		if err := c.Node(i).Client(t).Del(ctx, k.Lock).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleted := time.Now()
+	select {
+	case <-kctx.Done():
+	case <-time.After(ttl):
+		t.Fatal("keepalive context not cancelled one TTL after the keys were deleted")
+	}
+	if took, bound := time.Since(deleted), ttl/3+100*time.Millisecond+150*time.Millisecond; took > bound {
+		t.Errorf("loss noticed after %v, want within one extension interval plus the node timeout (%v)", took, bound)
+	}
+	if cause := context.Cause(kctx); !errors.Is(cause, mutex.ErrLost) {
+		t.Errorf("cause %v, want ErrLost", cause)
+	}
+	if err := l.Release(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Errorf("release after loss: %v, want ErrLost", err)
+	}
+}
+
+// TestKeepAliveExpires makes extensions impossible (a majority paused): the
+// context is cancelled when the validity runs out, not later.
+func TestKeepAliveExpires(t *testing.T) {
+	const ttl = 900 * time.Millisecond
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c, mutex.WithNodeTimeout(100*time.Millisecond))
+	ctx := ctxTimeout(t, time.Minute)
+	l, err := r.TryLock(ctx, "stalls", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := l.KeepAlive(ctx)
+	defer stop()
+	c.Node(0).Pause()
+	c.Node(1).Pause()
+	t.Cleanup(c.Node(0).Resume)
+	t.Cleanup(c.Node(1).Resume)
+	select {
+	case <-kctx.Done():
+	case <-time.After(3 * ttl):
+		t.Fatal("keepalive context not cancelled after the validity ran out")
+	}
+	if late := time.Since(l.Until()); late < 0 || late > 100*time.Millisecond {
+		t.Errorf("cancelled %v after the validity deadline, want at it", late)
+	}
+	if cause := context.Cause(kctx); !errors.Is(cause, mutex.ErrLost) || !strings.Contains(cause.Error(), "validity ran out") {
+		t.Errorf("cause %v, want ErrLost for the validity", cause)
+	}
+}
+
+// TestMaxHold stops extending after the maximum hold time.
+func TestMaxHold(t *testing.T) {
+	c := redistest.Start(t, 1)
+	r := newRedlock(t, c, mutex.WithMaxHold(time.Second), mutex.WithNodeTimeout(50*time.Millisecond))
+	ctx := ctxTimeout(t, time.Minute)
+	start := time.Now()
+	l, err := r.TryLock(ctx, "bounded", 600*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, stop := l.KeepAlive(ctx)
+	defer stop()
+	<-kctx.Done()
+	if cause := context.Cause(kctx); !errors.Is(cause, mutex.ErrMaxHold) || !errors.Is(cause, mutex.ErrLost) {
+		t.Fatalf("cause %v, want ErrMaxHold and ErrLost", cause)
+	}
+	if held := time.Since(start); held < time.Second {
+		t.Errorf("gave up after %v, before the max hold", held)
+	}
+}
+
+// TestReleaseAfterTakeover: a lease that expired and was taken by another
+// owner is never deleted by its former holder.
+func TestReleaseAfterTakeover(t *testing.T) {
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c, mutex.WithNodeTimeout(50*time.Millisecond))
+	ctx := ctxTimeout(t, time.Minute)
+	old, err := r.TryLock(ctx, "handover", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := r.Lock(ctx, "handover", time.Second) // waits for the TTL
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Release(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Fatalf("releasing the expired lease: %v, want ErrLost", err)
+	}
+	k := lockKey(t, r, "handover")
+	for i, ok := range keysOn(t, c, k.Lock) {
+		if !ok {
+			t.Errorf("node %d: the new holder's key was deleted", i)
+		}
+	}
+	if err := next.Extend(ctx); err != nil {
+		t.Errorf("new holder cannot extend: %v", err)
+	}
+	if err := next.Release(ctx); err != nil {
+		t.Errorf("new holder's release: %v", err)
+	}
+	if err := next.Release(ctx); !errors.Is(err, mutex.ErrReleased) {
+		t.Errorf("second release: %v, want ErrReleased", err)
+	}
+}
+
+// TestOccurrence checks the occurrence mark: an occurrence is won once,
+// earlier ones are refused, and a failed (split) attempt writes no mark.
+func TestOccurrence(t *testing.T) {
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, time.Minute)
+	tick := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+	l, err := r.TryLock(ctx, "cron", time.Second, mutex.Occurrence(tick))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Time{tick, tick.Add(-time.Second)} {
+		if _, err := r.TryLock(ctx, "cron", time.Second, mutex.Occurrence(at)); !errors.Is(err, mutex.ErrAlreadyRun) {
+			t.Errorf("occurrence %v after %v ran: %v, want ErrAlreadyRun", at, tick, err)
+		}
+	}
+	// A split vote: node 0 held by a foreign owner, node 1 down.
+	next := tick.Add(time.Second)
+	k := lockKey(t, r, "cron")
+	if err := c.Node(0).Client(t).Set(ctx, k.Lock, "someone else", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.Node(1).Kill()
+	if _, err := r.TryLock(ctx, "cron", time.Second, mutex.Occurrence(next)); !errors.Is(err, mutex.ErrNoQuorum) {
+		t.Fatalf("split vote: %v, want ErrNoQuorum", err)
+	}
+	c.Node(1).Restart()
+	if err := c.Node(0).Client(t).Del(ctx, k.Lock).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = r.TryLock(ctx, "cron", time.Second, mutex.Occurrence(next))
+	if err != nil {
+		t.Fatalf("retry after the split vote: %v (the failed attempt must not mark the occurrence)", err)
+	}
+	_ = l.Release(ctx)
+}
+
+// TestHeld: a lock held by another owner is reported as such.
+func TestHeld(t *testing.T) {
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, time.Minute)
+	l, err := r.TryLock(ctx, "busy", time.Second, mutex.Owner("replica-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	_, err = r.TryLock(ctx, "busy", time.Second)
+	var qe *mutex.QuorumError
+	if !errors.Is(err, mutex.ErrHeld) || !errors.As(err, &qe) {
+		t.Fatalf("got %v, want ErrHeld", err)
+	}
+	for _, res := range qe.Nodes {
+		if res.Vote != 0 && (res.Vote != mutex.VoteHeld || res.Holder != l.Value()) {
+			t.Errorf("node %s: %v holder %q, want held by %q", res.Node, res.Vote, res.Holder, l.Value())
+		}
+	}
+	// Lock gives up with the context, and says why.
+	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	defer cancel()
+	_, err = r.Lock(short, "busy", time.Second)
+	if !errors.Is(err, mutex.ErrHeld) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock until deadline: %v, want ErrHeld joined with DeadlineExceeded", err)
+	}
+}
+
+// TestWrongType puts values of the wrong type at the keys: a clear error
+// that names the key, not a panic or a false success.
+func TestWrongType(t *testing.T) {
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, time.Minute)
+	k := lockKey(t, r, "typed")
+	for _, s := range c.Nodes() {
+		if err := s.Client(t).HSet(ctx, k.Lock, "f", "v").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := r.TryLock(ctx, "typed", time.Second)
+	var qe *mutex.QuorumError
+	if !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteError) < 2 {
+		t.Fatalf("got %v, want server errors in the tally", err)
+	}
+	if !strings.Contains(err.Error(), "WRONGTYPE") || !strings.Contains(err.Error(), k.Lock) {
+		t.Errorf("error does not name the key and the problem: %v", err)
+	}
+}

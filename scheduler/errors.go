@@ -1,0 +1,63 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Outcomes of a lock attempt, returned by Locker implementations.
+var (
+	// ErrHeld means another replica holds the job's lock for the same tick.
+	ErrHeld = errors.New("scheduler: lock held by another replica")
+	// ErrOverlap means the job's lock is held for an earlier tick: the
+	// previous run is still going.
+	ErrOverlap = errors.New("scheduler: previous run still holds the lock")
+	// ErrTickDone means the tick, or a later one, was already run.
+	ErrTickDone = errors.New("scheduler: tick already run")
+	// ErrNoQuorum means no decision was reached; a later attempt may succeed.
+	ErrNoQuorum = errors.New("scheduler: no lock quorum")
+)
+
+// Context causes a job can read with context.Cause.
+var (
+	// ErrLockLost is the cause when the job's lease can no longer be proven.
+	ErrLockLost = errors.New("scheduler: lock lost")
+	// ErrShutdown is the cause when the scheduler shuts down.
+	ErrShutdown = errors.New("scheduler: shutting down")
+	// ErrRunTimeout is the cause when the job's run timeout passed.
+	ErrRunTimeout = errors.New("scheduler: run timeout")
+)
+
+// Errors returned by the Scheduler's methods.
+var (
+	// ErrClosed is returned by Run after Shutdown, and by calls made after it.
+	ErrClosed = errors.New("scheduler: closed")
+	// ErrDuplicateJob is returned by Add for a name already registered.
+	ErrDuplicateJob = errors.New("scheduler: duplicate job name")
+	// ErrUnknownJob is returned for a name that is not registered.
+	ErrUnknownJob = errors.New("scheduler: unknown job")
+	// ErrInvalidSpec is returned by Add for a schedule it cannot parse.
+	ErrInvalidSpec = errors.New("scheduler: invalid schedule")
+	// ErrInvalidOption is returned for an option value out of range.
+	ErrInvalidOption = errors.New("scheduler: invalid option")
+	// ErrShutdownTimeout is returned by Shutdown when jobs did not return in time.
+	ErrShutdownTimeout = errors.New("scheduler: jobs did not stop in time")
+)
+
+// PanicError is the error recorded for a job that panicked.
+type PanicError struct {
+	Job   string // the job's name
+	Value any    // the value passed to panic
+	Stack []byte // the goroutine's stack at the panic
+}
+
+// Error implements error.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("scheduler: job %q panicked: %v", e.Job, e.Value)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}

@@ -1,0 +1,66 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+)
+
+// LockRequest names the lease the scheduler wants for one occurrence of one
+// job.
+type LockRequest struct {
+	// Job is the registered job name; the lock is per job.
+	Job string
+	// Tick is the occurrence: the schedule's own time, identical on every
+	// replica. The zero time means a manual run (Trigger): the lock still
+	// excludes concurrent runs, but no occurrence is claimed or checked.
+	Tick time.Time
+	// TTL is the lease's time to live. The lease is kept alive while the job
+	// runs, so TTL bounds how long a crashed holder blocks the job, not how
+	// long a run may take.
+	TTL time.Duration
+	// Owner is the scheduler's instance id, stored with the lock so that the
+	// leak scan can tell live owners from dead ones.
+	Owner string
+}
+
+// Locker hands out leases for occurrences of jobs. The scheduler calls
+// Acquire once per attempt and decides itself whether to retry.
+//
+// Acquire returns a Lease, or an error that matches (errors.Is) one of:
+//   - ErrHeld: another replica holds the job's lock for this very tick;
+//   - ErrOverlap: the job's lock is held for an earlier tick, that is, the
+//     previous run is still going;
+//   - ErrTickDone: the tick (or a later one) was already run;
+//   - ErrNoQuorum: no decision could be reached (split vote, nodes down);
+//     a later attempt may succeed.
+//
+// Any other error is treated like ErrNoQuorum and reported.
+//
+// Use NewRedlockLocker for Redis, or schedulertest.NewLocker in tests.
+type Locker interface {
+	Acquire(ctx context.Context, req LockRequest) (Lease, error)
+}
+
+// Lease is one held lock as the scheduler sees it.
+type Lease interface {
+	// Fence returns the fencing token of this acquisition: it increases
+	// strictly with every acquisition of the same job's lock. Zero means
+	// the locker does not issue tokens.
+	Fence() uint64
+	// Keep keeps the lease alive until Release is called and returns a
+	// context derived from ctx that is cancelled, with a cause matching
+	// ErrLockLost, as soon as the lease can no longer be proven. It is
+	// called at most once.
+	Keep(ctx context.Context) context.Context
+	// Release stops keeping the lease alive, records the tick as run and
+	// releases the lock where it is still held. It returns an error
+	// matching ErrLockLost if the lease had been lost before.
+	Release(ctx context.Context) error
+}
+
+// Heartbeater is implemented by lockers that publish replica liveness. The
+// scheduler calls Heartbeat periodically while it runs; the leak scan uses
+// the heartbeats to tell the locks of live replicas from those of dead ones.
+type Heartbeater interface {
+	Heartbeat(ctx context.Context, owner string, ttl time.Duration) error
+}

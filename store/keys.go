@@ -1,0 +1,102 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// DefaultPrefix is the key prefix used when none is configured.
+const DefaultPrefix = "redcron"
+
+// MaxNameLen is the longest lock name, in bytes, that Keyspace accepts.
+const MaxNameLen = 200
+
+// Keyspace builds the Redis key names of the library under one prefix.
+// The zero value is not usable; create one with NewKeyspace.
+type Keyspace struct {
+	prefix string
+}
+
+// LockKeys are the keys of one lock.
+type LockKeys struct {
+	Name  string // the lock's name
+	Lock  string // the lock key: a string holding the owner's value
+	State string // the state hash: fence counter and occurrence mark
+}
+
+// NewKeyspace returns the keyspace under prefix ("" means DefaultPrefix).
+// A prefix must be printable, without spaces, braces, colons at either end
+// or glob characters (* ? [ ] \), so that SCAN patterns built from it match
+// only the library's keys.
+func NewKeyspace(prefix string) (Keyspace, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if err := checkPrefix(prefix); err != nil {
+		return Keyspace{}, err
+	}
+	return Keyspace{prefix: prefix}, nil
+}
+
+func checkPrefix(p string) error {
+	if len(p) > MaxNameLen {
+		return fmt.Errorf("store: key prefix %.20q...: longer than %d bytes", p, MaxNameLen)
+	}
+	if strings.HasPrefix(p, ":") || strings.HasSuffix(p, ":") {
+		return fmt.Errorf("store: key prefix %q: must not start or end with ':'", p)
+	}
+	for _, r := range p {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) || strings.ContainsRune("{}*?[]\\", r) {
+			return fmt.Errorf("store: key prefix %q: character %q not allowed", p, r)
+		}
+	}
+	return nil
+}
+
+// Prefix returns the keyspace's prefix.
+func (k Keyspace) Prefix() string { return k.prefix }
+
+// Lock returns the keys of the lock called name. A name must be valid
+// UTF-8, 1 to MaxNameLen bytes, printable, without braces (they would break
+// the Cluster hash tag) and without leading or trailing white space.
+func (k Keyspace) Lock(name string) (LockKeys, error) {
+	if err := CheckName(name); err != nil {
+		return LockKeys{}, err
+	}
+	tag := k.prefix + ":{" + name + "}:"
+	return LockKeys{Name: name, Lock: tag + "lock", State: tag + "state"}, nil
+}
+
+// Heartbeat returns the heartbeat key of owner.
+func (k Keyspace) Heartbeat(owner string) string {
+	return k.prefix + ":hb:" + owner
+}
+
+// HeartbeatPattern returns the SCAN pattern matching every heartbeat key.
+func (k Keyspace) HeartbeatPattern() string { return k.prefix + ":hb:*" }
+
+// Pattern returns the SCAN pattern matching every key of the keyspace.
+func (k Keyspace) Pattern() string { return k.prefix + ":*" }
+
+// CheckName reports whether name is usable as a lock name, with an error
+// that quotes it.
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("store: lock name is empty")
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("store: lock name %.20q...: longer than %d bytes", name, MaxNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("store: lock name %q: not valid UTF-8", name)
+	case strings.TrimSpace(name) != name:
+		return fmt.Errorf("store: lock name %q: leading or trailing white space", name)
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) && r != ' ' || r == '{' || r == '}' {
+			return fmt.Errorf("store: lock name %q: character %q not allowed", name, r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Node is one independent Redis master. It wraps a go-redis client the
+// caller owns and configures (TLS, ACL, pool sizes, timeouts); a Cluster
+// or Sentinel client counts as one master. Node never retries.
+//
+// A Node is safe for concurrent use.
+type Node struct {
+	name   string
+	client redis.UniversalClient
+}
+
+// NewNode returns the node called name (used in errors, logs and as the
+// bounded "node" metric label; an address is a good name) over client. It
+// does no I/O.
+func NewNode(name string, client redis.UniversalClient) (*Node, error) {
+	if name == "" {
+		return nil, errors.New("store: NewNode: empty node name")
+	}
+	if client == nil {
+		return nil, fmt.Errorf("store: NewNode %q: nil client", name)
+	}
+	return &Node{name: name, client: client}, nil
+}
+
+// Name returns the node's name.
+func (n *Node) Name() string { return n.name }
+
+// Client returns the go-redis client the node was built with.
+func (n *Node) Client() redis.UniversalClient { return n.client }
+
+// Error is the error of an operation on one node. It names the node, the
+// operation and the key, and keeps the client's error as its cause.
+type Error struct {
+	Node string // the node's name
+	Op   string // acquire, commit, extend, release, ...
+	Key  string // the key acted on, if any
+	Err  error  // the cause, as returned by the client
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("store: %s on node %s: %v", e.Op, e.Node, e.Err)
+	}
+	return fmt.Sprintf("store: %s on node %s, key %q: %v", e.Op, e.Node, e.Key, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ServerError reports whether err carries an error reply from the Redis
+// server (for example WRONGTYPE) rather than a network or context error.
+func ServerError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, redis.Nil)
+}
+
+func (n *Node) fail(op, key string, err error) error {
+	return &Error{Node: n.name, Op: op, Key: key, Err: err}
+}
+
+// Ping checks that the node answers.
+func (n *Node) Ping(ctx context.Context) error {
+	if err := n.client.Ping(ctx).Err(); err != nil {
+		return n.fail("ping", "", err)
+	}
+	return nil
+}
+
+// Info is what a node says about itself.
+type Info struct {
+	RunID  string        // changes every time the server process starts
+	Uptime time.Duration // time since the server process started
+}
+
+// Info returns the node's run id and uptime (INFO server).
+func (n *Node) Info(ctx context.Context) (Info, error) {
+	s, err := n.client.Info(ctx, "server").Result()
+	if err != nil {
+		return Info{}, n.fail("info", "", err)
+	}
+	var info Info
+	for line := range strings.Lines(s) {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "run_id":
+			info.RunID = v
+		case "uptime_in_seconds":
+			sec, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return Info{}, n.fail("info", "", fmt.Errorf("uptime_in_seconds %q: %w", v, err))
+			}
+			info.Uptime = time.Duration(sec) * time.Second
+		}
+	}
+	if info.RunID == "" {
+		return Info{}, n.fail("info", "", errors.New("no run_id in INFO server"))
+	}
+	return info, nil
+}
+
+// Heartbeat sets key to the current unix time in milliseconds with a TTL.
+func (n *Node) Heartbeat(ctx context.Context, key string, ttl time.Duration) error {
+	if err := n.client.Set(ctx, key, time.Now().UnixMilli(), ttl).Err(); err != nil {
+		return n.fail("heartbeat", key, err)
+	}
+	return nil
+}
