@@ -1,0 +1,77 @@
+package redistest
+
+import (
+	"errors"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// Cluster is a set of independent redis-server masters started by Start.
+type Cluster struct {
+	nodes []*Server
+}
+
+// Start starts k independent redis-server masters on free loopback ports,
+// each in its own temporary directory and without persistence unless
+// WithAppendOnly is given. It returns once every server answers PING and
+// stops them all when the test ends. It fails the test if redis-server is
+// not installed.
+func Start(t testing.TB, k int, opts ...Option) *Cluster {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redistest: redis-server not found on PATH (%v); install it, "+
+			"e.g. run scripts/test, which installs the Debian redis-server package", err)
+	}
+	cfg := &config{}
+	for _, opt := range opts {
+		opt(cfg)
+	}
+
+	c := &Cluster{nodes: make([]*Server, k)}
+	for i := range c.nodes {
+		c.nodes[i] = &Server{t: t, bin: bin, dir: t.TempDir(), cfg: cfg}
+	}
+	errs := make([]error, k)
+	var wg sync.WaitGroup
+	for i, s := range c.nodes {
+		wg.Go(func() { errs[i] = s.startOnFreePort() })
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, s := range c.nodes {
+			s.Kill()
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+
+	if cfg.proxy {
+		for _, s := range c.nodes {
+			s.proxy = s.NewProxy(t)
+		}
+	}
+	return c
+}
+
+// Nodes returns the servers in start order.
+func (c *Cluster) Nodes() []*Server {
+	return slices.Clone(c.nodes)
+}
+
+// Node returns the i-th server.
+func (c *Cluster) Node(i int) *Server {
+	return c.nodes[i]
+}
+
+// Addrs returns the address clients should dial for each server, in order.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, s := range c.nodes {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}

@@ -1,0 +1,14 @@
+// Package redistest starts and controls real redis-server processes for
+// integration tests.
+//
+// Start launches k independent masters on free loopback ports, each in its
+// own temporary directory, and stops them when the test ends. A Server can
+// be killed, paused (SIGSTOP), resumed and restarted on the same port, and
+// with WithProxy every server sits behind an in-process TCP proxy that can
+// add latency or cut connections; NewProxy adds further independent paths
+// to the same server.
+//
+// The package needs the redis-server binary on PATH (scripts/test installs
+// it). It is meant to be imported from _test.go files only. Methods that
+// change a server's state must be called from the test goroutine.
+package redistest

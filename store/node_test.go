@@ -1,0 +1,138 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/store"
+)
+
+func setup(t *testing.T) (*store.Node, *redistest.Server, store.LockKeys) {
+	t.Helper()
+	c := redistest.Start(t, 1)
+	s := c.Node(0)
+	n, err := store.NewNode(s.Addr(), s.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, _ := store.NewKeyspace("t")
+	k, _ := ks.Lock("job")
+	return n, s, k
+}
+
+func TestNodeLockScripts(t *testing.T) {
+	n, s, k := setup(t)
+	ctx := context.Background()
+	a := store.Value{Token: store.NewToken(), Acquired: time.Now(), Occurrence: 1000}.String()
+	b := store.Value{Token: store.NewToken(), Acquired: time.Now(), Occurrence: 1000}.String()
+
+	rep, err := n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: a, TTL: time.Minute, Occurrence: 1000, WantUptime: true})
+	if err != nil || rep.Status != store.Acquired || rep.Fence != 0 || rep.Uptime < 0 {
+		t.Fatalf("first acquire: %+v, %v", rep, err)
+	}
+	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: a, TTL: time.Minute, Occurrence: 1000})
+	if err != nil || rep.Status != store.Acquired || rep.Uptime != -1 {
+		t.Fatalf("same value again: %+v, %v", rep, err)
+	}
+	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 1000})
+	if err != nil || rep.Status != store.Held || rep.Holder != a {
+		t.Fatalf("other value: %+v, %v", rep, err)
+	}
+	if ok, err := n.Commit(ctx, k, b, 99, 5000, time.Hour); ok || err != nil {
+		t.Fatalf("commit by a non-holder: %v, %v", ok, err)
+	}
+	if ok, err := n.Commit(ctx, k, a, 42, 1000, time.Hour); !ok || err != nil {
+		t.Fatalf("commit: %v, %v", ok, err)
+	}
+	if ok, err := n.Commit(ctx, k, a, 41, 999, time.Hour); !ok || err != nil {
+		t.Fatalf("lower commit: %v, %v", ok, err)
+	}
+	st, _ := s.Client(t).HGetAll(ctx, k.State).Result()
+	if st["fence"] != "42" || st["mark"] != "1000" {
+		t.Fatalf("state after commits: %v, want fence 42 (never lowered) and mark 1000", st)
+	}
+	if ttl, _ := s.Client(t).PTTL(ctx, k.State).Result(); ttl <= 0 {
+		t.Fatalf("state TTL %v", ttl)
+	}
+	if ok, err := n.Extend(ctx, k, b, time.Hour); ok || err != nil {
+		t.Fatalf("extend by a non-holder: %v, %v", ok, err)
+	}
+	if ok, err := n.Extend(ctx, k, a, time.Hour); !ok || err != nil {
+		t.Fatalf("extend: %v, %v", ok, err)
+	}
+	if ttl, _ := s.Client(t).PTTL(ctx, k.Lock).Result(); ttl < 59*time.Minute {
+		t.Fatalf("TTL after extend: %v", ttl)
+	}
+	if ok, err := n.Release(ctx, k, b, 0, time.Hour); ok || err != nil {
+		t.Fatalf("release by a non-holder: %v, %v", ok, err)
+	}
+	if ok, err := n.Release(ctx, k, a, 2000, time.Hour); !ok || err != nil {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 2000})
+	if err != nil || rep.Status != store.AlreadyRun || rep.Mark != 2000 || rep.Fence != 42 {
+		t.Fatalf("occurrence at the mark: %+v, %v", rep, err)
+	}
+	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 2001})
+	if err != nil || rep.Status != store.Acquired {
+		t.Fatalf("occurrence past the mark: %+v, %v", rep, err)
+	}
+}
+
+func TestNodeDeleteIfValue(t *testing.T) {
+	n, s, _ := setup(t)
+	ctx := context.Background()
+	c := s.Client(t)
+	c.Set(ctx, "t:leak", "v1", 0)
+	if ok, err := n.DeleteIfValue(ctx, "t:leak", "v0"); ok || err != nil {
+		t.Fatalf("wrong value: %v, %v", ok, err)
+	}
+	if ok, err := n.DeleteIfValue(ctx, "t:leak", "v1"); !ok || err != nil {
+		t.Fatalf("right value: %v, %v", ok, err)
+	}
+	if c.Exists(ctx, "t:leak").Val() != 0 {
+		t.Fatal("key still there")
+	}
+}
+
+func TestNodeWrongType(t *testing.T) {
+	n, s, k := setup(t)
+	ctx := context.Background()
+	s.Client(t).Set(ctx, k.State, "not a hash", 0)
+	_, err := n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: "v", TTL: time.Second})
+	var se *store.Error
+	if !errors.As(err, &se) || se.Node != n.Name() || se.Op != "acquire" || !store.ServerError(err) {
+		t.Fatalf("got %v, want a *store.Error with a server error", err)
+	}
+	if !strings.Contains(err.Error(), "WRONGTYPE") || !strings.Contains(err.Error(), n.Name()) {
+		t.Errorf("message %q does not name the node and the problem", err)
+	}
+}
+
+func TestNodeInfoAndErrors(t *testing.T) {
+	n, s, _ := setup(t)
+	ctx := context.Background()
+	info, err := n.Info(ctx)
+	if err != nil || len(info.RunID) != 40 {
+		t.Fatalf("info: %+v, %v", info, err)
+	}
+	if err := n.Heartbeat(ctx, "t:hb:me", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	s.Kill()
+	err = n.Ping(ctx)
+	var se *store.Error
+	if !errors.As(err, &se) || store.ServerError(err) {
+		t.Fatalf("ping a dead node: %v, want a network *store.Error", err)
+	}
+	if _, err := store.NewNode("", s.Client(t)); err == nil {
+		t.Error("NewNode accepted an empty name")
+	}
+	if _, err := store.NewNode("x", nil); err == nil {
+		t.Error("NewNode accepted a nil client")
+	}
+}
