@@ -88,3 +88,4 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+

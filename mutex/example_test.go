@@ -1,0 +1,75 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+)
+
+// Build a Redlock over three independent Redis masters, take a lock, keep
+// it alive while working, and pass the fencing token to the storage.
+func Example() {
+	ctx := context.Background()
+	locks := connect()
+
+	l, err := locks.Lock(ctx, "invoice-run", 30*time.Second)
+	if err != nil {
+		log.Fatal(err) // errors.As(err, new(*mutex.QuorumError)) gives every node's answer
+	}
+	defer l.Release(context.Background())
+
+	// work is cancelled, with a cause matching mutex.ErrLost, as soon as the
+	// lock can no longer be proven.
+	work, stop := l.KeepAlive(ctx)
+	defer stop()
+	if err := writeInvoices(work, l.Fence()); err != nil {
+		log.Print(err, context.Cause(work))
+	}
+}
+
+// connect builds a Redlock over three independent masters. It does no I/O.
+func connect() *mutex.Redlock {
+	var nodes []*store.Node
+	for _, addr := range []string{"redis-a:6379", "redis-b:6379", "redis-c:6379"} {
+		n, err := store.NewNode(addr, redis.NewClient(&redis.Options{Addr: addr}))
+		if err != nil {
+			log.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	locks, err := mutex.New(nodes, mutex.WithOwner("billing-7f9c"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	return locks
+}
+
+func writeInvoices(ctx context.Context, fence uint64) error {
+	// e.g. UPDATE invoices SET ..., fence = $1 WHERE id = $2 AND fence < $1
+	return ctx.Err()
+}
+
+// TryLock makes one attempt; its error says why it failed.
+func ExampleRedlock_TryLock() {
+	ctx := context.Background()
+	locks := connect()
+	l, err := locks.TryLock(ctx, "report", 10*time.Second, mutex.Occurrence(time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)))
+	switch {
+	case errors.Is(err, mutex.ErrAlreadyRun):
+		fmt.Println("another replica ran the 06:00 report")
+	case errors.Is(err, mutex.ErrHeld):
+		fmt.Println("another replica is running it")
+	case err != nil:
+		fmt.Println("no quorum:", err) // the tally says which nodes failed
+	default:
+		defer l.Release(ctx)
+		fmt.Println("ours, fence", l.Fence())
+	}
+}
