@@ -68,6 +68,15 @@ func (r *Redlock) drift(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*r.cfg.driftFactor) + 2*time.Millisecond
 }
 
+// Check reports whether TryLock and Lock would accept name and ttl, with
+// the error they would return. It does no I/O.
+func (r *Redlock) Check(name string, ttl time.Duration) error {
+	if _, err := r.keys.Lock(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return r.checkTTL(name, ttl)
+}
+
 // checkTTL validates a lock TTL against the node timeout and the max TTL.
 func (r *Redlock) checkTTL(name string, ttl time.Duration) error {
 	if min := 6 * r.cfg.nodeTimeout; ttl < min {

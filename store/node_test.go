@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -134,5 +135,46 @@ func TestNodeInfoAndErrors(t *testing.T) {
 	}
 	if _, err := store.NewNode("x", nil); err == nil {
 		t.Error("NewNode accepted a nil client")
+	}
+}
+
+func TestNodeScan(t *testing.T) {
+	n, s, k := setup(t)
+	ctx := context.Background()
+	c := s.Client(t)
+	ks, _ := store.NewKeyspace("t")
+	v := store.Value{Token: store.NewToken(), Acquired: time.Now(), Owner: "me"}.String()
+	c.Set(ctx, k.Lock, v, time.Minute)
+	c.HSet(ctx, k.State, "fence", "7")
+	c.Set(ctx, ks.Heartbeat("me"), "1", time.Minute)
+	c.Set(ctx, "t:stray", "x", 0)
+	c.Set(ctx, "other:{job}:lock", v, 0) // another prefix: not listed
+	for i := range 600 {                 // more than one SCAN batch
+		c.Set(ctx, fmt.Sprintf("t:{j%d}:lock", i), "x", 0)
+	}
+	seen := map[string]store.KeyInfo{}
+	if err := n.Scan(ctx, ks.Pattern(), func(ki store.KeyInfo) error {
+		seen[ki.Key] = ki
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 604 {
+		t.Fatalf("scanned %d keys, want 604", len(seen))
+	}
+	if ki := seen[k.Lock]; ki.Type != "string" || ki.Value != v || ki.TTL <= 0 {
+		t.Errorf("lock key: %+v", ki)
+	}
+	if ki := seen[k.State]; ki.Type != "hash" || ki.Fields["fence"] != "7" || ki.TTL != -1 {
+		t.Errorf("state key: %+v", ki)
+	}
+	for key, want := range map[string]store.KeyKind{k.Lock: store.KindLock, k.State: store.KindState, "t:hb:me": store.KindHeartbeat, "t:stray": store.KindForeign} {
+		if kind, _ := ks.Parse(key); kind != want {
+			t.Errorf("Parse(%q) = %v, want %v", key, kind, want)
+		}
+	}
+	stop := errors.New("stop")
+	if err := n.Scan(ctx, ks.Pattern(), func(store.KeyInfo) error { return stop }); err != stop {
+		t.Errorf("fn's error not returned: %v", err)
 	}
 }

@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// KeyInfo is one key found by Scan.
+type KeyInfo struct {
+	Key  string
+	Type string // Redis type: string, hash, ...; "none" if it vanished meanwhile
+	// TTL is the remaining time to live; -1 when the key has no expiry.
+	TTL time.Duration
+	// Value is the value of a string key; empty for other types.
+	Value string
+	// Fields are the fields of a hash key; nil for other types.
+	Fields map[string]string
+}
+
+// KeyKind says which of the library's keys a key is.
+type KeyKind int
+
+// The kinds of keys under a prefix.
+const (
+	KindForeign   KeyKind = iota // under the prefix, but not a key the library writes
+	KindLock                     // p:{name}:lock
+	KindState                    // p:{name}:state
+	KindHeartbeat                // p:hb:<owner>
+)
+
+// Parse says which of the keyspace's keys key is, and returns the lock
+// name (for locks and states) or the owner (for heartbeats).
+func (k Keyspace) Parse(key string) (KeyKind, string) {
+	rest, ok := strings.CutPrefix(key, k.prefix+":")
+	if !ok {
+		return KindForeign, ""
+	}
+	if owner, ok := strings.CutPrefix(rest, "hb:"); ok {
+		return KindHeartbeat, owner
+	}
+	if !strings.HasPrefix(rest, "{") {
+		return KindForeign, ""
+	}
+	name, suffix, ok := strings.Cut(rest[1:], "}:")
+	if !ok || CheckName(name) != nil {
+		return KindForeign, ""
+	}
+	switch suffix {
+	case "lock":
+		return KindLock, name
+	case "state":
+		return KindState, name
+	}
+	return KindForeign, name
+}
+
+// scanBatch is the COUNT hint of SCAN and the size of the pipelines that
+// read the keys it returns.
+const scanBatch = 256
+
+// Scan iterates over the keys matching pattern with SCAN (never KEYS; on
+// a Cluster client, on every master) and calls fn with each key's type,
+// TTL and value. Keys are read in pipelined batches; a key that changes
+// between SCAN and the read is reported as read. fn's error stops the scan
+// and is returned.
+func (n *Node) Scan(ctx context.Context, pattern string, fn func(KeyInfo) error) error {
+	scan := func(ctx context.Context, c redis.UniversalClient) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, pattern, scanBatch).Result()
+			if err != nil {
+				return n.fail("scan", pattern, err)
+			}
+			infos, err := n.read(ctx, c, keys)
+			if err != nil {
+				return err
+			}
+			for _, info := range infos {
+				if err := fn(info); err != nil {
+					return err
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	if cc, ok := n.client.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	}
+	return scan(ctx, n.client)
+}
+
+// read fetches the type, TTL and value of keys in two pipelines.
+func (n *Node) read(ctx context.Context, c redis.UniversalClient, keys []string) ([]KeyInfo, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	types := make([]*redis.StatusCmd, len(keys))
+	ttls := make([]*redis.DurationCmd, len(keys))
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			types[i], ttls[i] = p.Type(ctx, k), p.PTTL(ctx, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, n.fail("scan", keys[0], err)
+	}
+	infos := make([]KeyInfo, len(keys))
+	strs := make([]*redis.StringCmd, len(keys))
+	hashes := make([]*redis.MapStringStringCmd, len(keys))
+	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			infos[i] = KeyInfo{Key: k, Type: types[i].Val(), TTL: ttls[i].Val()}
+			if infos[i].TTL < 0 && infos[i].TTL != -2 {
+				infos[i].TTL = -1
+			}
+			switch infos[i].Type {
+			case "string":
+				strs[i] = p.Get(ctx, k)
+			case "hash":
+				hashes[i] = p.HGetAll(ctx, k)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) && !ServerError(err) {
+		return nil, n.fail("scan", keys[0], err)
+	}
+	for i := range infos {
+		if strs[i] != nil {
+			infos[i].Value = strs[i].Val()
+		}
+		if hashes[i] != nil {
+			infos[i].Fields = hashes[i].Val()
+		}
+	}
+	return infos, nil
+}
