@@ -64,3 +64,11 @@ type Lease interface {
 type Heartbeater interface {
 	Heartbeat(ctx context.Context, owner string, ttl time.Duration) error
 }
+
+// RequestChecker is implemented by lockers that can tell, without I/O,
+// whether they would refuse a job's lock requests (a name or a TTL out of
+// their range). Add calls CheckRequest with the job's name and TTL, so bad
+// input is refused when the job is registered rather than at every tick.
+type RequestChecker interface {
+	CheckRequest(req LockRequest) error
+}

@@ -1,0 +1,119 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/scheduler/schedulertest"
+)
+
+// Every replica of a service runs the same scheduler with the same jobs;
+// the Locker (Redis in production, in memory here) picks one replica per
+// tick. Trigger runs a job at once, still under its lock.
+func Example() {
+	locker := schedulertest.NewLocker()
+	s, err := scheduler.New(locker, scheduler.WithInstanceID("replica-a"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	done := make(chan struct{})
+	err = s.Add("nightly-report", "0 3 * * *", scheduler.JobFunc(func(ctx context.Context, info scheduler.RunInfo) error {
+		defer close(done)
+		fmt.Printf("%s runs on %s with fence %d\n", info.Job, info.Instance, info.Fence)
+		return nil
+	}))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- s.Run(context.Background()) }()
+
+	if _, err := s.Trigger(context.Background(), "nightly-report"); err != nil {
+		log.Fatal(err)
+	}
+	<-done
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("Run:", <-errc)
+	// Output:
+	// nightly-report runs on replica-a with fence 1
+	// Run: scheduler: closed
+}
+
+// An Observer sees every outcome; metrics use the String labels of its
+// enums.
+func ExampleWithObserver() {
+	finished := make(chan struct{})
+	obs := observerFunc(func(ev scheduler.Event) {
+		switch ev.Kind {
+		case scheduler.EventRunStarted:
+			fmt.Println(ev.Kind, ev.Job)
+		case scheduler.EventRunFinished:
+			fmt.Println(ev.Kind, ev.Job, ev.Result, ev.Err)
+			close(finished)
+		}
+	})
+	s, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithObserver(obs))
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = s.Add("cleanup", "@hourly", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error {
+		return errors.New("disk full")
+	}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	go s.Run(context.Background())
+	if _, err := s.Trigger(context.Background(), "cleanup"); err != nil {
+		log.Fatal(err)
+	}
+	<-finished
+	_ = s.Shutdown(context.Background())
+	// Output:
+	// run_started cleanup
+	// run_finished cleanup failure disk full
+}
+
+type observerFunc func(scheduler.Event)
+
+func (f observerFunc) Observe(ev scheduler.Event) { f(ev) }
+
+// Add reports bad input at once, naming the job and the spec.
+func ExampleScheduler_Add() {
+	s, err := scheduler.New(schedulertest.NewLocker())
+	if err != nil {
+		log.Fatal(err)
+	}
+	noop := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
+
+	err = s.Add("backup", "0 25 * * *", noop)
+	fmt.Println(errors.Is(err, scheduler.ErrInvalidSpec), err)
+
+	err = s.Add("ticker", "@every 1500ms", noop)
+	fmt.Println(errors.Is(err, scheduler.ErrInvalidSpec), err)
+
+	_ = s.Add("backup", "CRON_TZ=Europe/Paris 0 3 * * *", noop)
+	err = s.Add("backup", "@daily", noop)
+	fmt.Println(errors.Is(err, scheduler.ErrDuplicateJob), err)
+	// Output:
+	// true scheduler: invalid schedule: job "backup": spec "0 25 * * *": end of range (25) above maximum (23): 25
+	// true scheduler: invalid schedule: job "ticker": spec "@every 1500ms": @every 1.5s: want a whole number of seconds, at least 1s
+	// true scheduler: duplicate job name: "backup"
+}
+
+// New validates its options.
+func ExampleNew() {
+	_, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithHeartbeat(10*time.Second, 5*time.Second))
+	fmt.Println(errors.Is(err, scheduler.ErrInvalidOption), err)
+	// Output:
+	// true scheduler: invalid option: WithHeartbeat: ttl 5s is not longer than interval 10s
+}

@@ -1,0 +1,64 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Job is the work a Scheduler runs.
+//
+// ctx is cancelled when the lease is lost (cause matching ErrLockLost), when
+// the run timeout passes (ErrRunTimeout), when the scheduler shuts down
+// (ErrShutdown) or when the context given to Run is cancelled (its cause);
+// context.Cause(ctx) says which. A job should return soon after ctx is
+// done: past the lease, another replica may run the next tick.
+type Job interface {
+	Run(ctx context.Context, info RunInfo) error
+}
+
+// JobFunc adapts a function to Job.
+type JobFunc func(ctx context.Context, info RunInfo) error
+
+// Run calls f(ctx, info).
+func (f JobFunc) Run(ctx context.Context, info RunInfo) error { return f(ctx, info) }
+
+// RunInfo describes one run of a job.
+type RunInfo struct {
+	// Job is the registered job name.
+	Job string
+	// Tick is the occurrence being run: the schedule's own time, identical
+	// on every replica, not the moment the run started. It is the zero
+	// time for a run started by Trigger.
+	Tick time.Time
+	// Fence is the lease's fencing token: it increases strictly with every
+	// acquisition of the job's lock. Pass it to the storage the job writes
+	// to, so that it can reject writes from a holder whose lease ended.
+	// Zero if the Locker issues no tokens.
+	Fence uint64
+	// RunID is unique to this run (a UUIDv7, so it sorts by start time).
+	RunID string
+	// Instance is the id of the replica running the job (WithInstanceID).
+	Instance string
+}
+
+type runInfoKey struct{}
+
+// RunInfoFromContext returns the RunInfo of the run that ctx belongs to.
+// The context passed to Job.Run carries it, and so does every context
+// derived from it.
+func RunInfoFromContext(ctx context.Context) (RunInfo, bool) {
+	info, ok := ctx.Value(runInfoKey{}).(RunInfo)
+	return info, ok
+}
+
+func contextWithRunInfo(ctx context.Context, info RunInfo) context.Context {
+	return context.WithValue(ctx, runInfoKey{}, info)
+}
+
+// newRunID returns a time-ordered unique id. uuid.NewV7 fails only if
+// crypto/rand does, which since Go 1.24 crashes the program instead.
+func newRunID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}

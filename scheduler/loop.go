@@ -1,0 +1,98 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// maxSleep bounds the loop's sleeps, so that it notices a step of the wall
+// clock (which timers, running on the monotonic clock, ignore) within a
+// minute.
+const maxSleep = time.Minute
+
+// Causes of the end of a tick's lock attempts.
+var (
+	errNewerTick = errors.New("scheduler: a newer tick is being attempted")
+	errRemoved   = errors.New("scheduler: job removed")
+)
+
+// dueTick is a tick handed by the loop to a handler goroutine.
+type dueTick struct {
+	e    *entry
+	tick time.Time
+	// missed is the first of the ticks skipped because a later one was
+	// already due (tick itself if none was).
+	missed time.Time
+	// ctx bounds the tick's lock attempts; cancel ends them.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// loop dispatches due ticks until rn.loopCtx is done. It owns the timer.
+func (s *Scheduler) loop(rn *runner) {
+	timer := time.NewTimer(maxSleep)
+	defer timer.Stop()
+	for {
+		timer.Reset(s.dispatch(rn))
+		select {
+		case <-rn.loopCtx.Done():
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// dispatch starts a handler for every job whose next tick is due and
+// returns how long to sleep until the next tick.
+//
+// When several ticks of a job are due at once (the process was paused, or
+// the clock stepped forward), only the latest is handled; the earlier ones
+// are skipped as misfires.
+func (s *Scheduler) dispatch(rn *runner) time.Duration {
+	now := s.cfg.clock()
+	wait := maxSleep
+	var due []dueTick
+	s.mu.Lock()
+	for _, e := range s.jobs {
+		if !e.next.IsZero() && !e.next.After(now) {
+			d := dueTick{e: e, missed: e.next, tick: e.next}
+			for t := e.sched.Next(d.tick); !t.IsZero() && !t.After(now); t = e.sched.Next(t) {
+				d.tick = t
+			}
+			e.next = e.sched.Next(d.tick)
+			if e.abandon != nil {
+				e.abandon(errNewerTick)
+			}
+			d.ctx, d.cancel = context.WithCancelCause(rn.loopCtx)
+			e.abandon = d.cancel
+			due = append(due, d)
+		}
+		if !e.next.IsZero() {
+			wait = min(wait, e.next.Sub(now))
+		}
+	}
+	s.mu.Unlock()
+
+	for _, d := range due {
+		s.skipMissed(d)
+		rn.wg.Go(func() { s.handleTick(rn, d) })
+	}
+	return max(wait, 0)
+}
+
+// skipMissed reports the ticks of d skipped because a later one was due.
+func (s *Scheduler) skipMissed(d dueTick) {
+	n := 0
+	for t := d.missed; t.Before(d.tick); t = d.e.sched.Next(t) {
+		s.skip(d.e, t, SkipMisfire, 0, nil)
+		n++
+	}
+	if n > 0 {
+		s.log.LogAttrs(d.ctx, slog.LevelWarn, "ticks missed",
+			slog.String("job", d.e.name), slog.Int("missed", n),
+			slog.Time("first", d.missed), slog.Time("scheduled_at", d.tick))
+	}
+}

@@ -1,0 +1,139 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+)
+
+// NewRedlockLocker adapts a Redlock to Locker. Each job's lock is the
+// Redlock lock named after the job; a tick is claimed as the lock's
+// occurrence (mutex.Occurrence), so no two replicas ever win the same tick
+// and a tick at or before one already run is refused; the scheduler's
+// instance id is stored as the lock's owner. The Locker also publishes
+// heartbeats on every node (Heartbeater) and checks names and TTLs at Add
+// (RequestChecker).
+func NewRedlockLocker(r *mutex.Redlock) Locker {
+	return &redlockLocker{r: r}
+}
+
+type redlockLocker struct {
+	r *mutex.Redlock
+}
+
+// CheckRequest implements RequestChecker.
+func (a *redlockLocker) CheckRequest(req LockRequest) error {
+	return a.r.Check(req.Job, req.TTL)
+}
+
+// Acquire implements Locker.
+func (a *redlockLocker) Acquire(ctx context.Context, req LockRequest) (Lease, error) {
+	opts := []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick)}
+	l, err := a.r.TryLock(ctx, req.Job, req.TTL, opts...)
+	if err != nil {
+		return nil, lockError(err, req.Tick)
+	}
+	return &redlockLease{l: l}, nil
+}
+
+// lockError maps a Redlock error to the scheduler's outcomes, keeping it
+// as the cause.
+func lockError(err error, tick time.Time) error {
+	switch {
+	case errors.Is(err, mutex.ErrAlreadyRun):
+		return fmt.Errorf("%w: %w", ErrTickDone, err)
+	case errors.Is(err, mutex.ErrHeld):
+		if heldForEarlierTick(err, tick) {
+			return fmt.Errorf("%w: %w", ErrOverlap, err)
+		}
+		return fmt.Errorf("%w: %w", ErrHeld, err)
+	case errors.Is(err, mutex.ErrNoQuorum):
+		return fmt.Errorf("%w: %w", ErrNoQuorum, err)
+	}
+	return err
+}
+
+// heldForEarlierTick reports whether a holder named in the tally holds the
+// lock for a tick before tick (or for a manual run): the previous run is
+// still going.
+func heldForEarlierTick(err error, tick time.Time) bool {
+	var qe *mutex.QuorumError
+	if tick.IsZero() || !errors.As(err, &qe) {
+		return false
+	}
+	for _, n := range qe.Nodes {
+		if n.Vote != mutex.VoteHeld {
+			continue
+		}
+		if v, err := store.ParseValue(n.Holder); err == nil && v.Occurrence < tick.UnixMilli() {
+			return true
+		}
+	}
+	return false
+}
+
+// Heartbeat implements Heartbeater: it sets the owner's heartbeat key on
+// every node, in parallel, and succeeds when a quorum did.
+func (a *redlockLocker) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
+	nodes := a.r.Nodes()
+	key := a.r.Keyspace().Heartbeat(owner)
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = n.Heartbeat(ctx, key, ttl) })
+	}
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+	}
+	if len(nodes)-failed < a.r.Quorum() {
+		return fmt.Errorf("scheduler: heartbeat of %q reached %d of %d nodes: %w", owner, len(nodes)-failed, len(nodes), errors.Join(errs...))
+	}
+	return nil
+}
+
+// redlockLease adapts a *mutex.Lock to Lease.
+type redlockLease struct {
+	l      *mutex.Lock
+	stop   func() bool             // stops relaying the keepalive's cause
+	cancel context.CancelCauseFunc // cancels Keep's context
+}
+
+func (l *redlockLease) Fence() uint64 { return l.l.Fence() }
+
+// Keep implements Lease: the returned context is cancelled with a cause
+// matching both ErrLockLost and mutex.ErrLost when the lease is lost.
+func (l *redlockLease) Keep(ctx context.Context) context.Context {
+	kept, _ := l.l.KeepAlive(ctx) // stopped by Release
+	out, cancel := context.WithCancelCause(ctx)
+	l.cancel = cancel
+	l.stop = context.AfterFunc(kept, func() {
+		cause := context.Cause(kept)
+		if errors.Is(cause, mutex.ErrLost) {
+			cause = fmt.Errorf("%w: %w", ErrLockLost, cause)
+		}
+		cancel(cause)
+	})
+	return out
+}
+
+// Release implements Lease.
+func (l *redlockLease) Release(ctx context.Context) error {
+	if l.stop != nil {
+		l.stop()
+		defer l.cancel(context.Canceled)
+	}
+	err := l.l.Release(ctx)
+	if errors.Is(err, mutex.ErrLost) {
+		return fmt.Errorf("%w: %w", ErrLockLost, err)
+	}
+	return err
+}

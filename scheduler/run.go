@@ -1,0 +1,323 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"time"
+)
+
+const (
+	// maxAttemptTimeout bounds one lock attempt (and TTL/3 does too).
+	maxAttemptTimeout = 5 * time.Second
+	// releaseTimeout bounds the release of a lease.
+	releaseTimeout = 5 * time.Second
+	// A retry of an undecided lock attempt waits a random delay of at
+	// least retryMin and at most retryFirstMax, doubled with every attempt
+	// up to retryCap: 50-250ms, 50-500ms, then 50ms-1s.
+	retryMin      = 50 * time.Millisecond
+	retryFirstMax = 250 * time.Millisecond
+	retryCap      = time.Second
+)
+
+// errGoexit is the error of a job that called runtime.Goexit.
+var errGoexit = errors.New("scheduler: job called runtime.Goexit")
+
+// handleTick handles one tick of one job: it checks that the tick is not
+// late and that the job is not running here, acquires the lease and runs
+// the job.
+func (s *Scheduler) handleTick(rn *runner, d dueTick) {
+	defer d.cancel(nil)
+	e, tick := d.e, d.tick
+	s.mu.Lock()
+	e.prev = tick
+	running := e.running > 0
+	s.mu.Unlock()
+
+	if late := s.cfg.clock().Sub(tick); late > e.cfg.lateLimit() {
+		s.skip(e, tick, SkipMisfire, 0, nil)
+		s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: later than its grace",
+			tickAttrs(e.name, tick, slog.Duration("late", late))...)
+		return
+	}
+	if running {
+		s.skip(e, tick, SkipOverlap, 0, nil)
+		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped: previous run still going here",
+			tickAttrs(e.name, tick)...)
+		return
+	}
+
+	req := LockRequest{Job: e.name, Tick: tick, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID}
+	lease, attempts, err := s.acquire(d.ctx, e, req, tick.Add(e.cfg.lateLimit()))
+	if err != nil {
+		s.lockFailed(rn, d, attempts, err)
+		return
+	}
+	s.finishRun(rn, s.startRun(rn, e, lease, tick, attempts))
+}
+
+// lockFailed reports a tick that could not be locked.
+func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
+	e, tick := d.e, d.tick
+	var reason SkipReason
+	switch {
+	case errors.Is(err, ErrHeld):
+		reason = SkipHeld
+	case errors.Is(err, ErrTickDone):
+		reason = SkipAlreadyRun
+	case errors.Is(err, ErrOverlap):
+		reason = SkipOverlap
+	case rn.loopCtx.Err() != nil, errors.Is(context.Cause(d.ctx), errRemoved):
+		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick abandoned: scheduler stopping or job removed",
+			tickAttrs(e.name, tick, slog.Any("error", err))...)
+		return
+	default:
+		s.skip(e, tick, SkipNoQuorum, attempts, err)
+		s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: no lock decision",
+			tickAttrs(e.name, tick, slog.Int("attempts", attempts), slog.Any("error", err))...)
+		return
+	}
+	s.skip(e, tick, reason, attempts, nil)
+	s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped",
+		tickAttrs(e.name, tick, slog.String("reason", reason.String()))...)
+}
+
+// skip records and reports a skipped tick.
+func (s *Scheduler) skip(e *entry, tick time.Time, reason SkipReason, attempts int, err error) {
+	s.mu.Lock()
+	e.lastResult, e.lastSkip, e.lastErr = 0, reason, err
+	s.mu.Unlock()
+	s.emit(Event{Kind: EventSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
+}
+
+// acquire makes lock attempts for req until one wins, one gets a definite
+// refusal (ErrHeld, ErrTickDone, ErrOverlap), or ctx is done. Undecided
+// attempts are retried after a random delay, as long as the retry starts
+// before the deadline (by the scheduler's clock); the first attempt is
+// always made. It returns the number of attempts made.
+func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, deadline time.Time) (Lease, int, error) {
+	retryUntil := time.Now().Add(deadline.Sub(s.cfg.clock())) // by the monotonic clock
+	attemptTimeout := min(maxAttemptTimeout, req.TTL/3)
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		lease, err := s.locker.Acquire(actx, req)
+		cancel()
+		switch {
+		case err == nil && lease != nil:
+			return lease, attempt, nil
+		case err == nil:
+			err = errors.New("scheduler: Locker returned neither a Lease nor an error")
+		case errors.Is(err, ErrHeld), errors.Is(err, ErrTickDone), errors.Is(err, ErrOverlap):
+			return nil, attempt, err
+		}
+		// Keep the locker's own error rather than the one caused by the end
+		// of ctx.
+		if lastErr == nil || ctx.Err() == nil {
+			lastErr = err
+		}
+		delay := retryDelay(attempt)
+		if ctx.Err() != nil || time.Until(retryUntil) < delay {
+			return nil, attempt, lastErr
+		}
+		s.emit(Event{Kind: EventLockRetry, Job: e.name, Tick: req.Tick, Attempts: attempt, Err: err})
+		s.log.LogAttrs(ctx, slog.LevelDebug, "lock attempt undecided; retrying",
+			tickAttrs(e.name, req.Tick, slog.Int("attempt", attempt), slog.Duration("delay", delay), slog.Any("error", err))...)
+		if !sleep(ctx, delay) {
+			return nil, attempt, lastErr
+		}
+	}
+}
+
+// retryDelay returns a random delay before the attempt after attempt.
+func retryDelay(attempt int) time.Duration {
+	hi := retryCap
+	if attempt < 8 {
+		hi = min(retryFirstMax<<(attempt-1), retryCap)
+	}
+	return retryMin + rand.N(hi-retryMin+1)
+}
+
+// sleep waits for d or until ctx is done, and reports whether it waited
+// for d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// run is one run of a job on this replica, from the lease's acquisition to
+// its release.
+type run struct {
+	e        *entry
+	lease    Lease
+	info     RunInfo
+	attempts int
+	start    time.Time // by the monotonic clock
+	ctx      context.Context
+	done     chan outcome // capacity 1, so that an abandoned job never blocks
+}
+
+// outcome is how a job returned.
+type outcome struct {
+	err       error // the job's error, or a *PanicError
+	cause     error // context.Cause of the job's context when it returned
+	abandoned bool  // the job did not return within stopGrace of its cancellation
+}
+
+// startRun starts the job of e under lease in its own goroutine.
+func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, tick time.Time, attempts int) *run {
+	r := &run{
+		e:        e,
+		lease:    lease,
+		attempts: attempts,
+		info: RunInfo{
+			Job:      e.name,
+			Tick:     tick,
+			Fence:    lease.Fence(),
+			RunID:    newRunID(),
+			Instance: s.cfg.instanceID,
+		},
+		done: make(chan outcome, 1),
+	}
+	s.mu.Lock()
+	e.running++
+	s.mu.Unlock()
+
+	var startDelay time.Duration
+	if !tick.IsZero() {
+		startDelay = s.cfg.clock().Sub(tick)
+	}
+	s.emit(Event{Kind: EventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
+		StartDelay: startDelay, Attempts: attempts})
+	s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
+
+	ctx := lease.Keep(rn.jobCtx)
+	cancelTimeout := context.CancelFunc(func() {})
+	if d := e.cfg.runTimeout; d > 0 {
+		ctx, cancelTimeout = context.WithTimeoutCause(ctx, d, ErrRunTimeout)
+	}
+	r.ctx = contextWithRunInfo(ctx, r.info)
+	r.start = time.Now()
+	// This goroutine is not in rn.wg: the handler waits for it, except
+	// when it abandons a job that ignores cancellation.
+	go func() {
+		out := outcome{err: errGoexit}
+		defer func() {
+			out.cause = context.Cause(r.ctx)
+			cancelTimeout()
+			r.done <- out
+		}()
+		out.err = callJob(r.ctx, e.job, r.info)
+	}()
+	return r
+}
+
+// callJob runs job, turning a panic into a *PanicError.
+func callJob(ctx context.Context, job Job, info RunInfo) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Job: info.Job, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return job.Run(ctx, info)
+}
+
+// finishRun waits for r's job to return, or to be abandoned, releases the
+// lease and reports the result.
+func (s *Scheduler) finishRun(rn *runner, r *run) {
+	var out outcome
+	select {
+	case out = <-r.done:
+	case <-rn.abandon:
+		out = outcome{cause: context.Cause(r.ctx), abandoned: true}
+	}
+	relCtx, cancel := context.WithTimeout(context.WithoutCancel(rn.jobCtx), releaseTimeout)
+	relErr := r.lease.Release(relCtx)
+	cancel()
+	ctx := context.WithoutCancel(rn.jobCtx) // for logging
+	if relErr != nil && !errors.Is(relErr, ErrLockLost) {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "lease release failed; the lock expires with its TTL",
+			r.attrs(slog.Any("error", relErr))...)
+	}
+	result, err := classify(out, relErr)
+	duration := time.Since(r.start)
+
+	s.mu.Lock()
+	r.e.running--
+	r.e.lastResult, r.e.lastSkip, r.e.lastErr = result, 0, err
+	s.mu.Unlock()
+	s.emit(Event{Kind: EventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
+		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Err: err})
+
+	attrs := r.attrs(slog.String("result", result.String()), slog.Duration("duration", duration))
+	switch result {
+	case ResultSuccess:
+		s.log.LogAttrs(ctx, slog.LevelInfo, "run finished", attrs...)
+	case ResultCanceled:
+		s.log.LogAttrs(ctx, slog.LevelWarn, "run canceled", append(attrs, slog.Any("error", err))...)
+	default:
+		attrs = append(attrs, slog.Any("error", err))
+		if pe, ok := err.(*PanicError); ok {
+			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+		}
+		s.log.LogAttrs(ctx, slog.LevelError, "run failed", attrs...)
+	}
+}
+
+// classify turns how a job returned, and how its lease was released, into
+// a Result and the error to report.
+func classify(out outcome, releaseErr error) (Result, error) {
+	switch {
+	case errors.Is(out.cause, ErrLockLost):
+		return ResultLockLost, withCause(out.cause, out.err)
+	case errors.Is(releaseErr, ErrLockLost):
+		return ResultLockLost, withCause(releaseErr, out.err)
+	case out.abandoned:
+		return ResultCanceled, errors.Join(ErrShutdownTimeout, out.cause)
+	}
+	if _, ok := out.err.(*PanicError); ok {
+		return ResultPanic, out.err
+	}
+	switch {
+	case out.err == nil:
+		return ResultSuccess, nil
+	case errors.Is(out.cause, ErrRunTimeout):
+		return ResultTimeout, withCause(out.cause, out.err)
+	case out.cause != nil:
+		return ResultCanceled, withCause(out.cause, out.err)
+	default:
+		return ResultFailure, out.err
+	}
+}
+
+// withCause returns cause, annotated with the job's error if there is a
+// different one.
+func withCause(cause, jobErr error) error {
+	if jobErr == nil || errors.Is(jobErr, cause) {
+		return cause
+	}
+	return fmt.Errorf("%w (job returned: %w)", cause, jobErr)
+}
+
+func (r *run) attrs(extra ...slog.Attr) []slog.Attr {
+	return append(tickAttrs(r.info.Job, r.info.Tick,
+		slog.String("run_id", r.info.RunID), slog.Uint64("fence", r.info.Fence)), extra...)
+}
+
+// tickAttrs returns the log attributes naming a tick of a job.
+func tickAttrs(job string, tick time.Time, extra ...slog.Attr) []slog.Attr {
+	attrs := []slog.Attr{slog.String("job", job)}
+	if !tick.IsZero() {
+		attrs = append(attrs, slog.Time("scheduled_at", tick))
+	}
+	return append(attrs, extra...)
+}

@@ -1,0 +1,124 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// schedule computes a job's ticks.
+type schedule interface {
+	// Next returns the first tick strictly after t, or the zero time if
+	// there is none within five years.
+	Next(t time.Time) time.Time
+}
+
+// parseSpec parses a cron spec: five fields, or six with seconds first when
+// seconds is set; or a descriptor (@yearly, @monthly, @weekly, @daily,
+// @midnight, @hourly, @every <duration>); optionally prefixed by
+// CRON_TZ=<zone> or TZ=<zone>. Specs without a zone prefix are interpreted
+// in loc.
+func parseSpec(spec string, seconds bool, loc *time.Location) (sched schedule, err error) {
+	rest := strings.TrimSpace(spec)
+	if zone, after, ok := cutZone(rest); ok {
+		if zone == "" {
+			return nil, errors.New("empty time zone")
+		}
+		z, err := time.LoadLocation(zone)
+		if err != nil {
+			return nil, fmt.Errorf("time zone %q: %w", zone, err)
+		}
+		if _, _, again := cutZone(after); again {
+			return nil, errors.New("more than one time zone")
+		}
+		loc, rest = z, after
+	}
+	fields := strings.Fields(rest)
+	switch {
+	case len(fields) == 0:
+		return nil, errors.New("empty schedule")
+	case fields[0] == "@every":
+		if len(fields) != 2 {
+			return nil, errors.New("@every takes one duration")
+		}
+		return parseEvery(fields[1])
+	}
+	opts := cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor
+	if seconds {
+		opts |= cron.Second
+	}
+	defer func() {
+		// Defence in depth: a parser bug must not crash the caller of Add.
+		if v := recover(); v != nil {
+			sched, err = nil, fmt.Errorf("cron parser panicked: %v", v)
+		}
+	}()
+	s, err := cron.NewParser(opts).Parse(rest)
+	if err != nil {
+		return nil, err
+	}
+	// Without a zone prefix, robfig's schedule computes in the location of
+	// the time given to Next; zoned supplies it.
+	return zoned{s, loc}, nil
+}
+
+// cutZone splits a CRON_TZ=<zone> or TZ=<zone> prefix from spec.
+func cutZone(spec string) (zone, rest string, ok bool) {
+	first, rest, _ := strings.Cut(spec, " ")
+	for _, prefix := range []string{"CRON_TZ=", "TZ="} {
+		if zone, ok := strings.CutPrefix(first, prefix); ok {
+			return zone, strings.TrimSpace(rest), true
+		}
+	}
+	return "", "", false
+}
+
+// parseEvery parses the argument of @every.
+func parseEvery(arg string) (schedule, error) {
+	d, err := time.ParseDuration(arg)
+	if err != nil {
+		return nil, fmt.Errorf("@every: %w", err)
+	}
+	if d < time.Second || d%time.Second != 0 {
+		return nil, fmt.Errorf("@every %v: want a whole number of seconds, at least 1s", d)
+	}
+	return every{int64(d / time.Second)}, nil
+}
+
+// zoned is a robfig schedule computed in a given location.
+type zoned struct {
+	cron.Schedule
+	loc *time.Location
+}
+
+func (z zoned) Next(t time.Time) time.Time { return z.Schedule.Next(t.In(z.loc)) }
+
+// every is the schedule of "@every d": the multiples of d since the Unix
+// epoch, so that every replica computes the same ticks whenever it started.
+// (robfig's ConstantDelaySchedule counts from the process start instead.)
+type every struct {
+	seconds int64
+}
+
+func (e every) Next(t time.Time) time.Time {
+	// t lies in [s, s+1s) with s = t.Unix(), so the first multiple of the
+	// period strictly after t is the first one strictly after s.
+	s := t.Unix()
+	n := s / e.seconds
+	if s%e.seconds < 0 {
+		n-- // floor division for times before the epoch
+	}
+	return time.Unix((n+1)*e.seconds, 0).In(t.Location())
+}
+
+// latestTick returns the latest tick of s in [from, to], or the zero time.
+func latestTick(s schedule, from, to time.Time) time.Time {
+	var latest time.Time
+	for t := s.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(to); t = s.Next(t) {
+		latest = t
+	}
+	return latest
+}

@@ -1,0 +1,283 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxNameLen is the longest job name or instance id, in bytes.
+const maxNameLen = 200
+
+// Scheduler runs registered jobs on their schedules, in every replica of a
+// service; through its Locker, each tick of each job runs on one replica.
+// Create it with New; the zero value is not usable. Its methods are safe
+// for concurrent use.
+//
+// A Scheduler runs once: Run may be called once, and after Run has returned
+// or Shutdown has been called the Scheduler is closed.
+type Scheduler struct {
+	locker Locker
+	cfg    config
+	log    *slog.Logger
+
+	wake    chan struct{} // capacity 1: the job table changed
+	started chan struct{} // closed when Run starts
+	closed  chan struct{} // closed when the Scheduler is closed
+
+	mu    sync.Mutex
+	jobs  map[string]*entry
+	state state
+	run   *runner // the state of Run while it runs; nil otherwise
+}
+
+type state int
+
+const (
+	stateIdle state = iota
+	stateRunning
+	stateClosed
+)
+
+// entry is a registered job.
+type entry struct {
+	name  string
+	spec  string
+	sched schedule
+	job   Job
+	cfg   jobConfig
+
+	// Guarded by Scheduler.mu.
+	next       time.Time               // the next tick to dispatch; zero if none
+	prev       time.Time               // the latest tick handled
+	running    int                     // runs in progress on this replica
+	lastResult Result                  // outcome of the latest finished handling: a run...
+	lastSkip   SkipReason              // ...or a skip
+	lastErr    error                   // and its error
+	abandon    context.CancelCauseFunc // ends the latest tick's lock attempts
+}
+
+// Entry is a snapshot of a registered job, as seen by this replica.
+type Entry struct {
+	// Name and Spec are the job's name and spec, as given to Add.
+	Name string
+	Spec string
+	// Next is the next tick; zero if the schedule has none within five
+	// years.
+	Next time.Time
+	// Prev is the latest tick this replica handled (ran, skipped or tried
+	// to lock); zero if none.
+	Prev time.Time
+	// Running reports whether a run of the job is in progress here.
+	Running bool
+	// LastResult, LastSkip and LastErr describe the latest handling of the
+	// job that completed on this replica: a run that ended (LastResult is
+	// set) or a tick that was skipped (LastSkip is set). LastErr is the
+	// run's error, or the lock error of a SkipNoQuorum.
+	LastResult Result
+	LastSkip   SkipReason
+	LastErr    error
+}
+
+// New returns a Scheduler that elects the runner of each tick through l.
+// It starts no goroutines and does no I/O; see Run.
+func New(l Locker, opts ...Option) (*Scheduler, error) {
+	if l == nil {
+		return nil, errors.New("scheduler: nil Locker")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+	}
+	return &Scheduler{
+		locker:  l,
+		cfg:     cfg,
+		log:     cfg.logger.With(slog.String("instance", cfg.instanceID)),
+		wake:    make(chan struct{}, 1),
+		started: make(chan struct{}),
+		closed:  make(chan struct{}),
+		jobs:    make(map[string]*entry),
+	}, nil
+}
+
+// Add registers job under name, to run on spec. It is safe to call while
+// the Scheduler runs.
+//
+// The name identifies the job across replicas and in the lock: it must be
+// the same on every replica, non-empty, at most 200 bytes of printable
+// UTF-8, without '{' or '}' and without white space at either end.
+//
+// spec is parsed by robfig/cron/v3: five fields (minute, hour, day of
+// month, month, day of week), or six with a leading seconds field under
+// WithSeconds; or a descriptor: @yearly (@annually), @monthly, @weekly,
+// @daily (@midnight), @hourly, or @every <duration>. A CRON_TZ=<zone> or
+// TZ=<zone> prefix sets the zone, which is otherwise that of WithLocation.
+//
+// "@every d" ticks at the multiples of d since the Unix epoch, so that all
+// replicas agree whenever they started; d must be a whole number of seconds,
+// at least 1s. The ticks of, say, "@every 7m" therefore do not fall at the
+// same minutes of every hour.
+//
+// Add returns an error matching ErrInvalidSpec for a spec it cannot parse
+// or that has no tick within five years, ErrDuplicateJob if the name is
+// taken, ErrInvalidOption for a bad JobOption, and ErrClosed once the
+// Scheduler is closed. If the Locker implements RequestChecker, Add also
+// returns the error of its CheckRequest for the job's name and lock TTL.
+func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("scheduler: invalid job name %q: %w", name, err)
+	}
+	if job == nil {
+		return fmt.Errorf("scheduler: job %q: nil Job", name)
+	}
+	sched, err := parseSpec(spec, s.cfg.seconds, s.cfg.location)
+	if err != nil {
+		return fmt.Errorf("%w: job %q: spec %q: %w", ErrInvalidSpec, name, spec, err)
+	}
+	if sched.Next(s.cfg.clock()).IsZero() {
+		return fmt.Errorf("%w: job %q: spec %q: no tick within five years", ErrInvalidSpec, name, spec)
+	}
+	cfg := defaultJobConfig()
+	for _, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: job %q: nil JobOption", ErrInvalidOption, name)
+		}
+		if err := o(&cfg); err != nil {
+			return fmt.Errorf("%w: job %q: %w", ErrInvalidOption, name, err)
+		}
+	}
+	if rc, ok := s.locker.(RequestChecker); ok {
+		req := LockRequest{Job: name, TTL: cfg.lockTTL, Owner: s.cfg.instanceID}
+		if err := rc.CheckRequest(req); err != nil {
+			return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
+		}
+	}
+	e := &entry{name: name, spec: spec, sched: sched, job: job, cfg: cfg}
+
+	s.mu.Lock()
+	switch {
+	case s.state == stateClosed:
+		s.mu.Unlock()
+		return ErrClosed
+	case s.jobs[name] != nil:
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrDuplicateJob, name)
+	}
+	next := firstTick(e, s.cfg.clock())
+	e.next = next
+	s.jobs[name] = e
+	s.mu.Unlock()
+
+	s.notify()
+	s.emit(Event{Kind: EventJobAdded, Job: name})
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, "job added",
+		slog.String("job", name), slog.String("spec", spec), slog.Time("next", next))
+	return nil
+}
+
+// Remove unregisters the job called name: it will not be started again. A
+// run in progress is not interrupted, but lock attempts still pending for
+// the job are abandoned. Remove returns an error matching ErrUnknownJob if
+// no such job is registered.
+func (s *Scheduler) Remove(name string) error {
+	s.mu.Lock()
+	e := s.jobs[name]
+	if e == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	delete(s.jobs, name)
+	if e.abandon != nil {
+		e.abandon(errRemoved)
+	}
+	s.mu.Unlock()
+
+	s.notify()
+	s.emit(Event{Kind: EventJobRemoved, Job: name})
+	s.log.LogAttrs(context.Background(), slog.LevelDebug, "job removed", slog.String("job", name))
+	return nil
+}
+
+// Entries returns a snapshot of the registered jobs, sorted by name.
+func (s *Scheduler) Entries() []Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	entries := make([]Entry, 0, len(s.jobs))
+	for _, e := range s.jobs {
+		entries = append(entries, Entry{
+			Name:       e.name,
+			Spec:       e.spec,
+			Next:       e.next,
+			Prev:       e.prev,
+			Running:    e.running > 0,
+			LastResult: e.lastResult,
+			LastSkip:   e.lastSkip,
+			LastErr:    e.lastErr,
+		})
+	}
+	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	return entries
+}
+
+// firstTick is the first tick of e to dispatch at now: the next one, or
+// under WithCatchUp the latest one within the catch-up window.
+func firstTick(e *entry, now time.Time) time.Time {
+	if w := e.cfg.catchUp; w > 0 {
+		if t := latestTick(e.sched, now.Add(-w), now); !t.IsZero() {
+			return t
+		}
+	}
+	return e.sched.Next(now)
+}
+
+// notify wakes the loop up to look at the job table again.
+func (s *Scheduler) notify() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// emit sends ev to the observer, if any.
+func (s *Scheduler) emit(ev Event) {
+	if s.cfg.observer == nil {
+		return
+	}
+	ev.Instance = s.cfg.instanceID
+	s.cfg.observer.Observe(ev)
+}
+
+// checkName reports why name is not a valid job name or instance id.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty")
+	case len(name) > maxNameLen:
+		return fmt.Errorf("longer than %d bytes", maxNameLen)
+	case !utf8.ValidString(name):
+		return errors.New("not valid UTF-8")
+	case strings.TrimSpace(name) != name:
+		return errors.New("white space at either end")
+	case strings.ContainsAny(name, "{}"):
+		// Braces delimit hash tags in Redis Cluster keys.
+		return errors.New("contains '{' or '}'")
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("contains the unprintable character %U", r)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,263 @@
+package schedulertest_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/scheduler/schedulertest"
+)
+
+var (
+	t1 = time.Date(2025, 1, 1, 1, 0, 0, 0, time.UTC)
+	t2 = t1.Add(time.Hour)
+)
+
+func req(job string, tick time.Time) scheduler.LockRequest {
+	return scheduler.LockRequest{Job: job, Tick: tick, TTL: 30 * time.Second, Owner: "test"}
+}
+
+func mustAcquire(t *testing.T, l *schedulertest.Locker, r scheduler.LockRequest) scheduler.Lease {
+	t.Helper()
+	lease, err := l.Acquire(context.Background(), r)
+	if err != nil {
+		t.Fatalf("Acquire(%s, %v): %v", r.Job, r.Tick, err)
+	}
+	return lease
+}
+
+func TestAcquireRefusals(t *testing.T) {
+	tests := []struct {
+		name    string
+		holding time.Time // tick of the held lease
+		ask     time.Time
+		want    error
+	}{
+		{"same tick", t1, t1, scheduler.ErrHeld},
+		{"later tick", t1, t2, scheduler.ErrOverlap},
+		{"earlier tick", t2, t1, scheduler.ErrHeld},
+		{"trigger during a tick", t1, time.Time{}, scheduler.ErrHeld},
+		{"tick during a trigger", time.Time{}, t1, scheduler.ErrOverlap},
+		{"trigger during a trigger", time.Time{}, time.Time{}, scheduler.ErrHeld},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := schedulertest.NewLocker()
+			mustAcquire(t, l, req("job", tt.holding))
+			lease, err := l.Acquire(context.Background(), req("job", tt.ask))
+			if lease != nil || !errors.Is(err, tt.want) {
+				t.Errorf("Acquire = %v, %v; want %v", lease, err, tt.want)
+			}
+			// Other jobs are independent.
+			mustAcquire(t, l, req("other", tt.ask))
+		})
+	}
+}
+
+func TestMarkAndFence(t *testing.T) {
+	l := schedulertest.NewLocker()
+	ctx := context.Background()
+	a := mustAcquire(t, l, req("job", t2))
+	if got := l.Mark("job"); !got.Equal(t2) {
+		t.Errorf("mark after acquisition = %v, want %v", got, t2)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tick := range []time.Time{t1, t2} {
+		if _, err := l.Acquire(ctx, req("job", tick)); !errors.Is(err, scheduler.ErrTickDone) {
+			t.Errorf("Acquire(%v) after %v ran = %v, want ErrTickDone", tick, t2, err)
+		}
+	}
+	// A trigger ignores and keeps the mark.
+	b := mustAcquire(t, l, req("job", time.Time{}))
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Mark("job"); !got.Equal(t2) {
+		t.Errorf("mark after a trigger = %v, want %v", got, t2)
+	}
+	c := mustAcquire(t, l, req("job", t2.Add(time.Hour)))
+	if fences := [...]uint64{a.Fence(), b.Fence(), c.Fence()}; fences != [...]uint64{1, 2, 3} {
+		t.Errorf("fences %v, want 1, 2, 3", fences)
+	}
+	if d := mustAcquire(t, l, req("other", t1)); d.Fence() != 1 {
+		t.Errorf("fence of another job = %d, want 1", d.Fence())
+	}
+	grants := l.Grants()
+	if len(grants) != 4 || grants[0].Released.IsZero() || grants[1].Released.IsZero() || !grants[2].Released.IsZero() {
+		t.Errorf("grants %+v", grants)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := schedulertest.NewLocker()
+		ctx := context.Background()
+		now := time.Now()
+		a := mustAcquire(t, l, req("job", now))
+		time.Sleep(29 * time.Second)
+		if _, err := l.Acquire(ctx, req("job", now.Add(time.Minute))); !errors.Is(err, scheduler.ErrOverlap) {
+			t.Errorf("Acquire within the TTL = %v, want ErrOverlap", err)
+		}
+		time.Sleep(time.Second)
+		if _, held := l.Held("job"); held {
+			t.Error("lease held past its TTL")
+		}
+		b := mustAcquire(t, l, req("job", now.Add(time.Minute)))
+		if err := a.Release(ctx); !errors.Is(err, scheduler.ErrLockLost) {
+			t.Errorf("Release of the expired lease = %v, want ErrLockLost", err)
+		}
+		if g, held := l.Held("job"); !held || g.Fence != b.Fence() {
+			t.Errorf("the expired lease's Release freed the new one: %+v, %v", g, held)
+		}
+		if ctx := a.Keep(context.Background()); !errors.Is(context.Cause(ctx), scheduler.ErrLockLost) {
+			t.Errorf("Keep of the expired lease: cause %v, want ErrLockLost", context.Cause(ctx))
+		}
+		if g := l.Grants(); !g[0].Lost || g[1].Lost {
+			t.Errorf("grants %+v, want the first lost", g)
+		}
+
+		// A kept lease does not expire.
+		kctx := b.Keep(context.Background())
+		time.Sleep(time.Hour)
+		if _, held := l.Held("job"); !held || kctx.Err() != nil {
+			t.Error("kept lease expired")
+		}
+		if err := b.Release(ctx); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+		if kctx.Err() == nil {
+			t.Error("Keep's context not cancelled by Release")
+		}
+	})
+}
+
+func TestLoseLease(t *testing.T) {
+	l := schedulertest.NewLocker()
+	if l.LoseLease("job") {
+		t.Error("LoseLease with no lease reported true")
+	}
+	a := mustAcquire(t, l, req("job", t1))
+	ctx := a.Keep(context.Background())
+	if !l.LoseLease("job") {
+		t.Fatal("LoseLease reported false")
+	}
+	<-ctx.Done()
+	if err := context.Cause(ctx); !errors.Is(err, scheduler.ErrLockLost) {
+		t.Errorf("cause %v, want ErrLockLost", err)
+	}
+	if _, held := l.Held("job"); held {
+		t.Error("lost lease still held")
+	}
+	if _, err := l.Acquire(context.Background(), req("job", t1)); !errors.Is(err, scheduler.ErrTickDone) {
+		t.Errorf("the lost tick = %v, want ErrTickDone: the mark stays", err)
+	}
+	mustAcquire(t, l, req("job", t2))
+	if err := a.Release(context.Background()); !errors.Is(err, scheduler.ErrLockLost) {
+		t.Errorf("Release = %v, want ErrLockLost", err)
+	}
+	if _, held := l.Held("job"); !held {
+		t.Error("the lost lease's Release freed the new one")
+	}
+}
+
+func TestRelease(t *testing.T) {
+	l := schedulertest.NewLocker()
+	a := mustAcquire(t, l, req("job", t1))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := a.Release(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Release with a cancelled context = %v, want context.Canceled", err)
+	}
+	if _, held := l.Held("job"); !held {
+		t.Error("Release with a cancelled context released")
+	}
+	for range 2 {
+		if err := a.Release(context.Background()); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+	}
+	if _, held := l.Held("job"); held {
+		t.Error("still held")
+	}
+}
+
+func TestFailNext(t *testing.T) {
+	l := schedulertest.NewLocker()
+	l.FailNext(2)
+	for i := range 2 {
+		if _, err := l.Acquire(context.Background(), req("job", t1)); !errors.Is(err, scheduler.ErrNoQuorum) {
+			t.Errorf("attempt %d = %v, want ErrNoQuorum", i, err)
+		}
+	}
+	mustAcquire(t, l, req("job", t1))
+	l.FailNext(5)
+	l.FailNext(0)
+	mustAcquire(t, l, req("other", t1))
+	if g := l.Grants(); len(g) != 2 {
+		t.Errorf("grants %+v: failed attempts granted something", g)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Acquire(ctx, req("third", t1)); !errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire with a cancelled context = %v", err)
+	}
+}
+
+func TestHeartbeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := schedulertest.NewLocker()
+		t0 := time.Now()
+		_ = l.Heartbeat(context.Background(), "a", 15*time.Second)
+		time.Sleep(time.Second)
+		_ = l.Heartbeat(context.Background(), "b", 10*time.Second)
+		want := []schedulertest.Heartbeat{{Owner: "a", TTL: 15 * time.Second, At: t0}, {Owner: "b", TTL: 10 * time.Second, At: t0.Add(time.Second)}}
+		got := l.Heartbeats()
+		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("heartbeats %+v, want %+v", got, want)
+		}
+	})
+}
+
+// TestConcurrentAcquire races many acquisitions of one tick: one wins.
+func TestConcurrentAcquire(t *testing.T) {
+	l := schedulertest.NewLocker()
+	var wins, refusals atomic.Int32
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			_, err := l.Acquire(context.Background(), req("job", t1))
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, scheduler.ErrHeld):
+				refusals.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 || refusals.Load() != 49 {
+		t.Errorf("%d wins and %d ErrHeld, want 1 and 49", wins.Load(), refusals.Load())
+	}
+}
+
+func TestCheckRequest(t *testing.T) {
+	l := schedulertest.NewLocker()
+	for _, r := range []scheduler.LockRequest{{Job: "", TTL: time.Second}, {Job: "job", TTL: 0}} {
+		if err := l.CheckRequest(r); err == nil {
+			t.Errorf("CheckRequest(%+v) = nil", r)
+		}
+		if _, err := l.Acquire(context.Background(), r); err == nil {
+			t.Errorf("Acquire(%+v) succeeded", r)
+		}
+	}
+	if err := l.CheckRequest(req("job", t1)); err != nil {
+		t.Errorf("CheckRequest: %v", err)
+	}
+}

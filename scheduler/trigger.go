@@ -1,0 +1,78 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Trigger runs the job called name once, now, outside its schedule but
+// still under its lock, so that it never runs concurrently with a tick or
+// another trigger of the job, on any replica. The lock request has the zero
+// Tick: the run claims no occurrence, so the job's ticks are not affected.
+//
+// Trigger returns as soon as the run has started, with its RunInfo (whose
+// RunID identifies the run's EventRunStarted and EventRunFinished); the job
+// runs in the background under the Scheduler, like a scheduled run: Shutdown
+// waits for it and the result shows in Entries and in the observer's
+// events. ctx bounds only the wait for the lock; it is not the job's
+// context.
+//
+// If Run has not started yet, Trigger waits for it (or for ctx). Lock
+// attempts that reach no decision are retried with jitter for up to the
+// job's misfire grace, within ctx. The returned error matches ErrOverlap
+// if a run of the job is in progress on this replica; the Locker's refusal
+// (ErrHeld or ErrOverlap) if the lock is held elsewhere; the Locker's error
+// (ErrNoQuorum) if no decision was reached; ErrUnknownJob if no job is
+// called name; and ErrClosed if the Scheduler is closed.
+func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
+	select {
+	case <-s.started:
+	case <-s.closed:
+		return RunInfo{}, ErrClosed
+	case <-ctx.Done():
+		return RunInfo{}, context.Cause(ctx)
+	}
+	s.mu.Lock()
+	rn, e := s.run, s.jobs[name]
+	running := e != nil && e.running > 0
+	s.mu.Unlock()
+	switch {
+	case rn == nil:
+		return RunInfo{}, ErrClosed
+	case e == nil:
+		return RunInfo{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	case running:
+		return RunInfo{}, fmt.Errorf("scheduler: trigger job %q: %w", name, ErrOverlap)
+	}
+
+	// Stop trying when the Scheduler stops.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(rn.loopCtx, cancel)()
+	req := LockRequest{Job: name, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID}
+	lease, attempts, err := s.acquire(ctx, e, req, s.cfg.clock().Add(e.cfg.misfireGrace))
+	if err != nil {
+		if rn.loopCtx.Err() != nil {
+			return RunInfo{}, ErrClosed
+		}
+		return RunInfo{}, fmt.Errorf("scheduler: trigger job %q: %w", name, err)
+	}
+
+	started := make(chan RunInfo, 1)
+	s.mu.Lock()
+	if rn.stopped || rn.loopCtx.Err() != nil {
+		s.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		_ = lease.Release(rctx) // the run never started; an error leaves the lock to its TTL
+		return RunInfo{}, ErrClosed
+	}
+	rn.wg.Go(func() {
+		r := s.startRun(rn, e, lease, time.Time{}, attempts)
+		started <- r.info
+		s.finishRun(rn, r)
+	})
+	s.mu.Unlock()
+	return <-started, nil
+}
