@@ -178,3 +178,26 @@ func TestNodeScan(t *testing.T) {
 		t.Errorf("fn's error not returned: %v", err)
 	}
 }
+
+func TestFencedSet(t *testing.T) {
+	_, s, _ := setup(t)
+	ctx := context.Background()
+	c := s.Client(t)
+	for _, step := range []struct {
+		fence uint64
+		value string
+		want  bool
+	}{{10, "a", true}, {9, "stale", false}, {10, "same", false}, {11, "b", true}} {
+		ok, err := store.FencedSet(ctx, c, "data", step.fence, step.value)
+		if err != nil || ok != step.want {
+			t.Fatalf("FencedSet(%d, %q) = %v, %v; want %v", step.fence, step.value, ok, err, step.want)
+		}
+	}
+	v, f, err := store.FencedGet(ctx, c, "data")
+	if err != nil || v != "b" || f != 11 {
+		t.Fatalf("FencedGet = %q, %d, %v", v, f, err)
+	}
+	if _, err := store.FencedSet(ctx, c, "data", 0, "x"); err == nil {
+		t.Error("fence 0 accepted")
+	}
+}

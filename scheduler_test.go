@@ -1,0 +1,277 @@
+// End-to-end tests: several scheduler replicas in one process, each with
+// its own clients, against five real redis-server masters, with a job
+// every second, recording every execution.
+package redcron_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
+)
+
+const everySecond = "* * * * * *"
+
+// quick is a job that takes a few milliseconds.
+func quick(context.Context, scheduler.RunInfo, int) error {
+	time.Sleep(5 * time.Millisecond)
+	return nil
+}
+
+// TestExactlyOncePerTick: every tick in a 20 s window runs exactly once,
+// with replica clocks in agreement and with replica clocks 150 ms and
+// 400 ms fast.
+func TestExactlyOncePerTick(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		offsets []time.Duration
+	}{
+		{"no skew", nil},
+		{"clocks +0 +150ms +400ms", []time.Duration{0, 150 * time.Millisecond, 400 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, offsets: tc.offsets, trusted: true})
+			f.add("tick", everySecond, quick, scheduler.WithLockTTL(2*time.Second))
+			f.start()
+			from := time.Now().Add(time.Second)
+			f.wait(22 * time.Second)
+			f.checkOncePerTick("tick", from, time.Now().Add(-time.Second))
+			if n := f.skipCount(scheduler.SkipNoQuorum); n != 0 {
+				t.Errorf("%d ticks skipped for want of a quorum, with every node up", n)
+			}
+		})
+	}
+}
+
+// TestOverlap: a job that takes 2.5 s on a 1 s schedule never runs twice at
+// once; the ticks it cannot take are counted as overlap skips.
+func TestOverlap(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, trusted: true})
+	f.add("slow", everySecond, func(ctx context.Context, _ scheduler.RunInfo, _ int) error {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(2500 * time.Millisecond):
+			return nil
+		}
+	}, scheduler.WithLockTTL(time.Second))
+	f.start()
+	f.wait(20 * time.Second)
+	f.checkNoOverlap("slow")
+	f.checkFences("slow")
+	execs := f.executions()
+	if len(execs) < 5 {
+		t.Fatalf("only %d runs in 20 s", len(execs))
+	}
+	for _, e := range execs {
+		if e.cause != nil && !e.end.After(time.Now().Add(-time.Second)) {
+			t.Errorf("run of tick %s was cancelled: %v", e.tick.Format("15:04:05"), e.cause)
+		}
+	}
+	// Each replica sees about two overlapping ticks per run.
+	if n := f.skipCount(scheduler.SkipOverlap); n < len(execs) {
+		t.Errorf("%d overlap skips for %d runs of a 2.5 s job every second", n, len(execs))
+	}
+}
+
+// TestNodeFailures: with 2 of 5 nodes killed mid-run no tick is missed or
+// doubled; with 3 killed nothing runs; when they come back (empty, so not
+// voting for the max TTL) runs resume, still exactly once per tick.
+func TestNodeFailures(t *testing.T) {
+	t.Parallel()
+	const maxTTL = 3 * time.Second
+	f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, maxTTL: maxTTL})
+	f.add("tick", everySecond, quick, scheduler.WithLockTTL(2*time.Second))
+	f.start()
+	f.wait(maxTTL + time.Second) // a brand-new cluster votes after the max TTL
+	from := time.Now()
+	f.wait(5 * time.Second)
+	f.cluster.Node(0).Kill()
+	f.cluster.Node(3).Kill()
+	f.wait(6 * time.Second)
+	f.cluster.Node(1).Kill()
+	lost := time.Now()
+	f.checkOncePerTick("tick", from, lost.Add(-time.Second))
+
+	f.wait(5 * time.Second)
+	back := time.Now()
+	for _, i := range []int{0, 1, 3} {
+		f.cluster.Node(i).Restart()
+	}
+	f.wait(maxTTL + 9*time.Second)
+	for _, e := range f.executions() {
+		if e.start.After(lost.Add(200*time.Millisecond)) && e.start.Before(back) {
+			t.Errorf("tick %s ran at %s, with 3 of 5 nodes down", e.tick.Format("15:04:05"), e.start.Format("15:04:05.000"))
+		}
+	}
+	f.checkOncePerTick("tick", back.Add(maxTTL+time.Second), time.Now().Add(-time.Second))
+}
+
+// TestStalledReplica: the replica running a long job loses its connections
+// to every node past the lock TTL. Its job's context is cancelled with
+// ErrLockLost; another replica runs a later tick; and a fenced store
+// refuses the stale replica's late write.
+func TestStalledReplica(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, trusted: true, proxies: true})
+	ctx := context.Background()
+	data := f.cluster.Node(4).Client(t) // the store the job writes to, fenced
+	var (
+		runs       atomic.Int32
+		firstStart = make(chan int, 1)       // the stalled replica
+		newerWrote = make(chan struct{})     // the next holder wrote
+		staleWrite = make(chan error, 1)     // nil if the stale write was refused
+		lostCause  = make(chan error, 1)     // the stalled job's cause
+		nextRun    = make(chan execution, 1) // the next run
+	)
+	f.add("long", everySecond, func(jctx context.Context, info scheduler.RunInfo, replica int) error {
+		if runs.Add(1) > 1 {
+			ok, err := store.FencedSet(ctx, data, "report", info.Fence, fmt.Sprintf("replica %d", replica))
+			if err == nil && !ok {
+				err = errors.New("the new holder's write was refused")
+			}
+			select {
+			case nextRun <- execution{replica: replica, tick: info.Tick, fence: info.Fence, start: time.Now()}:
+				close(newerWrote)
+			default:
+			}
+			return err
+		}
+		if _, err := store.FencedSet(ctx, data, "report", info.Fence, "first"); err != nil {
+			return err
+		}
+		firstStart <- replica
+		<-jctx.Done()
+		lostCause <- context.Cause(jctx)
+		// A paused process wakes up and writes with its old token.
+		select {
+		case <-newerWrote:
+		case <-time.After(20 * time.Second):
+			staleWrite <- errors.New("no newer holder wrote within 20 s")
+			return nil
+		}
+		ok, err := store.FencedSet(ctx, data, "report", info.Fence, "stale")
+		switch {
+		case err != nil:
+			staleWrite <- err
+		case ok:
+			staleWrite <- errors.New("the stale write was accepted")
+		default:
+			staleWrite <- nil
+		}
+		return nil
+	}, scheduler.WithLockTTL(time.Second))
+	f.start()
+
+	var stalled int
+	select {
+	case stalled = <-firstStart:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long job never started")
+	}
+	for _, p := range f.replicas[stalled].proxies {
+		p.Cut()
+	}
+	cutAt := time.Now()
+	t.Cleanup(func() {
+		for _, p := range f.replicas[stalled].proxies {
+			p.Heal()
+		}
+	})
+	var cause error
+	select {
+	case cause = <-lostCause:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stalled replica's job was not cancelled")
+	}
+	lostAt := time.Now()
+	if !errors.Is(cause, scheduler.ErrLockLost) {
+		t.Errorf("stalled job's cause: %v, want ErrLockLost", cause)
+	}
+	if took := lostAt.Sub(cutAt); took > 1500*time.Millisecond {
+		t.Errorf("the stalled job was told %v after its connections were cut, with a 1 s TTL", took)
+	}
+	var next execution
+	select {
+	case next = <-nextRun:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no other replica ran a later tick")
+	}
+	if next.replica == stalled {
+		t.Errorf("the next tick ran on the stalled replica %d", stalled)
+	}
+	if !next.start.After(lostAt) {
+		t.Errorf("the next run started at %v, before the stalled job was told (%v)", next.start, lostAt)
+	}
+	select {
+	case err := <-staleWrite:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stale write never happened")
+	}
+	if v, fence, err := store.FencedGet(ctx, data, "report"); err != nil || fence != next.fence {
+		t.Errorf("store holds %q with fence %d (%v), want the new holder's fence %d", v, fence, err, next.fence)
+	}
+}
+
+// TestShutdownReleases: shutting down the replica running a job cancels it
+// with ErrShutdown and releases the lease, so another replica runs the
+// next tick at once rather than after the 20 s TTL.
+func TestShutdownReleases(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, trusted: true})
+	var (
+		runs      atomic.Int32
+		first     = make(chan int, 1)
+		firstWhy  = make(chan error, 1)
+		secondRan = make(chan execution, 1)
+	)
+	f.add("job", everySecond, func(ctx context.Context, info scheduler.RunInfo, replica int) error {
+		if runs.Add(1) > 1 {
+			select {
+			case secondRan <- execution{replica: replica, tick: info.Tick, start: time.Now()}:
+			default:
+			}
+			return nil
+		}
+		first <- replica
+		<-ctx.Done()
+		firstWhy <- context.Cause(ctx)
+		return context.Cause(ctx)
+	}, scheduler.WithLockTTL(20*time.Second))
+	f.start()
+	var holder int
+	select {
+	case holder = <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job never started")
+	}
+	stoppedAt := time.Now()
+	if err := f.shutdown(f.replicas[holder], 300*time.Millisecond); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if cause := <-firstWhy; !errors.Is(cause, scheduler.ErrShutdown) {
+		t.Errorf("cause %v, want ErrShutdown", cause)
+	}
+	select {
+	case next := <-secondRan:
+		if next.replica == holder {
+			t.Errorf("the next run was on the replica that shut down")
+		}
+		if wait := next.start.Sub(stoppedAt); wait > 3*time.Second {
+			t.Errorf("the next run started %v after the shutdown", wait)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no other replica ran the job within 10 s of the shutdown (the lease was not released?)")
+	}
+}
