@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Name modes: how the goroutines of a scenario pick lock names.
+const (
+	distinct  = "distinct"  // every goroutine has its own names
+	contended = "contended" // all goroutines fight over one name
+)
+
+// config is the parsed command line.
+type config struct {
+	nodes      []int
+	goroutines []int
+	names      []string
+	impls      []impl
+	duration   time.Duration
+	warmup     time.Duration
+	rounds     int
+	json       bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("lockbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	nodes := fs.String("nodes", "1,5", "comma-separated node counts")
+	goroutines := fs.String("goroutines", "1,16", "comma-separated numbers of concurrent goroutines")
+	names := fs.String("names", "distinct,contended", "comma-separated name modes: distinct, contended")
+	impls := fs.String("impls", strings.Join(implNames(), ","), "comma-separated implementations")
+	var c config
+	fs.DurationVar(&c.duration, "duration", 2*time.Second, "length of one measurement")
+	fs.DurationVar(&c.warmup, "warmup", 200*time.Millisecond, "unmeasured run of each implementation before each scenario")
+	fs.IntVar(&c.rounds, "rounds", 5, "measurements per scenario and implementation, interleaved")
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+
+	var err error
+	if c.nodes, err = positiveInts("nodes", *nodes); err != nil {
+		return config{}, err
+	}
+	if c.goroutines, err = positiveInts("goroutines", *goroutines); err != nil {
+		return config{}, err
+	}
+	for _, n := range strings.Split(*names, ",") {
+		if n != distinct && n != contended {
+			return config{}, fmt.Errorf("-names: %q is neither %s nor %s", n, distinct, contended)
+		}
+		c.names = append(c.names, n)
+	}
+	for _, n := range strings.Split(*impls, ",") {
+		im, ok := lookupImpl(n)
+		if !ok {
+			return config{}, fmt.Errorf("-impls: unknown implementation %q (known: %s)", n, strings.Join(implNames(), ", "))
+		}
+		c.impls = append(c.impls, im)
+	}
+	if c.duration <= 0 || c.warmup < 0 || c.rounds < 1 {
+		return config{}, errors.New("-duration must be positive, -warmup not negative, -rounds at least 1")
+	}
+	return c, nil
+}
+
+func positiveInts(flag, s string) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-%s: %q is not a positive integer", flag, f)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+// scenarios returns every combination of node count, goroutines and name
+// mode.
+func (c config) scenarios() []scenario {
+	var scs []scenario
+	for _, n := range c.nodes {
+		for _, g := range c.goroutines {
+			for _, m := range c.names {
+				scs = append(scs, scenario{Nodes: n, Goroutines: g, Names: m})
+			}
+		}
+	}
+	return scs
+}
