@@ -27,7 +27,8 @@ type fleet struct {
 	execs    []execution
 	skips    map[scheduler.SkipReason]int
 	results  map[scheduler.Result]int
-	exited   chan *replica // replicas whose Run returned
+	scans    []scheduler.Event // EventLeakScan
+	exited   chan *replica     // replicas whose Run returned
 }
 
 type fleetConfig struct {
@@ -36,6 +37,7 @@ type fleetConfig struct {
 	trusted         bool            // nodes vote at once (no restart quarantine)
 	maxTTL          time.Duration   // mutex.WithMaxTTL; 0 for the default
 	proxies         bool            // each replica reaches each node through its own proxy
+	options         []scheduler.Option
 }
 
 type replica struct {
@@ -111,11 +113,12 @@ func (f *fleet) newReplica(i int, cfg fleetConfig) *replica {
 	if i < len(cfg.offsets) {
 		offset = cfg.offsets[i]
 	}
-	r.sched, err = scheduler.New(scheduler.NewRedlockLocker(rl),
+	r.sched, err = scheduler.New(scheduler.NewRedlockLocker(rl), append([]scheduler.Option{
 		scheduler.WithSeconds(),
 		scheduler.WithInstanceID(r.id),
 		scheduler.WithClock(func() time.Time { return time.Now().Add(offset) }),
-		scheduler.WithObserver(observerFunc(f.observe)))
+		scheduler.WithObserver(observerFunc(f.observe)),
+	}, cfg.options...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +137,8 @@ func (f *fleet) observe(e scheduler.Event) {
 		f.skips[e.Skip]++
 	case scheduler.EventRunFinished:
 		f.results[e.Result]++
+	case scheduler.EventLeakScan:
+		f.scans = append(f.scans, e)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -273,5 +274,34 @@ func TestShutdownReleases(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no other replica ran the job within 10 s of the shutdown (the lease was not released?)")
+	}
+}
+
+// TestLeakScanBuiltIn: the replicas scan for leaked locks, one at a time,
+// and report what they find.
+func TestLeakScanBuiltIn(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, fleetConfig{nodes: 3, replicas: 3, trusted: true,
+		options: []scheduler.Option{scheduler.WithLeakScan(time.Second)}})
+	ctx := context.Background()
+	orphan := store.Value{Token: store.NewToken(), Acquired: time.Now(), Owner: "replica-that-died"}.String()
+	for _, s := range f.cluster.Nodes() {
+		if err := s.Client(t).Set(ctx, "redcron:{report}:lock", orphan, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.add("tick", everySecond, quick, scheduler.WithLockTTL(2*time.Second))
+	f.start()
+	f.wait(6 * time.Second)
+	f.mu.Lock()
+	scans := slices.Clone(f.scans)
+	f.mu.Unlock()
+	if len(scans) < 2 {
+		t.Fatalf("%d leak scans in 6 s at one a second", len(scans))
+	}
+	for _, ev := range scans {
+		if ev.Err != nil || ev.Leaks["orphaned"] != 1 || ev.Leaks["no_expiry"] != 0 {
+			t.Errorf("scan by %s: leaks %v, error %v; want the one orphaned lock", ev.Instance, ev.Leaks, ev.Err)
+		}
 	}
 }

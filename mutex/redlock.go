@@ -60,6 +60,12 @@ func (r *Redlock) Nodes() []*store.Node { return r.nodes }
 // Quorum returns the number of nodes that must agree: len(nodes)/2+1.
 func (r *Redlock) Quorum() int { return r.quorum }
 
+// MaxTTL returns the largest TTL a lock may ask for (WithMaxTTL).
+func (r *Redlock) MaxTTL() time.Duration { return r.cfg.maxTTL }
+
+// MaxHold returns how long KeepAlive extends one lock (WithMaxHold).
+func (r *Redlock) MaxHold() time.Duration { return r.cfg.maxHold }
+
 // Keyspace returns the key layout the locks use.
 func (r *Redlock) Keyspace() store.Keyspace { return r.keys }
 

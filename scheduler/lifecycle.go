@@ -59,7 +59,9 @@ func newRunner(ctx context.Context) *runner {
 // returns. Use Shutdown to stop gracefully.
 //
 // When the Locker implements Heartbeater, Run publishes a heartbeat at once
-// and then at the interval of WithHeartbeat, until it returns.
+// and then at the interval of WithHeartbeat, until it returns. When it
+// implements LeakScanner, Run scans for leaked locks at the interval of
+// WithLeakScan.
 //
 // Apart from abandoned jobs, no goroutine started by Run outlives it. Run
 // returns ErrClosed if the Scheduler is closed, and an error if it is
@@ -73,6 +75,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var hbWG sync.WaitGroup
 	if hb, ok := s.locker.(Heartbeater); ok {
 		hbWG.Go(func() { s.heartbeat(hbCtx, hb) })
+	}
+	if ls, ok := s.locker.(LeakScanner); ok && s.cfg.leakScanInterval > 0 {
+		hbWG.Go(func() { s.scanLeaks(hbCtx, ls) })
 	}
 
 	s.loop(rn)

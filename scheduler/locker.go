@@ -72,3 +72,12 @@ type Heartbeater interface {
 type RequestChecker interface {
 	CheckRequest(req LockRequest) error
 }
+
+// LeakScanner is implemented by lockers that can look for leaked locks.
+// With WithLeakScan, Run calls ScanLeaks periodically on every replica; the
+// locker lets one replica scan at a time and returns an error matching
+// ErrHeld to the others. It returns the number of leaked locks by class
+// (no_expiry, orphaned, minority, over_age, unparseable).
+type LeakScanner interface {
+	ScanLeaks(ctx context.Context) (map[string]int, error)
+}

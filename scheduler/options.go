@@ -14,6 +14,7 @@ const (
 	defaultHeartbeatTTL      = 15 * time.Second
 	defaultLockTTL           = 30 * time.Second
 	defaultMisfireGrace      = time.Minute
+	defaultLeakScanInterval  = 5 * time.Minute
 	minLockTTL               = time.Second
 )
 
@@ -30,6 +31,7 @@ type config struct {
 	clock             func() time.Time
 	heartbeatInterval time.Duration
 	heartbeatTTL      time.Duration
+	leakScanInterval  time.Duration
 }
 
 func defaultConfig() config {
@@ -40,6 +42,7 @@ func defaultConfig() config {
 		clock:             time.Now,
 		heartbeatInterval: defaultHeartbeatInterval,
 		heartbeatTTL:      defaultHeartbeatTTL,
+		leakScanInterval:  defaultLeakScanInterval,
 	}
 }
 
@@ -141,6 +144,21 @@ func WithHeartbeat(interval, ttl time.Duration) Option {
 			return optionError("WithHeartbeat", "ttl %v is not longer than interval %v", ttl, interval)
 		}
 		c.heartbeatInterval, c.heartbeatTTL = interval, ttl
+		return nil
+	}
+}
+
+// WithLeakScan sets how often the scheduler scans for leaked locks, when
+// the Locker implements LeakScanner (otherwise it has no effect). Only one
+// replica scans at a time; the findings are logged and reported to the
+// Observer (EventLeakScan). The default is every 5 minutes; 0 turns the
+// scan off; otherwise every must be at least a second.
+func WithLeakScan(every time.Duration) Option {
+	return func(c *config) error {
+		if every != 0 && every < time.Second {
+			return optionError("WithLeakScan", "interval %v is below 1s", every)
+		}
+		c.leakScanInterval = every
 		return nil
 	}
 }

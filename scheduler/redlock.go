@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redcron/redcron/mutex"
@@ -77,27 +76,34 @@ func heldForEarlierTick(err error, tick time.Time) bool {
 	return false
 }
 
-// Heartbeat implements Heartbeater: it sets the owner's heartbeat key on
-// every node, in parallel, and succeeds when a quorum did.
+// Heartbeat implements Heartbeater.
 func (a *redlockLocker) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
-	nodes := a.r.Nodes()
-	key := a.r.Keyspace().Heartbeat(owner)
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { errs[i] = n.Heartbeat(ctx, key, ttl) })
+	return a.r.Heartbeat(ctx, owner, ttl)
+}
+
+// leakScanLock is the name of the lock that lets one replica scan at a time.
+const leakScanLock = "_leakscan"
+
+// ScanLeaks implements LeakScanner: under its own lock, it scans every node
+// for leaked locks (over-age meaning held longer than the Redlock's max
+// hold) and returns their counts by class, every class present.
+func (a *redlockLocker) ScanLeaks(ctx context.Context) (map[string]int, error) {
+	l, err := a.r.TryLock(ctx, leakScanLock, a.r.MaxTTL())
+	if err != nil {
+		return nil, lockError(err, time.Time{})
 	}
-	wg.Wait()
-	failed := 0
-	for _, err := range errs {
-		if err != nil {
-			failed++
-		}
+	defer l.Release(context.WithoutCancel(ctx))
+	kept, stop := l.KeepAlive(ctx)
+	defer stop()
+	rep, err := a.r.ScanLeaks(kept, mutex.ScanOptions{MaxAge: a.r.MaxHold()})
+	if err != nil {
+		return nil, err
 	}
-	if len(nodes)-failed < a.r.Quorum() {
-		return fmt.Errorf("scheduler: heartbeat of %q reached %d of %d nodes: %w", owner, len(nodes)-failed, len(nodes), errors.Join(errs...))
+	counts := make(map[string]int, len(mutex.LeakClasses))
+	for _, c := range mutex.LeakClasses {
+		counts[c.String()] = rep.Counts[c.String()]
 	}
-	return nil
+	return counts, nil
 }
 
 // redlockLease adapts a *mutex.Lock to Lease.

@@ -32,6 +32,19 @@ const (
 	KindHeartbeat                // p:hb:<owner>
 )
 
+// String returns the kind's name.
+func (k KeyKind) String() string {
+	switch k {
+	case KindLock:
+		return "lock"
+	case KindState:
+		return "state"
+	case KindHeartbeat:
+		return "heartbeat"
+	}
+	return "foreign"
+}
+
 // Parse says which of the keyspace's keys key is, and returns the lock
 // name (for locks and states) or the owner (for heartbeats).
 func (k Keyspace) Parse(key string) (KeyKind, string) {

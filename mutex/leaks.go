@@ -1,0 +1,317 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/store"
+)
+
+// LeakClass is a reason a key is reported by the leak scan.
+type LeakClass uint8
+
+// The classes of leaks.
+const (
+	// LeakNoExpiry: a key with no TTL: it will never go away by itself.
+	LeakNoExpiry LeakClass = iota + 1
+	// LeakOrphaned: a lock whose owner has no live heartbeat on a
+	// majority of nodes: its holder is gone.
+	LeakOrphaned
+	// LeakMinority: a lock present on fewer nodes than a quorum, older
+	// than the settle time: the leftover of a failed acquisition or of a
+	// node that missed a release.
+	LeakMinority
+	// LeakOverAge: a lock held for longer than ScanOptions.MaxAge.
+	LeakOverAge
+	// LeakUnparseable: a key under the prefix that the library did not
+	// write (a foreign value or type).
+	LeakUnparseable
+)
+
+// LeakClasses lists every class, in order.
+var LeakClasses = [...]LeakClass{LeakNoExpiry, LeakOrphaned, LeakMinority, LeakOverAge, LeakUnparseable}
+
+// String returns the class's snake_case name, usable as a metric label.
+func (c LeakClass) String() string {
+	switch c {
+	case LeakNoExpiry:
+		return "no_expiry"
+	case LeakOrphaned:
+		return "orphaned"
+	case LeakMinority:
+		return "minority"
+	case LeakOverAge:
+		return "over_age"
+	case LeakUnparseable:
+		return "unparseable"
+	}
+	return fmt.Sprintf("LeakClass(%d)", int(c))
+}
+
+// ScanOptions configures a leak scan.
+type ScanOptions struct {
+	// MaxAge reports locks acquired longer ago than this as over-age;
+	// 0 turns the check off.
+	MaxAge time.Duration
+	// Settle is how old a lock must be before it is reported as a
+	// minority (so that acquisitions in flight are not); default 10s.
+	Settle time.Duration
+}
+
+// Copy is one node's copy of a key.
+type Copy struct {
+	Node  string        // the node's name
+	Key   string        // the key
+	Type  string        // the Redis type
+	Value string        // the value, for strings
+	TTL   time.Duration // -1: no expiry
+	// Lock is the parsed lock value, when Key is a lock key holding one.
+	Lock *store.Value
+}
+
+// Finding is a lock name (or a foreign key) with its copies and the
+// classes of leak it falls in; a live, healthy lock has no classes.
+type Finding struct {
+	Name    string // the lock's name, or the key of a foreign key
+	Kind    store.KeyKind
+	Copies  []Copy
+	Classes []LeakClass
+}
+
+// Leaked reports whether the finding falls in any class.
+func (f *Finding) Leaked() bool { return len(f.Classes) > 0 }
+
+// Has reports whether the finding falls in class c.
+func (f *Finding) Has(c LeakClass) bool { return slices.Contains(f.Classes, c) }
+
+// ScanReport is the result of a leak scan over every node.
+type ScanReport struct {
+	Prefix   string
+	Nodes    int
+	Quorum   int
+	Findings []Finding      // by name; locks, states and foreign keys
+	Live     []string       // owners with a heartbeat on a majority
+	Errors   []error        // nodes that could not be scanned (wrapped *store.Error)
+	Counts   map[string]int // leaked findings by class name
+	Scanned  int            // keys read, over all nodes
+	Took     time.Duration  // how long the scan took
+}
+
+// Leaks returns the findings that fall in some class.
+func (r *ScanReport) Leaks() []Finding {
+	var out []Finding
+	for _, f := range r.Findings {
+		if f.Leaked() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Heartbeat publishes owner's liveness: it sets the owner's heartbeat key
+// with a TTL on every node, in parallel, and succeeds when a quorum did.
+// The leak scan reports the locks of owners without a live heartbeat as
+// orphaned; the scheduler calls it periodically for its instance id.
+func (r *Redlock) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
+	key := r.keys.Heartbeat(owner)
+	errs := make([]error, len(r.nodes))
+	var wg sync.WaitGroup
+	for i, n := range r.nodes {
+		wg.Go(func() {
+			nctx, cancel := context.WithTimeout(ctx, r.cfg.nodeTimeout)
+			defer cancel()
+			errs[i] = n.Heartbeat(nctx, key, ttl)
+		})
+	}
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+	}
+	if len(r.nodes)-failed < r.quorum {
+		return fmt.Errorf("mutex: heartbeat of %q reached %d of %d nodes: %w", owner, len(r.nodes)-failed, len(r.nodes), errors.Join(errs...))
+	}
+	return nil
+}
+
+// ScanLeaks SCANs every node (never KEYS) for the keys under the prefix
+// and classifies them. It reads only. Nodes that cannot be scanned are
+// listed in the report's Errors; the error is non-nil only when no node
+// could be scanned. Classification needs the heartbeats, so a lock's
+// orphaned status is only as good as the owners' heartbeats (see the
+// scheduler's WithHeartbeat); locks without an owner are never orphaned.
+func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport, error) {
+	if opts.Settle <= 0 {
+		opts.Settle = 10 * time.Second
+	}
+	start := time.Now()
+	rep := &ScanReport{Prefix: r.keys.Prefix(), Nodes: len(r.nodes), Quorum: r.quorum, Counts: map[string]int{}}
+	var (
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+		byName = map[string]*Finding{}
+		beats  = map[string]int{} // owner → nodes with a live heartbeat
+	)
+	for _, n := range r.nodes {
+		wg.Go(func() {
+			var copies []Copy
+			err := n.Scan(ctx, r.keys.Pattern(), func(ki store.KeyInfo) error {
+				copies = append(copies, Copy{Node: n.Name(), Key: ki.Key, Type: ki.Type, Value: ki.Value, TTL: ki.TTL})
+				return nil
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				rep.Errors = append(rep.Errors, err)
+				return
+			}
+			rep.Scanned += len(copies)
+			for _, c := range copies {
+				kind, name := r.keys.Parse(c.Key)
+				if kind == store.KindHeartbeat {
+					if c.TTL != -1 {
+						beats[name]++
+						continue
+					}
+				}
+				id := kind.String() + "\x00" + name
+				if kind == store.KindForeign || kind == store.KindHeartbeat {
+					id, name = "key\x00"+c.Key, c.Key
+				}
+				f := byName[id]
+				if f == nil {
+					f = &Finding{Name: name, Kind: kind}
+					byName[id] = f
+				}
+				f.Copies = append(f.Copies, c)
+			}
+		})
+	}
+	wg.Wait()
+	if len(rep.Errors) == len(r.nodes) {
+		return rep, fmt.Errorf("mutex: leak scan: no node could be scanned: %w", errors.Join(rep.Errors...))
+	}
+	for owner, n := range beats {
+		if n >= r.quorum {
+			rep.Live = append(rep.Live, owner)
+		}
+	}
+	slices.Sort(rep.Live)
+	now := time.Now()
+	for _, f := range byName {
+		r.classify(f, rep, opts, now)
+		slices.SortFunc(f.Copies, func(a, b Copy) int { return strings.Compare(a.Node, b.Node) })
+		rep.Findings = append(rep.Findings, *f)
+		for _, c := range f.Classes {
+			rep.Counts[c.String()]++
+		}
+	}
+	slices.SortFunc(rep.Findings, func(a, b Finding) int { return strings.Compare(a.Name, b.Name) })
+	rep.Took = time.Since(start)
+	for _, f := range rep.Leaks() {
+		nodes := make([]string, len(f.Copies))
+		for i, c := range f.Copies {
+			nodes[i] = c.Node
+		}
+		r.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "leaked lock", slog.String("lock", f.Name),
+			slog.Any("classes", f.Classes), slog.Any("nodes", nodes))
+	}
+	return rep, nil
+}
+
+// classify sets f's classes.
+func (r *Redlock) classify(f *Finding, rep *ScanReport, opts ScanOptions, now time.Time) {
+	add := func(c LeakClass) {
+		if !f.Has(c) {
+			f.Classes = append(f.Classes, c)
+		}
+	}
+	for i := range f.Copies {
+		c := &f.Copies[i]
+		if c.TTL == -1 {
+			add(LeakNoExpiry)
+		}
+		switch f.Kind {
+		case store.KindLock:
+			if c.Type != "string" {
+				add(LeakUnparseable)
+				continue
+			}
+			v, err := store.ParseValue(c.Value)
+			if err != nil {
+				add(LeakUnparseable)
+				continue
+			}
+			c.Lock = &v
+		case store.KindState:
+			if c.Type != "hash" {
+				add(LeakUnparseable)
+			}
+		case store.KindForeign:
+			add(LeakUnparseable)
+		}
+	}
+	if f.Kind != store.KindLock {
+		return
+	}
+	var oldest time.Time
+	for _, c := range f.Copies {
+		if c.Lock == nil {
+			continue
+		}
+		if oldest.IsZero() || c.Lock.Acquired.Before(oldest) {
+			oldest = c.Lock.Acquired
+		}
+		if c.Lock.Owner != "" && !slices.Contains(rep.Live, c.Lock.Owner) {
+			add(LeakOrphaned)
+		}
+	}
+	if oldest.IsZero() {
+		return
+	}
+	if len(f.Copies) < r.quorum && now.Sub(oldest) > opts.Settle {
+		add(LeakMinority)
+	}
+	if opts.MaxAge > 0 && now.Sub(oldest) > opts.MaxAge {
+		add(LeakOverAge)
+	}
+}
+
+// FixResult says what FixLeaks did with one copy.
+type FixResult struct {
+	Node    string
+	Key     string
+	Deleted bool  // false: the key changed since the scan (or is not a string), and was left alone
+	Err     error // the node's error, if any
+}
+
+// FixLeaks deletes the copies of the report's leaked findings, each by
+// compare-and-delete against the value that was scanned, so a key that
+// changed hands since the scan is never touched. Keys that are not
+// strings (a foreign hash, a state hash without a TTL) cannot be compared
+// and are left alone, reported as not deleted.
+func (r *Redlock) FixLeaks(ctx context.Context, rep *ScanReport) []FixResult {
+	nodes := map[string]*store.Node{}
+	for _, n := range r.nodes {
+		nodes[n.Name()] = n
+	}
+	var out []FixResult
+	for _, f := range rep.Leaks() {
+		for _, c := range f.Copies {
+			res := FixResult{Node: c.Node, Key: c.Key}
+			if n := nodes[c.Node]; n != nil && c.Type == "string" {
+				res.Deleted, res.Err = n.DeleteIfValue(ctx, c.Key, c.Value)
+			}
+			out = append(out, res)
+		}
+	}
+	return out
+}

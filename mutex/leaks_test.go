@@ -1,0 +1,134 @@
+package mutex_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+)
+
+// TestLeakScan plants one leak of each class next to a live lock, scans,
+// fixes, and checks that the leaks are gone and the live lock untouched.
+func TestLeakScan(t *testing.T) {
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, time.Minute)
+	if err := r.Heartbeat(ctx, "live", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	live, err := r.TryLock(ctx, "live-job", time.Minute, mutex.Owner("live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(owner string, age time.Duration) string {
+		return store.Value{Token: store.NewToken(), Acquired: time.Now().Add(-age), Owner: owner}.String()
+	}
+	plant := func(nodes []int, key, v string, ttl time.Duration) {
+		for _, i := range nodes {
+			if err := c.Node(i).Client(t).Set(ctx, key, v, ttl).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all := []int{0, 1, 2}
+	plant(all, "redcron:{forever}:lock", value("live", time.Minute), 0)
+	plant(all, "redcron:{abandoned}:lock", value("dead-replica", time.Minute), time.Minute)
+	plant([]int{1}, "redcron:{leftover}:lock", value("live", time.Minute), time.Minute)
+	plant(all, "redcron:{ancient}:lock", value("live", 3*time.Hour), time.Minute)
+	plant(all, "redcron:{junk}:lock", "not ours", time.Minute)
+	plant([]int{2}, "redcron:stray", "x", time.Minute)
+	plant([]int{0}, "redcron:{fresh}:lock", value("live", 0), time.Minute) // an acquisition in flight
+
+	rep, err := r.ScanLeaks(ctx, mutex.ScanOptions{MaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]mutex.LeakClass{
+		"forever":       {mutex.LeakNoExpiry},
+		"abandoned":     {mutex.LeakOrphaned},
+		"leftover":      {mutex.LeakMinority},
+		"ancient":       {mutex.LeakOverAge},
+		"junk":          {mutex.LeakUnparseable},
+		"redcron:stray": {mutex.LeakUnparseable},
+		"live-job":      nil,
+		"fresh":         nil,
+	}
+	found := map[string]bool{}
+	for _, f := range rep.Findings {
+		if f.Kind == store.KindState {
+			if f.Leaked() {
+				t.Errorf("state of %q reported as %v", f.Name, f.Classes)
+			}
+			continue
+		}
+		found[f.Name] = true
+		w, ok := want[f.Name]
+		if !ok {
+			t.Errorf("unexpected finding %q %v", f.Name, f.Classes)
+			continue
+		}
+		if !slices.Equal(f.Classes, w) {
+			t.Errorf("%q: classes %v, want %v", f.Name, f.Classes, w)
+		}
+	}
+	for name := range want {
+		if !found[name] {
+			t.Errorf("%q not found by the scan", name)
+		}
+	}
+	if !slices.Equal(rep.Live, []string{"live"}) {
+		t.Errorf("live owners %v", rep.Live)
+	}
+	for _, class := range mutex.LeakClasses {
+		wantN := 1
+		if class == mutex.LeakUnparseable {
+			wantN = 2
+		}
+		if rep.Counts[class.String()] != wantN {
+			t.Errorf("count of %v: %d, want %d", class, rep.Counts[class.String()], wantN)
+		}
+	}
+
+	// A lock that changes hands between the scan and the fix is left alone.
+	plant(all, "redcron:{abandoned}:lock", value("new-owner", 0), time.Minute)
+	for _, res := range r.FixLeaks(ctx, rep) {
+		if res.Err != nil {
+			t.Errorf("fix %s on %s: %v", res.Key, res.Node, res.Err)
+		}
+		if res.Key == "redcron:{abandoned}:lock" && res.Deleted {
+			t.Errorf("fix deleted %s on %s, which changed hands after the scan", res.Key, res.Node)
+		}
+	}
+	after, err := r.ScanLeaks(ctx, mutex.ScanOptions{MaxAge: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range after.Leaks() {
+		if f.Name != "abandoned" {
+			t.Errorf("still leaked after the fix: %q %v", f.Name, f.Classes)
+		}
+	}
+	if err := live.Extend(ctx); err != nil {
+		t.Errorf("the live lock was touched by the fix: %v", err)
+	}
+}
+
+// TestLeakScanNodeDown: a dead node is reported, the others are scanned.
+func TestLeakScanNodeDown(t *testing.T) {
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c)
+	c.Node(0).Kill()
+	rep, err := r.ScanLeaks(context.Background(), mutex.ScanOptions{})
+	if err != nil || len(rep.Errors) != 1 {
+		t.Fatalf("scan with one node down: %v, node errors %v", err, rep.Errors)
+	}
+	c.Node(1).Kill()
+	c.Node(2).Kill()
+	if _, err := r.ScanLeaks(context.Background(), mutex.ScanOptions{}); err == nil {
+		t.Fatal("scan with every node down succeeded")
+	}
+}
