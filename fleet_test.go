@@ -28,6 +28,7 @@ type fleet struct {
 	skips    map[scheduler.SkipReason]int
 	results  map[scheduler.Result]int
 	scans    []scheduler.Event // EventLeakScan
+	tickLog  map[int64][]string // per tick (unix ms): what each replica did, for failure messages
 	exited   chan *replica     // replicas whose Run returned
 }
 
@@ -132,6 +133,19 @@ func (o observerFunc) Observe(e scheduler.Event) { o(e) }
 func (f *fleet) observe(e scheduler.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.tickLog == nil {
+		f.tickLog = map[int64][]string{}
+	}
+	if !e.Tick.IsZero() {
+		line := e.Instance + " " + e.Kind.String()
+		if e.Kind == scheduler.EventSkipped {
+			line += " " + e.Skip.String()
+		}
+		if e.Err != nil {
+			line += ": " + e.Err.Error()
+		}
+		f.tickLog[e.Tick.UnixMilli()] = append(f.tickLog[e.Tick.UnixMilli()], line)
+	}
 	switch e.Kind {
 	case scheduler.EventSkipped:
 		f.skips[e.Skip]++
@@ -240,7 +254,10 @@ func (f *fleet) checkOncePerTick(job string, from, to time.Time) {
 		switch got := runs[tick.UnixMilli()]; len(got) {
 		case 1:
 		case 0:
-			f.t.Errorf("%s tick %s: never ran", job, tick.Format("15:04:05"))
+			f.mu.Lock()
+			what := f.tickLog[tick.UnixMilli()]
+			f.mu.Unlock()
+			f.t.Errorf("%s tick %s: never ran; the replicas: %q", job, tick.Format("15:04:05"), what)
 		default:
 			var who []int
 			for _, e := range got {

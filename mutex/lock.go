@@ -76,9 +76,8 @@ func (l *Lock) Extend(ctx context.Context) error {
 		return err
 	}
 	r := l.r
-	results := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node) NodeResult {
-		ok, err := n.Extend(ctx, l.keys, l.value, l.ttl)
-		return boolResult(ok, err)
+	results := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node, deliver func(NodeResult)) {
+		n.ExtendAsync(ctx, l.keys, l.value, l.ttl, deliverBool(deliver))
 	}, quorumDecider(len(r.nodes), r.quorum), nil)
 	var err error
 	if count(results, VoteYes) >= r.quorum {

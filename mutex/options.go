@@ -103,9 +103,10 @@ func WithRetryDelay(d time.Duration) Option {
 }
 
 // WithMaxTTL sets the largest TTL a lock may ask for (default 1m, range
-// [10ms, 24h]). A node that restarted less than this long ago is not
-// counted (see WithTrustedNodes), so it is also how long a brand-new or
-// restarted node waits before it votes.
+// [10ms, 24h]). A node that restarted less than this long ago (plus a
+// second, for the resolution of Redis's uptime) is not counted (see
+// WithTrustedNodes), so it is also how long a brand-new or restarted node
+// waits before it votes.
 func WithMaxTTL(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 10*time.Millisecond || d > 24*time.Hour {

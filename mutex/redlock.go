@@ -172,25 +172,30 @@ func (r *Redlock) attempt(ctx context.Context, keys store.LockKeys, ttl time.Dur
 		fences  = make([]uint64, 0, len(r.nodes))
 	)
 	strag := &stragglers{r: r, keys: keys, value: value}
-	results := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node) NodeResult {
-		rep, err := n.Acquire(ctx, req)
-		if err != nil {
-			return failure(err)
-		}
-		fenceMu.Lock()
-		fences = append(fences, rep.Fence)
-		fenceMu.Unlock()
-		switch {
-		case rep.Status == store.Held:
-			return NodeResult{Vote: VoteHeld, Holder: rep.Holder}
-		case rep.Status == store.AlreadyRun:
-			return NodeResult{Vote: VoteAlreadyRun}
-		case !r.cfg.trusted && rep.Uptime >= 0 && rep.Uptime < r.cfg.maxTTL:
-			// The node may have forgotten locks it granted before its restart;
-			// our key on it is ours, so it is released with the rest.
-			return NodeResult{Vote: VoteRestarted, Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", rep.Uptime, r.cfg.maxTTL)}
-		}
-		return NodeResult{Vote: VoteYes}
+	results := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node, deliver func(NodeResult)) {
+		n.AcquireAsync(ctx, req, func(rep store.AcquireReply, err error) {
+			if err != nil {
+				deliver(failure(err))
+				return
+			}
+			fenceMu.Lock()
+			fences = append(fences, rep.Fence)
+			fenceMu.Unlock()
+			switch {
+			case rep.Status == store.Held:
+				deliver(NodeResult{Vote: VoteHeld, Holder: rep.Holder})
+			case rep.Status == store.AlreadyRun:
+				deliver(NodeResult{Vote: VoteAlreadyRun})
+			case !r.cfg.trusted && rep.Uptime >= 0 && rep.Uptime < r.cfg.maxTTL+time.Second:
+				// The node may have forgotten locks it granted before its restart;
+				// our key on it is ours, so it is released with the rest. Redis
+				// counts uptime from a start time truncated to the second, so
+				// it may read up to a second long: hence the extra second.
+				deliver(NodeResult{Vote: VoteRestarted, Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", rep.Uptime, r.cfg.maxTTL)})
+			default:
+				deliver(NodeResult{Vote: VoteYes})
+			}
+		})
 	}, quorumDecider(len(r.nodes), r.quorum), strag.late)
 
 	qerr := &QuorumError{Op: "acquire", Name: keys.Name, Quorum: r.quorum, Nodes: results}
@@ -209,9 +214,8 @@ func (r *Redlock) attempt(ctx context.Context, keys store.LockKeys, ttl time.Dur
 		fence = max(fence+1, uint64(time.Now().UnixMicro()))
 	}
 	if fence != 0 || lc.occurrence != 0 {
-		commits := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node) NodeResult {
-			ok, err := n.Commit(ctx, keys, value, fence, lc.occurrence, r.cfg.stateTTL)
-			return boolResult(ok, err)
+		commits := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node, deliver func(NodeResult)) {
+			n.CommitAsync(ctx, keys, value, fence, lc.occurrence, r.cfg.stateTTL, deliverBool(deliver))
 		}, quorumDecider(len(r.nodes), r.quorum), nil)
 		if count(commits, VoteYes) < r.quorum {
 			qerr := &QuorumError{Op: "commit", Name: keys.Name, Quorum: r.quorum, Nodes: commits, Reason: ErrNoQuorum,
@@ -267,12 +271,12 @@ func (r *Redlock) unanswered() []NodeResult {
 // call bounded by the node timeout; it waits until every such node
 // answered. Nodes not targeted get no vote.
 func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.LockKeys, value string, occurrence int64) []NodeResult {
-	return r.fanout(context.WithoutCancel(ctx), func(ctx context.Context, i int, n *store.Node) NodeResult {
+	return r.fanout(context.WithoutCancel(ctx), func(ctx context.Context, i int, n *store.Node, deliver func(NodeResult)) {
 		if targets != nil && !targets[i] {
-			return NodeResult{}
+			deliver(NodeResult{})
+			return
 		}
-		ok, err := n.Release(ctx, keys, value, occurrence, r.cfg.stateTTL)
-		return boolResult(ok, err)
+		n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, deliverBool(deliver))
 	}, allAnswered, nil)
 }
 
@@ -290,12 +294,12 @@ func (s *stragglers) late(res NodeResult) {
 	s.mu.Lock()
 	abandoned := s.abandoned
 	s.mu.Unlock()
-	if abandoned && mayHold(res.Vote) {
+	if abandoned && mayHold(res.Vote) && res.Vote != VoteCanceled {
 		for _, n := range s.r.nodes {
 			if n.Name() == res.Node {
+				// From the node's worker: queue the release, do not wait for it.
 				ctx, cancel := context.WithTimeout(context.Background(), s.r.cfg.nodeTimeout)
-				_, _ = n.Release(ctx, s.keys, s.value, 0, s.r.cfg.stateTTL)
-				cancel()
+				n.ReleaseAsync(ctx, s.keys, s.value, 0, s.r.cfg.stateTTL, func(bool, error) { cancel() })
 			}
 		}
 	}
@@ -335,6 +339,11 @@ func failure(err error) NodeResult {
 		return NodeResult{Vote: VoteError, Err: err}
 	}
 	return NodeResult{Vote: VoteUnreachable, Err: err}
+}
+
+// deliverBool adapts deliver to a compare-and-act script's answer.
+func deliverBool(deliver func(NodeResult)) func(bool, error) {
+	return func(ok bool, err error) { deliver(boolResult(ok, err)) }
 }
 
 // boolResult turns a compare-and-act script's answer into a vote.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
 )
 
 // TestMutualExclusion races many goroutines for one name and fails on any
@@ -160,9 +161,11 @@ func TestPausedNode(t *testing.T) {
 		if err != nil {
 			t.Fatalf("one node paused: %v", err)
 		}
+		// Decided without the paused node: it had not answered, or it was
+		// backing off after an earlier timeout and failed at once.
 		ev, _ := rec.last(mutex.EventAcquire)
-		if v := ev.Nodes[1].Vote; v != 0 {
-			t.Fatalf("acquisition waited for the paused node (its vote: %v)", v)
+		if res := ev.Nodes[1]; res.Vote != 0 && !errors.Is(res.Err, store.ErrNodeDown) {
+			t.Fatalf("acquisition waited for the paused node (its vote: %v)", res)
 		}
 		if err := l.Release(ctx); err != nil && !errors.Is(err, mutex.ErrNoQuorum) {
 			t.Fatalf("release: %v", err)
@@ -173,8 +176,8 @@ func TestPausedNode(t *testing.T) {
 	_, err := r.TryLock(ctx, "needs-paused", 2*time.Second)
 	took := time.Since(start)
 	var qe *mutex.QuorumError
-	if !errors.As(err, &qe) || qe.Nodes[1].Vote != mutex.VoteTimeout || !qe.Nodes[2].Vote.Failed() {
-		t.Fatalf("got %v, want a tally with node 1 timed out and node 2 failed", err)
+	if !errors.As(err, &qe) || !qe.Nodes[1].Vote.Failed() || !qe.Nodes[2].Vote.Failed() {
+		t.Fatalf("got %v, want a tally with nodes 1 and 2 failed", err)
 	}
 	// One node timeout for the vote, one for releasing where we may hold.
 	if took > 2*300*time.Millisecond+500*time.Millisecond {
@@ -215,7 +218,12 @@ func TestRestartQuarantine(t *testing.T) {
 	c.Node(0).Restart()
 	c.Node(1).Restart()
 	_, err = b.TryLock(ctx, "job", maxTTL)
-	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteRestarted) == 0 {
+	qe = nil
+	if !errors.As(err, &qe) || !errors.Is(err, mutex.ErrNoQuorum) || count(qe.Nodes, mutex.VoteRestarted) == 0 {
+		for _, n := range qe.Nodes {
+			t.Logf("%s %v holder %q", n.Node, n.Vote, n.Holder)
+		}
+		t.Logf("held value %q", held.Value())
 		t.Fatalf("majority restarted: got %v, want no quorum with restarted votes", err)
 	}
 	// The unguarded view shows the danger: the restarted nodes grant it.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // AcquireStatus is a node's answer to an acquisition.
@@ -61,20 +63,40 @@ type AcquireReply struct {
 // Acquire runs the acquire script: SET NX PX unless the occurrence was
 // already run, returning the node's fence counter either way.
 func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (AcquireReply, error) {
+	type result struct {
+		rep AcquireReply
+		err error
+	}
+	ch := make(chan result, 1)
+	n.AcquireAsync(ctx, req, func(rep AcquireReply, err error) { ch <- result{rep, err} })
+	r := <-ch
+	return r.rep, r.err
+}
+
+// AcquireAsync is Acquire, with the answer passed to done instead of
+// returned. done is called exactly once, possibly before AcquireAsync
+// returns, and otherwise from the node's worker goroutine: it must not
+// block.
+func (n *Node) AcquireAsync(ctx context.Context, req AcquireRequest, done func(AcquireReply, error)) {
 	want := "0"
 	if req.WantUptime {
 		want = "1"
 	}
-	res, err := acquireScript.Run(ctx, n.client, []string{req.Keys.Lock, req.Keys.State},
-		req.Value, millis(req.TTL), req.Occurrence, want).Slice()
-	if err != nil {
-		return AcquireReply{}, n.fail("acquire", req.Keys.Lock, err)
-	}
-	rep, err := parseAcquire(res)
-	if err != nil {
-		return AcquireReply{}, n.fail("acquire", req.Keys.Lock, err)
-	}
-	return rep, nil
+	n.batch.submit(&call{ctx: ctx, script: acquireScript, keys: []string{req.Keys.Lock, req.Keys.State},
+		args: []any{req.Value, millis(req.TTL), req.Occurrence, want},
+		done: func(cmd *redis.Cmd) {
+			res, err := cmd.Slice()
+			if err != nil {
+				done(AcquireReply{}, n.fail("acquire", req.Keys.Lock, err))
+				return
+			}
+			rep, err := parseAcquire(res)
+			if err != nil {
+				done(AcquireReply{}, n.fail("acquire", req.Keys.Lock, err))
+				return
+			}
+			done(rep, nil)
+		}})
 }
 
 func parseAcquire(res []any) (AcquireReply, error) {
@@ -117,45 +139,74 @@ func parseAcquire(res []any) (AcquireReply, error) {
 // occurrence mark to occurrence (0 leaves either unchanged) and gives the
 // state a TTL of stateTTL. It reports whether the lock held value.
 func (n *Node) Commit(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration) (bool, error) {
-	ok, err := commitScript.Run(ctx, n.client, []string{k.Lock, k.State},
-		value, fence, occurrence, millis(stateTTL)).Bool()
-	if err != nil {
-		return false, n.fail("commit", k.Lock, err)
-	}
-	return ok, nil
+	return wait(func(done func(bool, error)) { n.CommitAsync(ctx, k, value, fence, occurrence, stateTTL, done) })
+}
+
+// CommitAsync is Commit, with the answer passed to done (see AcquireAsync).
+func (n *Node) CommitAsync(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration, done func(bool, error)) {
+	n.boolCall(ctx, "commit", commitScript, []string{k.Lock, k.State},
+		[]any{value, fence, occurrence, millis(stateTTL)}, done)
 }
 
 // Extend sets the lock's TTL to ttl while it holds value (compare and
 // pexpire). It reports whether the lock held value.
 func (n *Node) Extend(ctx context.Context, k LockKeys, value string, ttl time.Duration) (bool, error) {
-	ok, err := extendScript.Run(ctx, n.client, []string{k.Lock}, value, millis(ttl)).Bool()
-	if err != nil {
-		return false, n.fail("extend", k.Lock, err)
-	}
-	return ok, nil
+	return wait(func(done func(bool, error)) { n.ExtendAsync(ctx, k, value, ttl, done) })
+}
+
+// ExtendAsync is Extend, with the answer passed to done (see AcquireAsync).
+func (n *Node) ExtendAsync(ctx context.Context, k LockKeys, value string, ttl time.Duration, done func(bool, error)) {
+	n.boolCall(ctx, "extend", extendScript, []string{k.Lock}, []any{value, millis(ttl)}, done)
 }
 
 // Release deletes the lock while it holds value (compare and delete),
 // raising the occurrence mark to occurrence first (0 leaves it). It reports
 // whether the lock held value.
 func (n *Node) Release(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration) (bool, error) {
-	ok, err := releaseScript.Run(ctx, n.client, []string{k.Lock, k.State},
-		value, occurrence, millis(stateTTL)).Bool()
-	if err != nil {
-		return false, n.fail("release", k.Lock, err)
-	}
-	return ok, nil
+	return wait(func(done func(bool, error)) { n.ReleaseAsync(ctx, k, value, occurrence, stateTTL, done) })
+}
+
+// ReleaseAsync is Release, with the answer passed to done (see
+// AcquireAsync); done may be nil.
+func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration, done func(bool, error)) {
+	n.boolCall(ctx, "release", releaseScript, []string{k.Lock, k.State},
+		[]any{value, occurrence, millis(stateTTL)}, done)
 }
 
 // DeleteIfValue deletes the string key while it holds value, and reports
 // whether it did. The leak scan fixes leaks with it, so that a key that
 // changed since it was scanned is never touched.
 func (n *Node) DeleteIfValue(ctx context.Context, key, value string) (bool, error) {
-	ok, err := releaseScript.Run(ctx, n.client, []string{key, key}, value, 0, 1).Bool()
-	if err != nil {
-		return false, n.fail("delete", key, err)
+	return wait(func(done func(bool, error)) {
+		n.boolCall(ctx, "delete", releaseScript, []string{key, key}, []any{value, 0, 1}, done)
+	})
+}
+
+// boolCall queues a compare-and-act script whose answer is 1 or 0.
+func (n *Node) boolCall(ctx context.Context, op string, s script, keys []string, args []any, done func(bool, error)) {
+	n.batch.submit(&call{ctx: ctx, script: s, keys: keys, args: args, done: func(cmd *redis.Cmd) {
+		if done == nil {
+			return
+		}
+		ok, err := cmd.Bool()
+		if err != nil {
+			done(false, n.fail(op, keys[0], err))
+			return
+		}
+		done(ok, nil)
+	}})
+}
+
+// wait runs an asynchronous call and waits for its answer.
+func wait(start func(done func(bool, error))) (bool, error) {
+	type result struct {
+		ok  bool
+		err error
 	}
-	return ok, nil
+	ch := make(chan result, 1)
+	start(func(ok bool, err error) { ch <- result{ok, err} })
+	r := <-ch
+	return r.ok, r.err
 }
 
 // millis returns d in whole milliseconds, at least 1.

@@ -15,10 +15,18 @@ import (
 // caller owns and configures (TLS, ACL, pool sizes, timeouts); a Cluster
 // or Sentinel client counts as one master. Node never retries.
 //
+// Lock operations (Acquire, Commit, Extend, Release and their Async forms)
+// are pipelined: concurrent calls share round trips through one worker
+// goroutine per node, started by the first call and ended after a second
+// without calls. After a network failure or a timeout the node backs off:
+// calls fail at once with ErrNodeDown for 100ms, doubling up to 2s while
+// failures go on; the first call after that probes the node.
+//
 // A Node is safe for concurrent use.
 type Node struct {
 	name   string
 	client redis.UniversalClient
+	batch  *batcher
 }
 
 // NewNode returns the node called name (used in errors, logs and as the
@@ -31,7 +39,9 @@ func NewNode(name string, client redis.UniversalClient) (*Node, error) {
 	if client == nil {
 		return nil, fmt.Errorf("store: NewNode %q: nil client", name)
 	}
-	return &Node{name: name, client: client}, nil
+	n := &Node{name: name, client: client}
+	n.batch = newBatcher(n)
+	return n, nil
 }
 
 // Name returns the node's name.

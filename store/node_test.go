@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,5 +200,74 @@ func TestFencedSet(t *testing.T) {
 	}
 	if _, err := store.FencedSet(ctx, c, "data", 0, "x"); err == nil {
 		t.Error("fence 0 accepted")
+	}
+}
+
+// TestNodePipelining: concurrent calls on one node share round trips.
+func TestNodePipelining(t *testing.T) {
+	n, _, _ := setup(t)
+	ctx := context.Background()
+	ks, _ := store.NewKeyspace("t")
+	const calls = 400
+	errs := make(chan error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			k, _ := ks.Lock(fmt.Sprintf("p%d", i))
+			_, err := n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: "v", TTL: time.Minute})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := n.Stats()
+	// A fresh server answers the first pipeline with NOSCRIPT: those calls
+	// are sent again (counted again) after SCRIPT LOAD.
+	if st.Calls < calls || st.Pipelines >= calls/2 {
+		t.Errorf("stats %+v: %d concurrent calls should share round trips", st, calls)
+	}
+}
+
+// TestNodeBackoff: a dead node fails at once while backing off, instead of
+// being dialled on every call, and is used again once it is back.
+func TestNodeBackoff(t *testing.T) {
+	n, s, k := setup(t)
+	ctx := context.Background()
+	s.Kill()
+	_, err := n.Extend(ctx, k, "v", time.Second)
+	if err == nil || errors.Is(err, store.ErrNodeDown) {
+		t.Fatalf("first call to a dead node: %v, want its network error", err)
+	}
+	if n.Up() {
+		t.Error("node still up after a failure")
+	}
+	before := n.Stats()
+	for range 50 {
+		if _, err := n.Extend(ctx, k, "v", time.Second); !errors.Is(err, store.ErrNodeDown) {
+			t.Fatalf("call while backing off: %v, want ErrNodeDown", err)
+		}
+	}
+	if st := n.Stats(); st.Pipelines != before.Pipelines || st.Skipped != before.Skipped+50 {
+		t.Errorf("stats went from %+v to %+v: calls were sent to the dead node", before, st)
+	}
+	s.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := n.Extend(ctx, k, "v", time.Second)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node not used again 10 s after it came back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // the back-off is at most 2 s
+	}
+	if !n.Up() {
+		t.Error("node not up after a successful call")
 	}
 }

@@ -6,8 +6,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts are immutable after package initialisation; Script.Run sends
-// EVALSHA and falls back to EVAL when the server answers NOSCRIPT.
+// The scripts are immutable after package initialisation. They are sent
+// with EVALSHA; a server that answers NOSCRIPT gets SCRIPT LOAD and the
+// call again, in one round trip.
 var (
 	//go:embed lua/acquire.lua
 	acquireSrc string
@@ -18,8 +19,16 @@ var (
 	//go:embed lua/release.lua
 	releaseSrc string
 
-	acquireScript = redis.NewScript(acquireSrc)
-	commitScript  = redis.NewScript(commitSrc)
-	extendScript  = redis.NewScript(extendSrc)
-	releaseScript = redis.NewScript(releaseSrc)
+	acquireScript = newScript(acquireSrc)
+	commitScript  = newScript(commitSrc)
+	extendScript  = newScript(extendSrc)
+	releaseScript = newScript(releaseSrc)
 )
+
+// script is a Lua script with its source, which SCRIPT LOAD needs.
+type script struct {
+	*redis.Script
+	src string
+}
+
+func newScript(src string) script { return script{redis.NewScript(src), src} }

@@ -1,0 +1,322 @@
+// Command leakscan finds, and with -fix removes, leaked redcron locks on
+// the independent Redis masters a fleet of schedulers shares. It embeds
+// mutex.ScanLeaks: every node is read with SCAN (never KEYS) under the key
+// prefix, and each lock is classified as
+//
+//	no_expiry    a key with no TTL: it never goes away by itself
+//	orphaned     its owner has no live heartbeat on a majority of nodes
+//	minority     present on fewer nodes than a quorum, older than 10s
+//	over_age     acquired longer ago than -max-age
+//	unparseable  a key under the prefix that redcron did not write
+//
+// A live, healthy lock is never reported. Without -fix the scan only
+// reads. With -fix every copy of every leak is deleted by compare-and-delete
+// against the value that was scanned, so a key that changed hands since the
+// scan is left alone; keys that are not strings (a hash with no TTL) cannot
+// be compared and are always left alone. Note that -fix also deletes
+// over-age locks whose owner is alive: a job running longer than -max-age
+// loses its lease (its context is cancelled with mutex.ErrLost).
+//
+// Usage:
+//
+//	leakscan -addrs redis-a:6379,redis-b:6379,redis-c:6379 [flags]
+//
+//	-addrs host:port,...   the independent masters, all of them (or REDCRON_ADDRS)
+//	-prefix p              key prefix of the locks (default "redcron")
+//	-username u            ACL user (or REDCRON_USERNAME)
+//	-password p            password (or REDCRON_PASSWORD, which is preferred:
+//	                       a flag is visible in the process list)
+//	-tls                   connect with TLS
+//	-tls-ca file           PEM CA bundle to verify the servers (default: system roots)
+//	-tls-cert, -tls-key    PEM client certificate and key
+//	-tls-server-name name  name to verify the servers' certificates against
+//	                       (default: the host of each address)
+//	-tls-insecure-skip-verify  do not verify the servers' certificates
+//	-max-age d             report locks acquired longer ago than d (default 24h; 0: off)
+//	-timeout d             bound on the whole run (default 30s)
+//	-json                  print the JSON document below instead of the table
+//	-fix                   delete the leaks found (default: dry run)
+//
+// A flag given on the command line overrides its environment variable.
+// The password is never printed, not even in error messages.
+//
+// Exit status:
+//
+//	0  no leak, every node scanned
+//	1  leaks were found (also with -fix: the report says what was found
+//	   and what was deleted)
+//	2  an error: bad flags, no node could be scanned, or some node could
+//	   not be scanned and no leak was found on the others (a partial scan
+//	   is not a clean bill of health)
+//
+// With -json, stdout is one JSON document (stdout is empty when no node
+// could be scanned). Fields are never removed or renamed; arrays are [],
+// never null:
+//
+//	{
+//	  "prefix": "redcron",          // the key prefix scanned
+//	  "nodes": 3,                   // nodes configured
+//	  "quorum": 2,                  // nodes a lock needs: nodes/2+1
+//	  "scanned": 14,                // keys read, over all nodes
+//	  "live_owners": ["web-1"],     // owners with a heartbeat on a quorum
+//	  "node_errors": [              // nodes that could not be scanned
+//	    {"node": "redis-c:6379", "error": "store: scan on node ...: ..."}
+//	  ],
+//	  "leaks": [                    // leaked findings, by name
+//	    {
+//	      "name": "invoice-run",    // the lock's name (a foreign key: the key)
+//	      "kind": "lock",           // lock, state, heartbeat or foreign
+//	      "classes": ["orphaned"],  // no_expiry, orphaned, minority, over_age, unparseable
+//	      "copies": [               // one per node holding it, in -addrs order
+//	        {
+//	          "node": "redis-a:6379",
+//	          "key": "redcron:{invoice-run}:lock",
+//	          "type": "string",     // the Redis type ("none": vanished during the scan)
+//	          "ttl_ms": 21873,      // remaining TTL in ms; -1: no expiry; -2: vanished
+//	          "owner": "web-2",     // lock owner; "" if none or not a lock value
+//	          "acquired": "2026-11-21T06:10:00.123Z"  // RFC 3339, UTC; null if not a lock value
+//	        }
+//	      ]
+//	    }
+//	  ],
+//	  "counts": {"no_expiry": 0, "orphaned": 1, "minority": 0, "over_age": 0, "unparseable": 0},
+//	  "fixed": [                    // only with -fix: one entry per copy of each leak
+//	    {"node": "redis-a:6379", "key": "redcron:{invoice-run}:lock", "deleted": true},
+//	    {"node": "redis-b:6379", "key": "redcron:{x}:state", "deleted": false,
+//	     "reason": "not_string"},
+//	    {"node": "redis-c:6379", "key": "...", "deleted": false, "reason": "error", "error": "..."}
+//	  ]
+//	}
+//
+// "counts" has every class, 0 when absent; a finding in two classes counts
+// in both. Leaks are sorted by name, copies are in -addrs order. "reason",
+// only when "deleted" is false, is "changed" (the value changed or the key
+// went away since the scan), "not_string" or "error" (with "error").
+//
+// From cron, alerting on leaks and on errors:
+//
+//	*/10 * * * * leakscan -addrs redis-a:6379,redis-b:6379,redis-c:6379 -json > /var/log/leakscan.json || alert
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redcron/redcron/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// Environment variables read by the command.
+const (
+	envAddrs    = "REDCRON_ADDRS"
+	envUsername = "REDCRON_USERNAME"
+	envPassword = "REDCRON_PASSWORD"
+)
+
+func main() {
+	// go-redis logs failed dials on its own; run reports every node's
+	// error itself, once, through the redaction.
+	redis.SetLogger(quietRedis{})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// quietRedis discards go-redis's internal log.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+// config is what the flags and the environment ask for.
+type config struct {
+	addrs    []string
+	prefix   string
+	username string
+	password string      // never printed
+	tls      *tls.Config // nil: plain TCP
+	maxAge   time.Duration
+	timeout  time.Duration
+	json     bool
+	fix      bool
+}
+
+// usageError is a problem with the flags or the environment; its message
+// names the flag or variable at fault.
+type usageError struct {
+	msg     string
+	printed bool // the flag package has printed it already, with the usage
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// parseConfig parses args and reads the environment through env. It
+// returns flag.ErrHelp for -h, after printing the usage to stderr; every
+// other error is a *usageError. Whatever the flag package prints goes
+// through redact, so a password never reaches stderr.
+func parseConfig(args []string, env func(string) string, stderr io.Writer) (*config, error) {
+	var (
+		cfg       config
+		addrs     string
+		tlsOn     bool
+		caFile    string
+		certFile  string
+		keyFile   string
+		tlsServer string
+		insecure  bool
+		flagOut   bytes.Buffer
+	)
+	fs := flag.NewFlagSet("leakscan", flag.ContinueOnError)
+	fs.SetOutput(&flagOut)
+	fs.StringVar(&addrs, "addrs", "", "comma-separated `host:port` of every independent Redis master (or $"+envAddrs+")")
+	fs.StringVar(&cfg.prefix, "prefix", store.DefaultPrefix, "key `prefix` of the locks")
+	fs.StringVar(&cfg.username, "username", "", "Redis ACL `user` (or $"+envUsername+")")
+	fs.StringVar(&cfg.password, "password", "", "Redis `password`; prefer $"+envPassword+", a flag is visible in the process list")
+	fs.BoolVar(&tlsOn, "tls", false, "connect with TLS")
+	fs.StringVar(&caFile, "tls-ca", "", "PEM `file` of the CAs that sign the servers' certificates (default: system roots)")
+	fs.StringVar(&certFile, "tls-cert", "", "PEM `file` of the client certificate (with -tls-key)")
+	fs.StringVar(&keyFile, "tls-key", "", "PEM `file` of the client certificate's key (with -tls-cert)")
+	fs.StringVar(&tlsServer, "tls-server-name", "", "`name` the servers' certificates must be valid for (default: each address's host)")
+	fs.BoolVar(&insecure, "tls-insecure-skip-verify", false, "do not verify the servers' certificates (testing only)")
+	fs.DurationVar(&cfg.maxAge, "max-age", 24*time.Hour, "report locks acquired longer ago than this as over_age; 0 turns the check off")
+	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "bound on the whole run: scan and fix")
+	fs.BoolVar(&cfg.json, "json", false, "print a JSON document (see the README) instead of a table")
+	fs.BoolVar(&cfg.fix, "fix", false, "delete the leaks found, by compare-and-delete (default: dry run)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: leakscan -addrs host:port,host:port,... [flags]\n\n"+
+			"Scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
+			"Exit status: 0 clean, 1 leaks found, 2 error.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	err := fs.Parse(args)
+	// The flag package may echo a value (for example a password given to
+	// the wrong flag): redact what it printed before passing it on.
+	_, _ = io.WriteString(stderr, redact(flagOut.String(), cfg.password, env(envPassword)))
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &usageError{msg: err.Error(), printed: true}
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q: every setting is a flag, given before any argument", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	// Flags override the environment.
+	addrSource := "-addrs"
+	if !set["addrs"] {
+		addrs, addrSource = env(envAddrs), envAddrs
+	}
+	if !set["username"] {
+		cfg.username = env(envUsername)
+	}
+	if set["password"] {
+		fmt.Fprintf(stderr, "leakscan: warning: -password is visible to other local users in the process list; set %s instead\n", envPassword)
+	} else {
+		cfg.password = env(envPassword)
+	}
+
+	if strings.TrimSpace(addrs) == "" {
+		return nil, usagef("-addrs is required (or set %s): the Redis masters, host:port,host:port,...", envAddrs)
+	}
+	seen := map[string]bool{}
+	for a := range strings.SplitSeq(addrs, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, usagef("%s: empty address in %q", addrSource, addrs)
+		}
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return nil, usagef("%s: %q: %v", addrSource, a, err)
+		}
+		if host == "" || port == "" {
+			return nil, usagef("%s: %q: want host:port", addrSource, a)
+		}
+		if seen[a] {
+			return nil, usagef("%s: %s appears twice; list each master once", addrSource, a)
+		}
+		seen[a] = true
+		cfg.addrs = append(cfg.addrs, a)
+	}
+	if cfg.prefix == "" {
+		return nil, usagef("-prefix: empty (the default is %q)", store.DefaultPrefix)
+	}
+	if _, err := store.NewKeyspace(cfg.prefix); err != nil {
+		return nil, usagef("-prefix: %v", err)
+	}
+	if cfg.maxAge < 0 {
+		return nil, usagef("-max-age: %v is negative (0 turns the over-age check off)", cfg.maxAge)
+	}
+	if cfg.timeout <= 0 {
+		return nil, usagef("-timeout: %v: must be positive", cfg.timeout)
+	}
+	if cfg.tls, err = tlsConfig(tlsOn, set, caFile, certFile, keyFile, tlsServer, insecure); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// tlsConfig builds the TLS configuration the flags ask for, or nil for
+// plain TCP.
+func tlsConfig(on bool, set map[string]bool, caFile, certFile, keyFile, serverName string, insecure bool) (*tls.Config, error) {
+	if !on {
+		for _, name := range []string{"tls-ca", "tls-cert", "tls-key", "tls-server-name", "tls-insecure-skip-verify"} {
+			if set[name] {
+				return nil, usagef("-%s needs -tls", name)
+			}
+		}
+		return nil, nil
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, InsecureSkipVerify: insecure}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, usagef("-tls-ca: %v", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, usagef("-tls-ca: %s: no PEM certificate found", caFile)
+		}
+	}
+	switch {
+	case certFile != "" && keyFile == "":
+		return nil, usagef("-tls-cert needs -tls-key")
+	case keyFile != "" && certFile == "":
+		return nil, usagef("-tls-key needs -tls-cert")
+	case certFile != "":
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, usagef("-tls-cert/-tls-key: %v", err)
+		}
+		c.Certificates = []tls.Certificate{cert}
+	}
+	return c, nil
+}
+
+// redact replaces every non-empty secret in s.
+func redact(s string, secrets ...string) string {
+	for _, secret := range secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
+}

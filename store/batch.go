@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The node's lock scripts are pipelined: calls from any number of
+// goroutines queue up, and one worker goroutine per node sends whatever is
+// queued as one pipeline, so concurrent lock operations on a node share a
+// round trip, and a caller costs no goroutine. The worker starts with the
+// first call and ends after idleTimeout without calls; nothing needs to be
+// closed.
+const (
+	idleTimeout     = time.Second
+	maxBatch        = 512              // calls per pipeline
+	defaultDeadline = 10 * time.Second // for calls whose context has none
+)
+
+// call is one script invocation waiting for the node's worker.
+type call struct {
+	ctx    context.Context
+	script script
+	keys   []string
+	args   []any
+	done   func(*redis.Cmd) // called once, from the worker or from submit; must not block
+}
+
+// batcher queues calls for one node and runs its worker.
+type batcher struct {
+	n      *Node
+	mu     sync.Mutex
+	queue  []*call
+	active bool // the worker goroutine is running
+	wake   chan struct{}
+	health health
+	stats  Stats
+}
+
+// Stats counts a node's lock traffic.
+type Stats struct {
+	Calls     uint64 // script calls sent (a NOSCRIPT retry counts again)
+	Pipelines uint64 // round trips that carried them
+	Failed    uint64 // pipelines that failed with a network error or a timeout
+	Skipped   uint64 // calls failed at once: node backing off, or context done
+}
+
+// Stats returns the node's lock traffic so far.
+func (n *Node) Stats() Stats {
+	n.batch.mu.Lock()
+	defer n.batch.mu.Unlock()
+	return n.batch.stats
+}
+
+func newBatcher(n *Node) *batcher {
+	return &batcher{n: n, wake: make(chan struct{}, 1)}
+}
+
+// submit queues c, or completes it at once when the node is backing off
+// or c's context is done.
+func (b *batcher) submit(c *call) {
+	if err := c.ctx.Err(); err != nil {
+		b.mu.Lock()
+		b.stats.Skipped++
+		b.mu.Unlock()
+		c.done(failedCmd(c.ctx, err))
+		return
+	}
+	b.mu.Lock()
+	if err := b.health.check(time.Now()); err != nil {
+		b.stats.Skipped++
+		b.mu.Unlock()
+		c.done(failedCmd(c.ctx, err))
+		return
+	}
+	b.queue = append(b.queue, c)
+	if !b.active {
+		b.active = true
+		b.mu.Unlock()
+		go b.work()
+		return
+	}
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// work sends the queued calls, a pipeline at a time, until the queue has
+// been empty for idleTimeout.
+func (b *batcher) work() {
+	idle := time.NewTimer(idleTimeout)
+	defer idle.Stop()
+	for {
+		b.mu.Lock()
+		batch := b.queue
+		if len(batch) > maxBatch {
+			batch, b.queue = batch[:maxBatch:maxBatch], batch[maxBatch:]
+		} else {
+			b.queue = nil
+		}
+		b.mu.Unlock()
+		if len(batch) > 0 {
+			b.flush(batch)
+			idle.Reset(idleTimeout)
+			continue
+		}
+		select {
+		case <-b.wake:
+		case <-idle.C:
+			b.mu.Lock()
+			if len(b.queue) == 0 {
+				b.active = false
+				b.mu.Unlock()
+				return
+			}
+			b.mu.Unlock()
+			idle.Reset(idleTimeout)
+		}
+	}
+}
+
+// flush sends batch as one pipeline (two if the server lacked a script)
+// and completes every call. Calls whose context ended while queued are
+// completed with its error, unsent.
+func (b *batcher) flush(batch []*call) {
+	var deadline time.Time
+	live := make([]*call, 0, len(batch))
+	skipped := 0
+	for _, c := range batch {
+		if err := c.ctx.Err(); err != nil {
+			c.done(failedCmd(c.ctx, err))
+			skipped++
+			continue
+		}
+		live = append(live, c)
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			d = time.Now().Add(defaultDeadline)
+		}
+		if d.After(deadline) {
+			deadline = d
+		}
+	}
+	if len(live) == 0 {
+		b.mu.Lock()
+		b.stats.Skipped += uint64(skipped)
+		b.mu.Unlock()
+		return
+	}
+	batch = live
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	cmds := b.exec(ctx, batch, false)
+	var again []int
+	for i := range batch {
+		if isNoScript(cmds[i].Err()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 { // a new or restarted server: load the scripts and send again, in one round trip
+		calls := make([]*call, len(again))
+		for j, i := range again {
+			calls[j] = batch[i]
+		}
+		for j, cmd := range b.exec(ctx, calls, true) {
+			cmds[again[j]] = cmd
+		}
+	}
+	failed := false
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) && !ServerError(err) {
+			failed = true
+		}
+	}
+	b.mu.Lock()
+	b.health.record(time.Now(), failed)
+	b.stats.Calls += uint64(len(batch) + len(again))
+	b.stats.Pipelines += 1 + uint64(min(len(again), 1))
+	b.stats.Skipped += uint64(skipped)
+	if failed {
+		b.stats.Failed++
+	}
+	b.mu.Unlock()
+	for i, c := range batch {
+		c.done(cmds[i])
+	}
+}
+
+// exec sends calls as one pipeline of EVALSHA, preceded by SCRIPT LOAD of
+// their scripts if load is set.
+func (b *batcher) exec(ctx context.Context, calls []*call, load bool) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := b.n.client.Pipeline()
+	if load {
+		var loaded []script
+		for _, c := range calls {
+			if !slices.Contains(loaded, c.script) {
+				loaded = append(loaded, c.script)
+				pipe.ScriptLoad(ctx, c.script.src)
+			}
+		}
+	}
+	for i, c := range calls {
+		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	return cmds
+}
+
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// failedCmd returns a command that failed with err before it was sent.
+func failedCmd(ctx context.Context, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
+}
