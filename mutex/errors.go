@@ -13,13 +13,15 @@ import (
 var (
 	// ErrNotAcquired is matched by every failed acquisition.
 	ErrNotAcquired = errors.New("mutex: lock not acquired")
-	// ErrHeld: a quorum could not be reached because other owners hold the
-	// lock.
+	// ErrHeld: another owner holds the lock on a quorum of nodes
+	// (QuorumError.Holder is its value).
 	ErrHeld = fmt.Errorf("%w: held by another owner", ErrNotAcquired)
-	// ErrAlreadyRun: the occurrence, or a later one, was already claimed.
+	// ErrAlreadyRun: a quorum of nodes has the occurrence, or a later one,
+	// marked as run.
 	ErrAlreadyRun = fmt.Errorf("%w: occurrence already run", ErrNotAcquired)
-	// ErrNoQuorum: too few nodes granted the lock in time (nodes down, slow
-	// or restarted, a split vote, or the validity ran out); a later attempt
+	// ErrNoQuorum: too few nodes granted the lock in time, and no other
+	// owner holds a quorum either (nodes down, slow or restarted, a split
+	// vote between contenders, or the validity ran out); a later attempt
 	// may succeed.
 	ErrNoQuorum = fmt.Errorf("%w: no quorum", ErrNotAcquired)
 
@@ -118,6 +120,7 @@ type QuorumError struct {
 	Quorum int          // votes needed
 	Nodes  []NodeResult // every node's answer, in node order
 	Reason error        // the sentinel saying why
+	Holder string       // for ErrHeld, the value holding the lock on a quorum
 	Detail string       // more about the reason, if any
 	Cause  error        // the caller's context error, if it ended the operation
 }

@@ -80,7 +80,7 @@ type Copy struct {
 type Finding struct {
 	Name    string // the lock's name, or the key of a foreign key
 	Kind    store.KeyKind
-	Copies  []Copy
+	Copies  []Copy // in the order of the nodes given to New
 	Classes []LeakClass
 }
 
@@ -154,6 +154,9 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 	}
 	start := time.Now()
 	rep := &ScanReport{Prefix: r.keys.Prefix(), Nodes: len(r.nodes), Quorum: r.quorum, Counts: map[string]int{}}
+	for _, c := range LeakClasses {
+		rep.Counts[c.String()] = 0
+	}
 	var (
 		mu     sync.Mutex
 		wg     sync.WaitGroup
@@ -164,6 +167,9 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 		wg.Go(func() {
 			var copies []Copy
 			err := n.Scan(ctx, r.keys.Pattern(), func(ki store.KeyInfo) error {
+				if ki.Type == "none" {
+					return nil // gone between SCAN and the read: released meanwhile
+				}
 				copies = append(copies, Copy{Node: n.Name(), Key: ki.Key, Type: ki.Type, Value: ki.Value, TTL: ki.TTL})
 				return nil
 			})
@@ -176,11 +182,9 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 			rep.Scanned += len(copies)
 			for _, c := range copies {
 				kind, name := r.keys.Parse(c.Key)
-				if kind == store.KindHeartbeat {
-					if c.TTL != -1 {
-						beats[name]++
-						continue
-					}
+				if kind == store.KindHeartbeat && c.TTL > 0 {
+					beats[name]++
+					continue
 				}
 				id := kind.String() + "\x00" + name
 				if kind == store.KindForeign || kind == store.KindHeartbeat {
@@ -206,15 +210,24 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 	}
 	slices.Sort(rep.Live)
 	now := time.Now()
+	order := make(map[string]int, len(r.nodes))
+	for i, n := range r.nodes {
+		order[n.Name()] = i
+	}
 	for _, f := range byName {
 		r.classify(f, rep, opts, now)
-		slices.SortFunc(f.Copies, func(a, b Copy) int { return strings.Compare(a.Node, b.Node) })
+		slices.SortFunc(f.Copies, func(a, b Copy) int { return order[a.Node] - order[b.Node] })
 		rep.Findings = append(rep.Findings, *f)
 		for _, c := range f.Classes {
 			rep.Counts[c.String()]++
 		}
 	}
-	slices.SortFunc(rep.Findings, func(a, b Finding) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(rep.Findings, func(a, b Finding) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return int(a.Kind) - int(b.Kind)
+	})
 	rep.Took = time.Since(start)
 	for _, f := range rep.Leaks() {
 		nodes := make([]string, len(f.Copies))
@@ -289,26 +302,48 @@ func (r *Redlock) classify(f *Finding, rep *ScanReport, opts ScanOptions, now ti
 type FixResult struct {
 	Node    string
 	Key     string
-	Deleted bool  // false: the key changed since the scan (or is not a string), and was left alone
-	Err     error // the node's error, if any
+	Deleted bool
+	// Reason says why a copy was not deleted: "changed" (it no longer
+	// holds the scanned value, or is gone), "not_string" (a hash or other
+	// type cannot be compared), or "error" (see Err).
+	Reason string
+	Err    error // the node's error, if any
 }
 
-// FixLeaks deletes the copies of the report's leaked findings, each by
-// compare-and-delete against the value that was scanned, so a key that
-// changed hands since the scan is never touched. Keys that are not
-// strings (a foreign hash, a state hash without a TTL) cannot be compared
-// and are left alone, reported as not deleted.
-func (r *Redlock) FixLeaks(ctx context.Context, rep *ScanReport) []FixResult {
+// FixLeaks deletes the copies of the report's leaked findings that fall in
+// one of classes (every class if none is given), each by compare-and-delete
+// against the value that was scanned, so a key that changed hands since the
+// scan is never touched. Keys that are not strings (a foreign hash, a state
+// hash without a TTL) cannot be compared and are left alone.
+//
+// Mind LeakOverAge: an over-age lock may belong to a live owner still
+// running its job; deleting it lets another replica take the job.
+func (r *Redlock) FixLeaks(ctx context.Context, rep *ScanReport, classes ...LeakClass) []FixResult {
 	nodes := map[string]*store.Node{}
 	for _, n := range r.nodes {
 		nodes[n.Name()] = n
 	}
 	var out []FixResult
 	for _, f := range rep.Leaks() {
+		if len(classes) > 0 && !slices.ContainsFunc(classes, f.Has) {
+			continue
+		}
 		for _, c := range f.Copies {
 			res := FixResult{Node: c.Node, Key: c.Key}
-			if n := nodes[c.Node]; n != nil && c.Type == "string" {
+			n := nodes[c.Node]
+			switch {
+			case c.Type != "string":
+				res.Reason = "not_string"
+			case n == nil:
+				res.Reason, res.Err = "error", fmt.Errorf("mutex: fix: unknown node %q", c.Node)
+			default:
 				res.Deleted, res.Err = n.DeleteIfValue(ctx, c.Key, c.Value)
+				switch {
+				case res.Err != nil:
+					res.Reason = "error"
+				case !res.Deleted:
+					res.Reason = "changed"
+				}
 			}
 			out = append(out, res)
 		}

@@ -196,11 +196,11 @@ func (r *Redlock) attempt(ctx context.Context, keys store.LockKeys, ttl time.Dur
 				deliver(NodeResult{Vote: VoteYes})
 			}
 		})
-	}, quorumDecider(len(r.nodes), r.quorum), strag.late)
+	}, acquireDecider(len(r.nodes), r.quorum), strag.late)
 
 	qerr := &QuorumError{Op: "acquire", Name: keys.Name, Quorum: r.quorum, Nodes: results}
 	if count(results, VoteYes) < r.quorum {
-		qerr.Reason = acquireReason(results, r.quorum)
+		qerr.Reason, qerr.Holder = acquireReason(results, r.quorum)
 		return nil, r.abandon(ctx, strag, qerr, start)
 	}
 
@@ -234,16 +234,59 @@ func (r *Redlock) attempt(ctx context.Context, keys store.LockKeys, ttl time.Dur
 	return l, nil
 }
 
-// acquireReason says why an acquisition without quorum failed.
-func acquireReason(rs []NodeResult, quorum int) error {
-	done, held := count(rs, VoteAlreadyRun), count(rs, VoteHeld)
-	switch {
-	case done > 0 && done+held >= quorum:
-		return ErrAlreadyRun
-	case done+held >= quorum:
-		return ErrHeld
+// acquireDecider decides an acquisition when a quorum voted yes, or when
+// it can no longer get one and the reason is known: a quorum of one
+// holder or of marks, or every node answered. A split vote thus waits for
+// the slowest node (within the node timeout) to be told apart from a
+// lock held elsewhere.
+func acquireDecider(n, quorum int) decider {
+	return func(rs []NodeResult) bool {
+		yes, answered := 0, 0
+		for _, r := range rs {
+			if r.Vote == VoteYes {
+				yes++
+			}
+			if !r.pending() {
+				answered++
+			}
+		}
+		if yes >= quorum || answered == n {
+			return true
+		}
+		if n-answered+yes >= quorum {
+			return false // the pending nodes could still make a quorum
+		}
+		reason, _ := acquireReason(rs, quorum)
+		return reason != ErrNoQuorum
 	}
-	return ErrNoQuorum
+}
+
+// acquireReason says why an acquisition without quorum failed, and which
+// value holds a quorum when that is the reason. The outcome is final only
+// when the votes prove it: a quorum of nodes has the occurrence marked as
+// run, or a quorum holds one and the same other value. Refusals from
+// different holders (a split vote between contenders), or marks on a
+// minority (left by a winner whose commit failed), are undecided: a later
+// attempt may win.
+func acquireReason(rs []NodeResult, quorum int) (reason error, holder string) {
+	if count(rs, VoteAlreadyRun) >= quorum {
+		return ErrAlreadyRun, ""
+	}
+	for i, a := range rs {
+		if a.Vote != VoteHeld {
+			continue
+		}
+		same := 1
+		for _, b := range rs[i+1:] {
+			if b.Vote == VoteHeld && b.Holder == a.Holder {
+				same++
+			}
+		}
+		if same >= quorum {
+			return ErrHeld, a.Holder
+		}
+	}
+	return ErrNoQuorum, ""
 }
 
 // abandon releases a failed attempt on every node, reports it and returns

@@ -484,3 +484,100 @@ func TestWrongType(t *testing.T) {
 		t.Errorf("error does not name the key and the problem: %v", err)
 	}
 }
+
+// TestSplitVote: refusals from different holders are not final, marks on a
+// minority are not final; a quorum of one holder, or of marks, is.
+func TestSplitVote(t *testing.T) {
+	c := redistest.Start(t, 5)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, time.Minute)
+	k := lockKey(t, r, "split")
+	x := store.Value{Token: store.NewToken(), Acquired: time.Now(), Owner: "x"}.String()
+	y := store.Value{Token: store.NewToken(), Acquired: time.Now(), Owner: "y"}.String()
+	set := func(i int, key, v string) {
+		if err := c.Node(i).Client(t).Set(ctx, key, v, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(0, k.Lock, x)
+	set(1, k.Lock, x)
+	set(2, k.Lock, y)
+	set(3, k.Lock, y)
+	_, err := r.TryLock(ctx, "split", time.Second)
+	if !errors.Is(err, mutex.ErrNoQuorum) || errors.Is(err, mutex.ErrHeld) {
+		t.Fatalf("2 nodes held by x, 2 by y: %v, want ErrNoQuorum (undecided)", err)
+	}
+	set(4, k.Lock, x)
+	_, err = r.TryLock(ctx, "split", time.Second)
+	var qe *mutex.QuorumError
+	if !errors.Is(err, mutex.ErrHeld) || !errors.As(err, &qe) || qe.Holder != x {
+		t.Fatalf("3 of 5 nodes held by x: %v, want ErrHeld with holder x", err)
+	}
+
+	tick := time.Now().Truncate(time.Second)
+	for i := range 2 { // a winner's commit that reached a minority
+		if err := c.Node(i).Client(t).HSet(ctx, lockKey(t, r, "marked").State, "mark", tick.UnixMilli()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := r.TryLock(ctx, "marked", time.Second, mutex.Occurrence(tick))
+	if err != nil {
+		t.Fatalf("marks on 2 of 5 nodes: %v, want the lock from the other 3", err)
+	}
+	_ = l.Release(ctx)
+	if _, err := r.TryLock(ctx, "marked", time.Second, mutex.Occurrence(tick)); !errors.Is(err, mutex.ErrAlreadyRun) {
+		t.Fatalf("after the run: %v, want ErrAlreadyRun", err)
+	}
+}
+
+// TestRaceForOccurrences: three contenders with their own clients race for
+// each of many occurrences, retrying undecided outcomes as the scheduler
+// does; every occurrence is won exactly once.
+func TestRaceForOccurrences(t *testing.T) {
+	c := redistest.Start(t, 5)
+	var contenders []*mutex.Redlock
+	for range 3 {
+		contenders = append(contenders, newRedlock(t, c))
+	}
+	ctx := ctxTimeout(t, 2*time.Minute)
+	base := time.Now().Truncate(time.Second)
+	const occurrences = 150
+	for o := range occurrences {
+		at := base.Add(time.Duration(o) * time.Second)
+		wins := make(chan int, len(contenders))
+		errs := make(chan error, len(contenders))
+		var wg sync.WaitGroup
+		gate := make(chan struct{}) // start together, as replicas do at a tick
+		for i, r := range contenders {
+			wg.Go(func() {
+				<-gate
+				for attempt := 0; attempt < 50; attempt++ {
+					l, err := r.TryLock(ctx, "race", time.Second, mutex.Occurrence(at))
+					switch {
+					case err == nil:
+						wins <- i
+						_ = l.Release(ctx)
+						return
+					case errors.Is(err, mutex.ErrHeld), errors.Is(err, mutex.ErrAlreadyRun):
+						return
+					case !errors.Is(err, mutex.ErrNoQuorum):
+						errs <- err
+						return
+					}
+					time.Sleep(time.Duration(1+attempt) * time.Millisecond) // jitter stand-in: contenders retry at different times
+				}
+				errs <- fmt.Errorf("contender %d: undecided after 50 attempts", i)
+			})
+		}
+		close(gate)
+		wg.Wait()
+		close(wins)
+		close(errs)
+		for err := range errs {
+			t.Fatalf("occurrence %d: %v", o, err)
+		}
+		if n := len(wins); n != 1 {
+			t.Fatalf("occurrence %d won %d times", o, n)
+		}
+	}
+}

@@ -57,23 +57,16 @@ func lockError(err error, tick time.Time) error {
 	return err
 }
 
-// heldForEarlierTick reports whether a holder named in the tally holds the
-// lock for a tick before tick (or for a manual run): the previous run is
-// still going.
+// heldForEarlierTick reports whether the value holding the lock on a
+// quorum holds it for a tick before tick (or for a manual run): the
+// previous run is still going.
 func heldForEarlierTick(err error, tick time.Time) bool {
 	var qe *mutex.QuorumError
 	if tick.IsZero() || !errors.As(err, &qe) {
 		return false
 	}
-	for _, n := range qe.Nodes {
-		if n.Vote != mutex.VoteHeld {
-			continue
-		}
-		if v, err := store.ParseValue(n.Holder); err == nil && v.Occurrence < tick.UnixMilli() {
-			return true
-		}
-	}
-	return false
+	v, perr := store.ParseValue(qe.Holder)
+	return perr == nil && v.Occurrence < tick.UnixMilli()
 }
 
 // Heartbeat implements Heartbeater.
