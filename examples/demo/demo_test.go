@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRun runs the whole demo, scenario included, over in-process nodes and
+// checks its verdict and its narration.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for 20s")
+	}
+	cfg, err := parseFlags([]string{"-duration", "20s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	sum, err := run(ctx, cfg, &out)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+
+	if sum.runs == 0 {
+		t.Error("nothing ran")
+	}
+	if sum.duplicates != 0 {
+		t.Errorf("%d duplicate runs: %v", sum.duplicates, sum.dupList)
+	}
+	if sum.misses != 0 {
+		var lines []string
+		for _, m := range sum.missList {
+			lines = append(lines, m.line)
+		}
+		t.Errorf("%d misses, %d of them split votes (every replica refused as if another held the lock, none ran the tick):\n%s",
+			sum.misses, sum.splitVotes, strings.Join(lines, "\n"))
+	}
+	if !sum.fencesOK {
+		t.Errorf("fences not monotonic: %v", sum.fenceErrs)
+	}
+	if !sum.ok() {
+		t.Error("summary is not ok")
+	}
+	// The window must leave ticks to check once the faults' margins are
+	// taken out, or "no miss" would mean nothing.
+	if checked := sum.due - notChecked(sum); checked < 3*cfg.jobs {
+		t.Errorf("only %d ticks checked for misses", checked)
+	}
+	if len(sum.leasesLost) == 0 {
+		t.Error("no lease was lost, though a replica was stalled during a slow run")
+	}
+
+	text := out.String()
+	for _, want := range []string{
+		"killed node 2 and 4: 3 of 5 remain, quorum 3 still holds",
+		"killed node 3: 2 of 5 remain",
+		"Quorum lost: no replica may run a tick now",
+		"✗ no quorum",
+		"restarted node 2, 3 and 4",
+		"quorum is back",
+		"stalled r",
+		"context.Cause is scheduler.ErrLockLost",
+		"another replica ran the next tick",
+		"resumed r",
+		"PASS:",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func notChecked(s summary) int {
+	n := 0
+	for _, v := range s.notChecked {
+		n += v
+	}
+	return n
+}
+
+// TestQuietNarrator checks that -quiet silences the narration (the summary
+// is written by run itself).
+func TestQuietNarrator(t *testing.T) {
+	var out bytes.Buffer
+	n := &narrator{w: &out, quiet: true}
+	n.say("something")
+	n.printf("more\n")
+	if out.Len() != 0 {
+		t.Errorf("quiet narrator wrote %q", out.String())
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.duration != 40*time.Second || cfg.replicas != 3 || cfg.jobs != 3 || cfg.quiet || cfg.redisAddrs != nil {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	cfg, err = parseFlags([]string{"-redis", "a:1, b:2", "-quiet", "-replicas", "4", "-jobs", "1", "-duration", "1m"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.redisAddrs) != 2 || cfg.redisAddrs[1] != "b:2" || !cfg.quiet || cfg.replicas != 4 || cfg.jobs != 1 || cfg.duration != time.Minute {
+		t.Errorf("parsed: %+v", cfg)
+	}
+
+	for _, args := range [][]string{
+		{"-duration", "5s"},
+		{"-duration", "soon"},
+		{"-replicas", "1"},
+		{"-replicas", "11"},
+		{"-jobs", "0"},
+		{"-jobs", "11"},
+		{"-redis", "localhost"},
+		{"-redis", "a:1,,b:2"},
+		{"-redis", ":6379"},
+		{"-redis", "a:1,a:1"},
+		{"-nope"},
+		{"extra"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+		var stderr bytes.Buffer
+		if code := realMain(args, io.Discard, &stderr); code != 2 {
+			t.Errorf("%q: exit status %d, want 2", args, code)
+		} else if stderr.Len() == 0 {
+			t.Errorf("%q: nothing on stderr", args)
+		}
+	}
+	if _, err := parseFlags([]string{"-h"}, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
+
+func TestPlanScales(t *testing.T) {
+	for _, d := range []time.Duration{minDuration, 20 * time.Second, 40 * time.Second, 10 * time.Minute} {
+		p := newPlan(d)
+		steps := []time.Duration{0, p.kill2, p.kill3, p.restart, p.stall, p.resume, d}
+		for i := 1; i < len(steps); i++ {
+			if steps[i] <= steps[i-1] {
+				t.Errorf("%v: steps out of order: %v", d, steps)
+			}
+		}
+	}
+}
