@@ -27,9 +27,9 @@ type fleet struct {
 	execs    []execution
 	skips    map[scheduler.SkipReason]int
 	results  map[scheduler.Result]int
-	scans    []scheduler.Event // EventLeakScan
+	scans    []scheduler.Event  // EventLeakScan
 	tickLog  map[int64][]string // per tick (unix ms): what each replica did, for failure messages
-	exited   chan *replica     // replicas whose Run returned
+	exited   chan *replica      // replicas whose Run returned
 }
 
 type fleetConfig struct {

@@ -34,8 +34,10 @@ const (
 	LeakUnparseable
 )
 
-// LeakClasses lists every class, in order.
-var LeakClasses = [...]LeakClass{LeakNoExpiry, LeakOrphaned, LeakMinority, LeakOverAge, LeakUnparseable}
+// LeakClasses returns every class, in order.
+func LeakClasses() []LeakClass {
+	return []LeakClass{LeakNoExpiry, LeakOrphaned, LeakMinority, LeakOverAge, LeakUnparseable}
+}
 
 // String returns the class's snake_case name, usable as a metric label.
 func (c LeakClass) String() string {
@@ -154,7 +156,7 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 	}
 	start := time.Now()
 	rep := &ScanReport{Prefix: r.keys.Prefix(), Nodes: len(r.nodes), Quorum: r.quorum, Counts: map[string]int{}}
-	for _, c := range LeakClasses {
+	for _, c := range LeakClasses() {
 		rep.Counts[c.String()] = 0
 	}
 	var (

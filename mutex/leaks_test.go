@@ -83,7 +83,7 @@ func TestLeakScan(t *testing.T) {
 	if !slices.Equal(rep.Live, []string{"live"}) {
 		t.Errorf("live owners %v", rep.Live)
 	}
-	for _, class := range mutex.LeakClasses {
+	for _, class := range mutex.LeakClasses() {
 		wantN := 1
 		if class == mutex.LeakUnparseable {
 			wantN = 2

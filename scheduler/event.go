@@ -7,8 +7,9 @@ import (
 
 // Observer receives the scheduler's events, for metrics or auditing.
 // Observe is called synchronously from the scheduler's goroutines, possibly
-// concurrently: implementations must be safe for concurrent use and must not
-// block.
+// concurrently, sometimes with the scheduler's own lock held:
+// implementations must be safe for concurrent use, must not block and must
+// not call the Scheduler's methods.
 type Observer interface {
 	Observe(Event)
 }

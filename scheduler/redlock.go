@@ -92,8 +92,8 @@ func (a *redlockLocker) ScanLeaks(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	counts := make(map[string]int, len(mutex.LeakClasses))
-	for _, c := range mutex.LeakClasses {
+	counts := make(map[string]int, len(mutex.LeakClasses()))
+	for _, c := range mutex.LeakClasses() {
 		counts[c.String()] = rep.Counts[c.String()]
 	}
 	return counts, nil

@@ -240,6 +240,7 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 	case <-rn.abandon:
 		out = outcome{cause: context.Cause(r.ctx), abandoned: true}
 	}
+	duration := time.Since(r.start) // the job's own time, without the release
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(rn.jobCtx), releaseTimeout)
 	relErr := r.lease.Release(relCtx)
 	cancel()
@@ -249,7 +250,6 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 			r.attrs(slog.Any("error", relErr))...)
 	}
 	result, err := classify(out, relErr)
-	duration := time.Since(r.start)
 
 	s.mu.Lock()
 	r.e.running--

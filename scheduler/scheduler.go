@@ -177,11 +177,13 @@ func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 	}
 	next := firstTick(e, s.cfg.clock())
 	e.next = next
+	// Reported before the loop can see the job, so that observers know it
+	// before any of its other events.
+	s.emit(Event{Kind: EventJobAdded, Job: name})
 	s.jobs[name] = e
 	s.mu.Unlock()
 
 	s.notify()
-	s.emit(Event{Kind: EventJobAdded, Job: name})
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "job added",
 		slog.String("job", name), slog.String("spec", spec), slog.Time("next", next))
 	return nil

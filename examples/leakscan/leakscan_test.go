@@ -411,7 +411,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("count of %s after -fix: %d", class, n)
 		}
 	}
-	if len(doc.Counts) != len(mutex.LeakClasses) {
+	if len(doc.Counts) != len(mutex.LeakClasses()) {
 		t.Errorf("counts %v: want every class", doc.Counts)
 	}
 }

@@ -80,7 +80,7 @@ func summary(res *result, leaked int) string {
 		rep.Nodes-len(res.nodeErrors), rep.Nodes, len(res.nodeErrors), rep.Took.Round(time.Millisecond))
 	fmt.Fprintf(&b, "%d leaked", leaked)
 	var parts []string
-	for _, c := range mutex.LeakClasses {
+	for _, c := range mutex.LeakClasses() {
 		if n := rep.Counts[c.String()]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", c, n))
 		}
@@ -300,7 +300,7 @@ func writeJSON(w io.Writer, res *result) error {
 	for _, e := range res.nodeErrors {
 		doc.NodeErrors = append(doc.NodeErrors, jsonNodeError{Node: e.Node, Error: e.Err})
 	}
-	for _, c := range mutex.LeakClasses {
+	for _, c := range mutex.LeakClasses() {
 		doc.Counts[c.String()] = 0
 	}
 	for name, n := range rep.Counts {

@@ -1,0 +1,145 @@
+package metrics_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/metrics"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// lockEvents are an acquisition granted by three nodes and one refused
+// because a node failed and another restarted.
+func lockEvents() (ok, failed mutex.Event) {
+	ok = mutex.Event{Kind: mutex.EventAcquire, Name: "j", Duration: time.Millisecond, Nodes: []mutex.NodeResult{
+		{Node: "n1", Vote: mutex.VoteYes}, {Node: "n2", Vote: mutex.VoteYes}, {Node: "n3", Vote: mutex.VoteYes},
+	}}
+	nodes := []mutex.NodeResult{
+		{Node: "n1", Vote: mutex.VoteYes}, {Node: "n2", Vote: mutex.VoteUnreachable, Err: errors.New("refused")},
+		{Node: "n3", Vote: mutex.VoteRestarted},
+	}
+	failed = mutex.Event{Kind: mutex.EventAcquire, Name: "j", Duration: time.Millisecond, Nodes: nodes,
+		Err: &mutex.QuorumError{Op: "acquire", Name: "j", Quorum: 2, Nodes: nodes, Reason: mutex.ErrNoQuorum}}
+	return ok, failed
+}
+
+// TestConcurrentObservers hammers both hooks from many goroutines while
+// other jobs are added and removed (run it with -race), then checks the
+// counts of the job that stayed.
+func TestConcurrentObservers(t *testing.T) {
+	m, reg := newCollector(t)
+	so, lo := m.SchedulerObserver(), m.LockObserver()
+	so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "stays"})
+	ok, failed := lockEvents()
+	const workers, rounds = 8, 501 // rounds%3 == 0: each worker ends with a removal
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			churn := fmt.Sprintf("churn-%d", w)
+			for i := range rounds {
+				so.Observe(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "stays", Tick: time.Now(), StartDelay: time.Millisecond})
+				so.Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "stays", Result: scheduler.ResultSuccess, Duration: time.Millisecond})
+				so.Observe(scheduler.Event{Kind: scheduler.EventSkipped, Job: "stays", Skip: scheduler.SkipHeld})
+				lo.ObserveLock(ok)
+				lo.ObserveLock(failed)
+				switch i % 3 {
+				case 0:
+					so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: churn})
+				case 1:
+					so.Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: churn, Result: scheduler.ResultFailure})
+				case 2:
+					so.Observe(scheduler.Event{Kind: scheduler.EventJobRemoved, Job: churn})
+				}
+				so.Observe(scheduler.Event{Kind: scheduler.EventLeakScan, Leaks: map[string]int{"orphaned": i}})
+			}
+		})
+	}
+	wg.Wait()
+	const n = workers * rounds
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"redcron_scheduler_runs_total", []string{"job_name", "stays", "result", "success"}, n},
+		{"redcron_scheduler_skips_total", []string{"job_name", "stays", "reason", "held_elsewhere"}, n},
+		{"redcron_scheduler_runs_in_progress", []string{"job_name", "stays"}, 0},
+		{"redcron_scheduler_run_duration_seconds", []string{"job_name", "stays"}, n},
+		{"redcron_lock_acquire_attempts_total", []string{"result", "acquired"}, n},
+		{"redcron_lock_acquire_attempts_total", []string{"result", "no_quorum"}, n},
+		{"redcron_lock_node_errors_total", []string{"node", "n2", "vote", "unreachable"}, n},
+		{"redcron_lock_node_errors_total", []string{"node", "n1"}, 0},
+		{"redcron_leak_scans_total", []string{"result", "ok"}, n},
+	} {
+		if got := get(t, reg, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%q = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if got := get(t, reg, "redcron_leaked_locks", "class", "orphaned"); got < 0 || got >= rounds {
+		t.Errorf("orphaned locks %v: not one of the reported counts", got)
+	}
+	// Every churned job was removed last: none is left.
+	for w := range workers {
+		if _, ok := value(t, reg, "redcron_scheduler_runs_total", "job_name", fmt.Sprintf("churn-%d", w)); ok {
+			t.Errorf("series of removed job churn-%d left", w)
+		}
+	}
+}
+
+// TestHooksDoNotAllocate: the hooks allocate nothing once a job's and the
+// nodes' series exist.
+func TestHooksDoNotAllocate(t *testing.T) {
+	m, err := metrics.New(metrics.WithNodes("n1", "n2", "n3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	so, lo := m.SchedulerObserver(), m.LockObserver()
+	so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	ok, failed := lockEvents()
+	started := scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j", Tick: time.Now(), StartDelay: time.Millisecond}
+	finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", Result: scheduler.ResultSuccess, Duration: time.Second}
+	skipped := scheduler.Event{Kind: scheduler.EventSkipped, Job: "j", Skip: scheduler.SkipAlreadyRun}
+	for name, f := range map[string]func(){
+		"run":      func() { so.Observe(started); so.Observe(finished) },
+		"skip":     func() { so.Observe(skipped) },
+		"acquired": func() { lo.ObserveLock(ok) },
+		"refused":  func() { lo.ObserveLock(failed) },
+	} {
+		if n := testing.AllocsPerRun(100, f); n != 0 {
+			t.Errorf("%s: %v allocations per event", name, n)
+		}
+	}
+}
+
+func BenchmarkSchedulerObserver(b *testing.B) {
+	m, err := metrics.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	so := m.SchedulerObserver()
+	so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", Result: scheduler.ResultSuccess, Duration: time.Second}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			so.Observe(finished)
+		}
+	})
+}
+
+func BenchmarkLockObserver(b *testing.B) {
+	m, err := metrics.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	lo := m.LockObserver()
+	ok, _ := lockEvents()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			lo.ObserveLock(ok)
+		}
+	})
+}

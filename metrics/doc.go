@@ -1,0 +1,82 @@
+// Package metrics exports Prometheus metrics of the scheduler and of the
+// Redlock. It never registers anything by itself and has no package-level
+// state: build a Collector with New, plug its hooks into the scheduler and
+// the Redlock, and register it on your own prometheus.Registerer:
+//
+//	m, err := metrics.New(metrics.WithNodes("redis-a:6379", "redis-b:6379", "redis-c:6379"))
+//	if err != nil { ... }
+//	reg.MustRegister(m)
+//	locks, err := mutex.New(nodes, mutex.WithObserver(m.LockObserver()))
+//	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), scheduler.WithObserver(m.SchedulerObserver()))
+//
+// The hooks are called on the scheduler's and the lock's hot paths, from
+// many goroutines: they do no I/O, allocate nothing in the common case and
+// hold a lock only for the few atomic updates of one event.
+//
+// # Metrics
+//
+// With the default namespace "redcron" (WithNamespace), and the labels of
+// WithConstLabels on every series:
+//
+//	name                                                 type       labels
+//	redcron_scheduler_runs_total                         counter    job_name, result
+//	redcron_scheduler_skips_total                        counter    job_name, reason
+//	redcron_scheduler_lock_retries_total                 counter    job_name
+//	redcron_scheduler_run_duration_seconds               histogram  job_name
+//	redcron_scheduler_start_delay_seconds                histogram  job_name
+//	redcron_scheduler_last_success_timestamp_seconds     gauge      job_name
+//	redcron_scheduler_runs_in_progress                   gauge      job_name
+//	redcron_lock_acquire_attempts_total                  counter    result
+//	redcron_lock_acquire_duration_seconds                histogram
+//	redcron_lock_extensions_total                        counter    result
+//	redcron_lock_releases_total                          counter    result
+//	redcron_lock_leases_lost_total                       counter
+//	redcron_lock_node_errors_total                       counter    node, vote
+//	redcron_lock_node_up                                 gauge      node
+//	redcron_lock_node_quarantined                        gauge      node
+//	redcron_leak_scans_total                             counter    result
+//	redcron_leaked_locks                                 gauge      class
+//	redcron_leak_last_scan_success_timestamp_seconds     gauge
+//
+// Label values:
+//   - job_name: the registered job names. The label is not called "job"
+//     because Prometheus sets its own job label (the scrape job) on every
+//     series. Each job's series are created at 0 when the job is added
+//     (scheduler.EventJobAdded) and deleted when it is removed, so never
+//     register generated job names.
+//   - result of runs: success, failure, panic, lock_lost, timeout, canceled
+//     (scheduler.Result).
+//   - reason of skips: held_elsewhere, already_ran (both normal: another
+//     replica ran the tick), overlap, misfire, no_quorum
+//     (scheduler.SkipReason).
+//   - result of acquire attempts: acquired, held, already_run, no_quorum;
+//     of extensions: extended, lost, no_quorum; of releases: released, lost,
+//     no_quorum.
+//   - node: the node names given to store.NewNode, learned from the nodes'
+//     answers or declared with WithNodes. vote: timeout, unreachable, error
+//     (the mutex.Vote values for which Failed is true).
+//   - class: no_expiry, orphaned, minority, over_age, unparseable
+//     (mutex.LeakClasses()); result of leak scans: ok, failed.
+//
+// Run ids, tokens, fences, instance ids and error texts are never labels.
+//
+// Every replica exports its own series: a tick runs on one replica and is
+// skipped (held_elsewhere or already_ran) on the others. Aggregate across
+// replicas in queries, for example the time since a job last succeeded
+// anywhere:
+//
+//	time() - max by (job_name) (redcron_scheduler_last_success_timestamp_seconds)
+//
+// The last success timestamp is the key metric of a batch job: alert when
+// it is older than the job's interval. redcron_lock_node_up is 1 when the
+// node's last answer to a lock operation was not a failure; a node nobody
+// asked yet counts as up. A node that is quarantined
+// (redcron_lock_node_quarantined 1) answers but its acquisition votes do
+// not count until it has been up for the max TTL (see
+// mutex.WithTrustedNodes). The leak gauges hold the counts of the last
+// successful scan of this replica (scheduler.WithLeakScan); only one
+// replica scans at a time, so take the max across replicas.
+//
+// examples/monitoring holds a Grafana dashboard and Prometheus alerting
+// rules built on these metrics.
+package metrics

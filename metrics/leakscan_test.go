@@ -1,0 +1,51 @@
+package metrics_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
+)
+
+// TestLeakScan plants one leak of every class on real servers and waits for
+// the scheduler's scan to report them.
+func TestLeakScan(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	m, reg := newCollector(t)
+	lock := func(owner string, acquired time.Time) string {
+		return store.Value{Token: store.NewToken(), Acquired: acquired, Owner: owner}.String()
+	}
+	now := time.Now()
+	// Held by an owner without a heartbeat, on every node.
+	c.set(t, 3, "redcron:{ghost}:lock", lock("dead", now), time.Minute)
+	// Without an owner, without expiry, on every node.
+	c.set(t, 3, "redcron:{forever}:lock", lock("", now), 0)
+	// On one node of three, older than the settle time (10s).
+	c.set(t, 1, "redcron:{stray}:lock", lock("", now.Add(-time.Minute)), time.Minute)
+	// Held for longer than the max hold (24h by default).
+	c.set(t, 3, "redcron:{ancient}:lock", lock("", now.Add(-25*time.Hour)), time.Minute)
+	// Not written by the library.
+	c.set(t, 3, "redcron:junk", "x", time.Minute)
+
+	s := newScheduler(t, scheduler.NewRedlockLocker(c.redlock(t, m)), m, scheduler.WithLeakScan(time.Second))
+	begin := float64(time.Now().UnixNano()) / 1e9
+	stop := start(t, s)
+	waitFor(t, "a leak scan", func() bool { return get(t, reg, "redcron_leak_scans_total", "result", "ok") >= 1 })
+	stop()
+	compare(t, m, `
+		redcron_leaked_locks{class="minority"} 1
+		redcron_leaked_locks{class="no_expiry"} 1
+		redcron_leaked_locks{class="orphaned"} 1
+		redcron_leaked_locks{class="over_age"} 1
+		redcron_leaked_locks{class="unparseable"} 1
+	`, "redcron_leaked_locks")
+	if got := get(t, reg, "redcron_leak_scans_total", "result", "failed"); got != 0 {
+		t.Errorf("%v failed scans", got)
+	}
+	if last := get(t, reg, "redcron_leak_last_scan_success_timestamp_seconds"); last < begin {
+		t.Errorf("last successful scan at %v, before the scheduler started at %v", last, begin)
+	}
+	lint(t, m)
+}

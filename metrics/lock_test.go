@@ -1,0 +1,167 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/metrics"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// TestLockResults drives every result of acquisitions, extensions and
+// releases through a real Redlock.
+func TestLockResults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := startCluster(t, 3)
+	m, reg := newCollector(t)
+	r := c.redlock(t, m)
+
+	a, err := r.TryLock(ctx, "x", 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.TryLock(ctx, "x", 6*time.Second); !errors.Is(err, mutex.ErrHeld) {
+		t.Fatalf("second TryLock: %v", err)
+	}
+	if err := a.Extend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	tick := time.Now().Truncate(time.Second)
+	o, err := r.TryLock(ctx, "y", 6*time.Second, mutex.Occurrence(tick))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.TryLock(ctx, "y", 6*time.Second, mutex.Occurrence(tick)); !errors.Is(err, mutex.ErrAlreadyRun) {
+		t.Fatalf("TryLock of a tick already run: %v", err)
+	}
+
+	// A kept-alive lease whose key disappears from every node is lost at
+	// its next extension (after TTL/3 = 2s).
+	l, err := r.TryLock(ctx, "z", 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, stop := l.KeepAlive(ctx)
+	c.del(t, "redcron:{z}:lock")
+	<-kept.Done()
+	stop() // waits for the keepalive goroutine, which reports the loss
+	if err := l.Release(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Fatalf("Release of a lost lock: %v", err)
+	}
+
+	compare(t, m, `
+		redcron_lock_acquire_attempts_total{result="acquired"} 3
+		redcron_lock_acquire_attempts_total{result="already_run"} 1
+		redcron_lock_acquire_attempts_total{result="held"} 1
+		redcron_lock_acquire_attempts_total{result="no_quorum"} 0
+		redcron_lock_extensions_total{result="extended"} 1
+		redcron_lock_extensions_total{result="lost"} 1
+		redcron_lock_extensions_total{result="no_quorum"} 0
+		redcron_lock_releases_total{result="lost"} 1
+		redcron_lock_releases_total{result="no_quorum"} 0
+		redcron_lock_releases_total{result="released"} 2
+		redcron_lock_leases_lost_total 1
+	`, "redcron_lock_acquire_attempts_total", "redcron_lock_extensions_total", "redcron_lock_releases_total",
+		"redcron_lock_leases_lost_total")
+	if got := get(t, reg, "redcron_lock_acquire_duration_seconds"); got != 5 {
+		t.Errorf("%v acquire durations observed for 5 attempts", got)
+	}
+	// Nodes were learned from their answers; none failed.
+	compare(t, m, nodeSeries(c.names, always(1), always(0), noErrors), nodeNames...)
+	lint(t, m)
+}
+
+// TestQuarantinedNodes: fresh servers are quarantined by a Redlock that
+// does not trust them (their uptime is below the max TTL), and no longer
+// once a vote of theirs counts.
+func TestQuarantinedNodes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// One node, so that its answer decides every operation and is always
+	// seen (with three, the operation is decided by the first two).
+	c := startCluster(t, 1)
+	m, _ := newCollector(t)
+	untrusting, err := mutex.New(c.nodes, mutex.WithNodeTimeout(time.Second), mutex.WithObserver(m.LockObserver()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := untrusting.TryLock(ctx, "q", 6*time.Second); !errors.Is(err, mutex.ErrNoQuorum) {
+		t.Fatalf("TryLock on fresh untrusted nodes: %v", err)
+	}
+	compare(t, m, `
+		redcron_lock_acquire_attempts_total{result="acquired"} 0
+		redcron_lock_acquire_attempts_total{result="already_run"} 0
+		redcron_lock_acquire_attempts_total{result="held"} 0
+		redcron_lock_acquire_attempts_total{result="no_quorum"} 1
+	`+nodeSeries(c.names, always(1), always(1), noErrors),
+		append(nodeNames, "redcron_lock_acquire_attempts_total")...)
+
+	l, err := c.redlock(t, m).TryLock(ctx, "q", 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, m, nodeSeries(c.names, always(1), always(0), noErrors), nodeNames...)
+}
+
+// TestKilledNode: a node killed while a job runs every second shows as
+// down, with unreachable errors, while the two others keep the quorum and
+// the job keeps running.
+func TestKilledNode(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	m, reg := newCollector(t, metrics.WithNodes(c.names...))
+	s := newScheduler(t, scheduler.NewRedlockLocker(c.redlock(t, m)), m)
+	if err := s.Add("tick", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error {
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	// Declared nodes exist, up, before any traffic.
+	compare(t, m, nodeSeries(c.names, always(1), always(0), noErrors), nodeNames...)
+	start(t, s)
+	successes := func() float64 {
+		return get(t, reg, "redcron_scheduler_runs_total", "job_name", "tick", "result", "success")
+	}
+	waitFor(t, "a first run", func() bool { return successes() >= 1 })
+
+	dead := c.names[1]
+	c.servers.Node(1).Kill()
+	after := successes()
+	waitFor(t, "the killed node to show as down, and two more runs", func() bool {
+		return get(t, reg, "redcron_lock_node_up", "node", dead) == 0 &&
+			get(t, reg, "redcron_lock_node_errors_total", "node", dead, "vote", "unreachable") > 0 &&
+			successes() >= after+2
+	})
+	for i, n := range c.names {
+		if i == 1 {
+			continue
+		}
+		if up := get(t, reg, "redcron_lock_node_up", "node", n); up != 1 {
+			t.Errorf("live node %s: node_up %v", n, up)
+		}
+		if errs := sum(t, reg, "redcron_lock_node_errors_total", "node", n); errs != 0 {
+			t.Errorf("live node %s: %v errors", n, errs)
+		}
+	}
+	// The two live nodes always decide. (Ticks may be skipped as overlap:
+	// a release waits for every node, the dead one for the node timeout,
+	// and the run counts as in progress until then.)
+	if got := get(t, reg, "redcron_scheduler_skips_total", "job_name", "tick", "reason", "no_quorum"); got != 0 {
+		t.Errorf("%v ticks skipped for no quorum with 2 of 3 nodes up", got)
+	}
+	lint(t, m)
+}

@@ -1,0 +1,404 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/redcron/redcron/metrics"
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/scheduler/schedulertest"
+)
+
+// TestMetricSet pins the exported families, their types, label names and
+// help (the package documentation's table), with every series a job, a
+// node and a Collector have before any traffic.
+func TestMetricSet(t *testing.T) {
+	m, reg := newCollector(t, metrics.WithNodes("n1"))
+	m.SchedulerObserver().Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, mf := range mfs {
+		var labels []string
+		for _, lp := range mf.GetMetric()[0].GetLabel() {
+			labels = append(labels, lp.GetName())
+		}
+		got = append(got, fmt.Sprintf("%s %s %s", mf.GetName(), strings.ToLower(mf.GetType().String()), strings.Join(labels, ",")))
+	}
+	want := []string{
+		"redcron_leak_last_scan_success_timestamp_seconds gauge ",
+		"redcron_leak_scans_total counter result",
+		"redcron_leaked_locks gauge class",
+		"redcron_lock_acquire_attempts_total counter result",
+		"redcron_lock_acquire_duration_seconds histogram ",
+		"redcron_lock_extensions_total counter result",
+		"redcron_lock_leases_lost_total counter ",
+		"redcron_lock_node_errors_total counter node,vote",
+		"redcron_lock_node_quarantined gauge node",
+		"redcron_lock_node_up gauge node",
+		"redcron_lock_releases_total counter result",
+		"redcron_scheduler_last_success_timestamp_seconds gauge job_name",
+		"redcron_scheduler_lock_retries_total counter job_name",
+		"redcron_scheduler_run_duration_seconds histogram job_name",
+		"redcron_scheduler_runs_in_progress gauge job_name",
+		"redcron_scheduler_runs_total counter job_name,result",
+		"redcron_scheduler_skips_total counter job_name,reason",
+		"redcron_scheduler_start_delay_seconds histogram job_name",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("families:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Every described metric is exposed once a job and a node exist.
+	descs := make(chan *prometheus.Desc, 100)
+	m.Describe(descs)
+	close(descs)
+	if len(descs) != len(want) {
+		t.Errorf("Describe sends %d descriptors, Collect exposes %d families", len(descs), len(want))
+	}
+	lint(t, m)
+
+	// The series that exist before any traffic, at 0 (node up at 1).
+	err = testutil.CollectAndCompare(m, strings.NewReader(`
+# HELP redcron_leak_last_scan_success_timestamp_seconds Unix time of the last successful leak scan of this replica; 0 if none.
+# TYPE redcron_leak_last_scan_success_timestamp_seconds gauge
+redcron_leak_last_scan_success_timestamp_seconds 0
+# HELP redcron_leak_scans_total Leak scans made by this replica, by result (ok, failed).
+# TYPE redcron_leak_scans_total counter
+redcron_leak_scans_total{result="failed"} 0
+redcron_leak_scans_total{result="ok"} 0
+# HELP redcron_leaked_locks Leaked locks found by the last successful leak scan of this replica, by class.
+# TYPE redcron_leaked_locks gauge
+redcron_leaked_locks{class="minority"} 0
+redcron_leaked_locks{class="no_expiry"} 0
+redcron_leaked_locks{class="orphaned"} 0
+redcron_leaked_locks{class="over_age"} 0
+redcron_leaked_locks{class="unparseable"} 0
+# HELP redcron_lock_acquire_attempts_total Lock acquisition attempts, by result.
+# TYPE redcron_lock_acquire_attempts_total counter
+redcron_lock_acquire_attempts_total{result="acquired"} 0
+redcron_lock_acquire_attempts_total{result="already_run"} 0
+redcron_lock_acquire_attempts_total{result="held"} 0
+redcron_lock_acquire_attempts_total{result="no_quorum"} 0
+# HELP redcron_lock_extensions_total Lease extensions, by result (lost: a majority no longer holds the lock or the validity ran out).
+# TYPE redcron_lock_extensions_total counter
+redcron_lock_extensions_total{result="extended"} 0
+redcron_lock_extensions_total{result="lost"} 0
+redcron_lock_extensions_total{result="no_quorum"} 0
+# HELP redcron_lock_leases_lost_total Kept-alive leases that could no longer be proven; the job holding one was cancelled.
+# TYPE redcron_lock_leases_lost_total counter
+redcron_lock_leases_lost_total 0
+# HELP redcron_lock_node_errors_total Failed answers of each node to lock operations, by vote (timeout, unreachable, error).
+# TYPE redcron_lock_node_errors_total counter
+redcron_lock_node_errors_total{node="n1",vote="error"} 0
+redcron_lock_node_errors_total{node="n1",vote="timeout"} 0
+redcron_lock_node_errors_total{node="n1",vote="unreachable"} 0
+# HELP redcron_lock_node_quarantined 1 if the node's last acquisition vote was not counted because it restarted less than the max TTL ago, else 0.
+# TYPE redcron_lock_node_quarantined gauge
+redcron_lock_node_quarantined{node="n1"} 0
+# HELP redcron_lock_node_up 1 if the last answer of the node to a lock operation was not a failure (timeout, unreachable, error), else 0.
+# TYPE redcron_lock_node_up gauge
+redcron_lock_node_up{node="n1"} 1
+# HELP redcron_lock_releases_total Lock releases, by result.
+# TYPE redcron_lock_releases_total counter
+redcron_lock_releases_total{result="lost"} 0
+redcron_lock_releases_total{result="no_quorum"} 0
+redcron_lock_releases_total{result="released"} 0
+# HELP redcron_scheduler_last_success_timestamp_seconds Unix time of the last successful run of each job on this replica; 0 if none since the job was added. Take the max over replicas.
+# TYPE redcron_scheduler_last_success_timestamp_seconds gauge
+redcron_scheduler_last_success_timestamp_seconds{job_name="j"} 0
+# HELP redcron_scheduler_lock_retries_total Lock attempts of each job that reached no decision and were retried.
+# TYPE redcron_scheduler_lock_retries_total counter
+redcron_scheduler_lock_retries_total{job_name="j"} 0
+# HELP redcron_scheduler_runs_in_progress Runs of each job in progress on this replica.
+# TYPE redcron_scheduler_runs_in_progress gauge
+redcron_scheduler_runs_in_progress{job_name="j"} 0
+# HELP redcron_scheduler_runs_total Runs of each job on this replica, by how they ended.
+# TYPE redcron_scheduler_runs_total counter
+redcron_scheduler_runs_total{job_name="j",result="canceled"} 0
+redcron_scheduler_runs_total{job_name="j",result="failure"} 0
+redcron_scheduler_runs_total{job_name="j",result="lock_lost"} 0
+redcron_scheduler_runs_total{job_name="j",result="panic"} 0
+redcron_scheduler_runs_total{job_name="j",result="success"} 0
+redcron_scheduler_runs_total{job_name="j",result="timeout"} 0
+# HELP redcron_scheduler_skips_total Ticks of each job that this replica did not run, by reason (held_elsewhere and already_ran are normal: another replica ran them).
+# TYPE redcron_scheduler_skips_total counter
+redcron_scheduler_skips_total{job_name="j",reason="already_ran"} 0
+redcron_scheduler_skips_total{job_name="j",reason="held_elsewhere"} 0
+redcron_scheduler_skips_total{job_name="j",reason="misfire"} 0
+redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 0
+redcron_scheduler_skips_total{job_name="j",reason="overlap"} 0
+`), nonHistograms(want)...)
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// nonHistograms returns the names of TestMetricSet's lines that are not
+// histograms.
+func nonHistograms(lines []string) []string {
+	var names []string
+	for _, l := range lines {
+		if f := strings.Fields(l); f[1] != "histogram" {
+			names = append(names, f[0])
+		}
+	}
+	return names
+}
+
+// TestDefaultBuckets pins the documented default buckets.
+func TestDefaultBuckets(t *testing.T) {
+	m, reg := newCollector(t)
+	m.SchedulerObserver().Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	for name, want := range map[string][]float64{
+		"redcron_scheduler_run_duration_seconds": {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
+		"redcron_scheduler_start_delay_seconds":  {.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		"redcron_lock_acquire_duration_seconds":  {.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	} {
+		if got := buckets(t, reg, name); !slices.Equal(got, want) {
+			t.Errorf("%s buckets %v, want %v", name, got, want)
+		}
+	}
+}
+
+// buckets returns the upper bounds of the first series of a histogram.
+func buckets(t *testing.T, g prometheus.Gatherer, name string) []float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			var bs []float64
+			for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+				bs = append(bs, b.GetUpperBound())
+			}
+			return bs
+		}
+	}
+	t.Fatalf("no family %s", name)
+	return nil
+}
+
+func TestOptions(t *testing.T) {
+	m, reg := newCollector(t,
+		metrics.WithNamespace("acme_cron"),
+		metrics.WithConstLabels(prometheus.Labels{"service": "billing"}),
+		metrics.WithConstLabels(prometheus.Labels{"region": "eu"}),
+		metrics.WithRunDurationBuckets(1, 10, math.Inf(1)),
+		metrics.WithStartDelayBuckets(0.5),
+		metrics.WithAcquireBuckets(0.01, 0.1),
+		metrics.WithNodes("a", "b"), metrics.WithNodes("c"))
+	m.SchedulerObserver().Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "acme_cron_") {
+			t.Errorf("family %s without the namespace", mf.GetName())
+		}
+		for _, s := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range s.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels["service"] != "billing" || labels["region"] != "eu" {
+				t.Errorf("series of %s without the const labels: %v", mf.GetName(), labels)
+			}
+		}
+	}
+	for name, want := range map[string][]float64{
+		"acme_cron_scheduler_run_duration_seconds": {1, 10},
+		"acme_cron_scheduler_start_delay_seconds":  {0.5},
+		"acme_cron_lock_acquire_duration_seconds":  {0.01, 0.1},
+	} {
+		if got := buckets(t, reg, name); !slices.Equal(got, want) {
+			t.Errorf("%s buckets %v, want %v", name, got, want)
+		}
+	}
+	if n := testutil.CollectAndCount(m, "acme_cron_lock_node_up"); n != 3 {
+		t.Errorf("%d node_up series for 3 declared nodes", n)
+	}
+	lint(t, m)
+
+	for _, tc := range []struct {
+		opt  metrics.Option
+		name string // the option the error must name
+	}{
+		{metrics.WithNamespace(""), "WithNamespace"},
+		{metrics.WithNamespace("red-cron"), "WithNamespace"},
+		{metrics.WithNamespace("9lives"), "WithNamespace"},
+		{metrics.WithConstLabels(prometheus.Labels{"job_name": "x"}), "WithConstLabels"},
+		{metrics.WithConstLabels(prometheus.Labels{"node": "x"}), "WithConstLabels"},
+		{metrics.WithConstLabels(prometheus.Labels{"le": "x"}), "WithConstLabels"},
+		{metrics.WithConstLabels(prometheus.Labels{"__name__": "x"}), "WithConstLabels"},
+		{metrics.WithConstLabels(prometheus.Labels{"a-b": "x"}), "WithConstLabels"},
+		{metrics.WithConstLabels(prometheus.Labels{"ok": "\xff"}), "WithConstLabels"},
+		{metrics.WithRunDurationBuckets(), "WithRunDurationBuckets"},
+		{metrics.WithRunDurationBuckets(1, 1), "WithRunDurationBuckets"},
+		{metrics.WithStartDelayBuckets(2, 1), "WithStartDelayBuckets"},
+		{metrics.WithAcquireBuckets(math.NaN()), "WithAcquireBuckets"},
+		{metrics.WithAcquireBuckets(math.Inf(1), 2), "WithAcquireBuckets"},
+		{metrics.WithNodes("a", ""), "WithNodes"},
+		{nil, "nil Option"},
+	} {
+		m, err := metrics.New(tc.opt)
+		if !errors.Is(err, metrics.ErrInvalidOption) || !strings.Contains(err.Error(), tc.name) || m != nil {
+			t.Errorf("%s: New returned %v, %v; want an ErrInvalidOption naming it", tc.name, m, err)
+		}
+	}
+
+	// The buckets given are copied.
+	b := []float64{1, 2}
+	m, reg = newCollector(t, metrics.WithRunDurationBuckets(b...))
+	b[0] = 5
+	m.SchedulerObserver().Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	if got := buckets(t, reg, "redcron_scheduler_run_duration_seconds"); !slices.Equal(got, []float64{1, 2}) {
+		t.Errorf("buckets changed with the caller's slice: %v", got)
+	}
+}
+
+// TestJobSeriesLifecycle: a job's series exist at 0 from Add to Remove,
+// shared between Schedulers that have the same job; events for a job that
+// is not registered are not counted.
+func TestJobSeriesLifecycle(t *testing.T) {
+	m, reg := newCollector(t)
+	l := schedulertest.NewLocker()
+	s1 := newScheduler(t, l, m)
+	s2 := newScheduler(t, l, m)
+	noop := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
+	for _, add := range []struct {
+		s    *scheduler.Scheduler
+		name string
+	}{{s1, "a"}, {s1, "b"}, {s2, "b"}} {
+		if err := add.s.Add(add.name, "@hourly", noop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := func() []string {
+		var names []string
+		for _, fam := range []string{"redcron_scheduler_runs_total", "redcron_scheduler_skips_total",
+			"redcron_scheduler_lock_retries_total", "redcron_scheduler_run_duration_seconds",
+			"redcron_scheduler_start_delay_seconds", "redcron_scheduler_last_success_timestamp_seconds",
+			"redcron_scheduler_runs_in_progress"} {
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var in []string
+			for _, mf := range mfs {
+				if mf.GetName() != fam {
+					continue
+				}
+				for _, s := range mf.GetMetric() {
+					for _, lp := range s.GetLabel() {
+						if lp.GetName() == "job_name" && !slices.Contains(in, lp.GetValue()) {
+							in = append(in, lp.GetValue())
+						}
+					}
+				}
+			}
+			slices.Sort(in)
+			if names == nil {
+				names = in
+			} else if !slices.Equal(in, names) {
+				t.Errorf("%s has jobs %v, other families %v", fam, in, names)
+			}
+		}
+		return names
+	}
+	if got := jobs(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("jobs %v after adding a and b", got)
+	}
+	if n := testutil.CollectAndCount(m, "redcron_scheduler_runs_total"); n != 12 {
+		t.Errorf("%d runs_total series for 2 jobs, want 2×6", n)
+	}
+	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 10 {
+		t.Errorf("%d skips_total series for 2 jobs, want 2×5", n)
+	}
+
+	if err := s1.Remove("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Remove("b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobs(); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("jobs %v after removing a, and b from one of two schedulers", got)
+	}
+	// A run of a that ends after its removal is not counted.
+	m.SchedulerObserver().Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "a", Result: scheduler.ResultSuccess})
+	if got := jobs(); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("an event of removed job a recreated its series: %v", got)
+	}
+	if err := s2.Remove("b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := jobs(); len(got) != 0 {
+		t.Fatalf("jobs %v after removing every job", got)
+	}
+	// Re-adding starts again from 0.
+	if err := s1.Add("a", "@hourly", noop); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, m, `
+		redcron_scheduler_runs_total{job_name="a",result="canceled"} 0
+		redcron_scheduler_runs_total{job_name="a",result="failure"} 0
+		redcron_scheduler_runs_total{job_name="a",result="lock_lost"} 0
+		redcron_scheduler_runs_total{job_name="a",result="panic"} 0
+		redcron_scheduler_runs_total{job_name="a",result="success"} 0
+		redcron_scheduler_runs_total{job_name="a",result="timeout"} 0
+	`, "redcron_scheduler_runs_total")
+}
+
+// TestEventMapping feeds every result and skip reason through the hook and
+// checks where each lands; the real-run tests check that the scheduler
+// sends them.
+func TestEventMapping(t *testing.T) {
+	m, _ := newCollector(t)
+	o := m.SchedulerObserver()
+	o.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	for i, r := range []scheduler.Result{scheduler.ResultSuccess, scheduler.ResultFailure, scheduler.ResultPanic,
+		scheduler.ResultLockLost, scheduler.ResultTimeout, scheduler.ResultCanceled} {
+		for range i + 1 {
+			o.Observe(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j"})
+			o.Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", Result: r})
+		}
+	}
+	for i, r := range []scheduler.SkipReason{scheduler.SkipHeld, scheduler.SkipAlreadyRun, scheduler.SkipOverlap,
+		scheduler.SkipMisfire, scheduler.SkipNoQuorum} {
+		for range i + 1 {
+			o.Observe(scheduler.Event{Kind: scheduler.EventSkipped, Job: "j", Skip: r})
+		}
+	}
+	o.Observe(scheduler.Event{Kind: scheduler.EventLockRetry, Job: "j"})
+	o.Observe(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j"}) // still running
+	compare(t, m, `
+		redcron_scheduler_runs_total{job_name="j",result="success"} 1
+		redcron_scheduler_runs_total{job_name="j",result="failure"} 2
+		redcron_scheduler_runs_total{job_name="j",result="panic"} 3
+		redcron_scheduler_runs_total{job_name="j",result="lock_lost"} 4
+		redcron_scheduler_runs_total{job_name="j",result="timeout"} 5
+		redcron_scheduler_runs_total{job_name="j",result="canceled"} 6
+		redcron_scheduler_skips_total{job_name="j",reason="held_elsewhere"} 1
+		redcron_scheduler_skips_total{job_name="j",reason="already_ran"} 2
+		redcron_scheduler_skips_total{job_name="j",reason="overlap"} 3
+		redcron_scheduler_skips_total{job_name="j",reason="misfire"} 4
+		redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 5
+		redcron_scheduler_lock_retries_total{job_name="j"} 1
+		redcron_scheduler_runs_in_progress{job_name="j"} 1
+	`, "redcron_scheduler_runs_total", "redcron_scheduler_skips_total", "redcron_scheduler_lock_retries_total",
+		"redcron_scheduler_runs_in_progress")
+	lint(t, m)
+}

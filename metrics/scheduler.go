@@ -1,0 +1,140 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redcron/redcron/scheduler"
+)
+
+// allResults and allSkipReasons list the enum values whose series are
+// created when a job is added. A value added to the scheduler later gets
+// its series at its first use.
+func allResults() []scheduler.Result {
+	return []scheduler.Result{
+		scheduler.ResultSuccess, scheduler.ResultFailure, scheduler.ResultPanic,
+		scheduler.ResultLockLost, scheduler.ResultTimeout, scheduler.ResultCanceled,
+	}
+}
+
+func allSkipReasons() []scheduler.SkipReason {
+	return []scheduler.SkipReason{
+		scheduler.SkipHeld, scheduler.SkipAlreadyRun, scheduler.SkipOverlap,
+		scheduler.SkipMisfire, scheduler.SkipNoQuorum,
+	}
+}
+
+// jobSeries are one registered job's series, resolved once.
+type jobSeries struct {
+	refs        int // Schedulers that have the job
+	runs        map[scheduler.Result]prometheus.Counter
+	skips       map[scheduler.SkipReason]prometheus.Counter
+	retries     prometheus.Counter
+	runDuration prometheus.Observer
+	startDelay  prometheus.Observer
+	lastSuccess prometheus.Gauge
+	inProgress  prometheus.Gauge
+}
+
+// schedulerObserver is the scheduler.Observer of a Collector.
+type schedulerObserver struct{ c *Collector }
+
+// Observe implements scheduler.Observer. It does no I/O and holds a read
+// lock only while it updates a job's series.
+func (o schedulerObserver) Observe(e scheduler.Event) {
+	c := o.c
+	switch e.Kind {
+	case scheduler.EventJobAdded:
+		c.addJob(e.Job)
+	case scheduler.EventJobRemoved:
+		c.removeJob(e.Job)
+	case scheduler.EventLeakScan:
+		c.observeLeakScan(e)
+	case scheduler.EventRunStarted, scheduler.EventRunFinished, scheduler.EventSkipped, scheduler.EventLockRetry:
+		// The read lock keeps removeJob from deleting the series while
+		// they are updated, so an event racing with Remove never
+		// recreates a removed job's series.
+		c.jobsMu.RLock()
+		defer c.jobsMu.RUnlock()
+		if j := c.jobs[e.Job]; j != nil {
+			c.observeJob(j, e)
+		}
+	}
+}
+
+// observeJob records an event of job j; c.jobsMu is read-locked.
+func (c *Collector) observeJob(j *jobSeries, e scheduler.Event) {
+	switch e.Kind {
+	case scheduler.EventRunStarted:
+		j.inProgress.Inc()
+		if !e.Tick.IsZero() { // a triggered run has no tick, hence no delay
+			j.startDelay.Observe(e.StartDelay.Seconds())
+		}
+	case scheduler.EventRunFinished:
+		j.inProgress.Dec()
+		j.runDuration.Observe(e.Duration.Seconds())
+		if e.Result == scheduler.ResultSuccess {
+			j.lastSuccess.SetToCurrentTime()
+		}
+		if r := j.runs[e.Result]; r != nil {
+			r.Inc()
+		} else {
+			c.runs.WithLabelValues(e.Job, e.Result.String()).Inc()
+		}
+	case scheduler.EventSkipped:
+		if s := j.skips[e.Skip]; s != nil {
+			s.Inc()
+		} else {
+			c.skips.WithLabelValues(e.Job, e.Skip.String()).Inc()
+		}
+	case scheduler.EventLockRetry:
+		j.retries.Inc()
+	}
+}
+
+// addJob creates the series of job at 0, or counts one more Scheduler
+// having it.
+func (c *Collector) addJob(job string) {
+	c.jobsMu.Lock()
+	defer c.jobsMu.Unlock()
+	if j := c.jobs[job]; j != nil {
+		j.refs++
+		return
+	}
+	j := &jobSeries{
+		refs:        1,
+		runs:        map[scheduler.Result]prometheus.Counter{},
+		skips:       map[scheduler.SkipReason]prometheus.Counter{},
+		retries:     c.retries.WithLabelValues(job),
+		runDuration: c.runDuration.WithLabelValues(job),
+		startDelay:  c.startDelay.WithLabelValues(job),
+		lastSuccess: c.lastSuccess.WithLabelValues(job),
+		inProgress:  c.inProgress.WithLabelValues(job),
+	}
+	for _, r := range allResults() {
+		j.runs[r] = c.runs.WithLabelValues(job, r.String())
+	}
+	for _, r := range allSkipReasons() {
+		j.skips[r] = c.skips.WithLabelValues(job, r.String())
+	}
+	c.jobs[job] = j
+}
+
+// removeJob deletes the series of job when no Scheduler has it any more.
+func (c *Collector) removeJob(job string) {
+	c.jobsMu.Lock()
+	defer c.jobsMu.Unlock()
+	j := c.jobs[job]
+	if j == nil {
+		return
+	}
+	if j.refs--; j.refs > 0 {
+		return
+	}
+	delete(c.jobs, job)
+	match := prometheus.Labels{jobLabel: job}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		c.runs, c.skips, c.retries, c.runDuration, c.startDelay, c.lastSuccess, c.inProgress,
+	} {
+		v.DeletePartialMatch(match)
+	}
+}
