@@ -1,0 +1,187 @@
+// Command service is an example of a service that embeds redcron: every
+// replica runs this same program, and each tick of each job runs on exactly
+// one of them.
+//
+// Configuration comes from the environment:
+//
+//	REDCRON_ADDRS       independent Redis masters, comma-separated (required)
+//	REDCRON_USERNAME    Redis ACL user (optional)
+//	REDCRON_PASSWORD    Redis password (optional; never logged)
+//	REDCRON_TLS         "1" to connect with TLS (system roots)
+//	REDCRON_LISTEN      HTTP address for /metrics and /healthz (default :8080)
+//	REDCRON_INSTANCE    this replica's id (default: host name and pid)
+//	REDCRON_MAX_TTL     mutex.WithMaxTTL, e.g. 1m (default 1m)
+//	REDCRON_TRUSTED     "1" if the nodes persist with appendfsync always
+//	REDCRON_GRACE       how long shutdown waits for running jobs (default 30s)
+//	REDCRON_FAST        "1" to run the example jobs every second or two, for trying it out
+//
+// On SIGTERM or SIGINT it stops starting jobs, lets running ones finish
+// within REDCRON_GRACE, then cancels them (their context's cause is
+// scheduler.ErrShutdown), releases their locks so that another replica can
+// take the next tick at once, and exits.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redcron/redcron/metrics"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(log, os.Getenv); err != nil {
+		log.Error("service failed", slog.Any("error", err))
+		os.Exit(1)
+	}
+}
+
+// config is what the environment says.
+type config struct {
+	addrs    []string
+	username string
+	password string
+	tls      bool
+	listen   string
+	instance string
+	maxTTL   time.Duration
+	trusted  bool
+	grace    time.Duration
+	fast     bool
+}
+
+func parseConfig(env func(string) string) (config, error) {
+	c := config{listen: ":8080", maxTTL: mutex.DefaultMaxTTL, grace: 30 * time.Second,
+		username: env("REDCRON_USERNAME"), password: env("REDCRON_PASSWORD"),
+		tls: env("REDCRON_TLS") == "1", trusted: env("REDCRON_TRUSTED") == "1", fast: env("REDCRON_FAST") == "1"}
+	for _, a := range strings.Split(env("REDCRON_ADDRS"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.addrs = append(c.addrs, a)
+		}
+	}
+	if len(c.addrs) == 0 {
+		return c, errors.New("REDCRON_ADDRS: no Redis address given")
+	}
+	if v := env("REDCRON_LISTEN"); v != "" {
+		c.listen = v
+	}
+	c.instance = env("REDCRON_INSTANCE")
+	if c.instance == "" {
+		host, _ := os.Hostname()
+		c.instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	for name, d := range map[string]*time.Duration{"REDCRON_MAX_TTL": &c.maxTTL, "REDCRON_GRACE": &c.grace} {
+		if v := env(name); v != "" {
+			var err error
+			if *d, err = time.ParseDuration(v); err != nil {
+				return c, fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+func run(log *slog.Logger, env func(string) string) error {
+	cfg, err := parseConfig(env)
+	if err != nil {
+		return err
+	}
+	m, err := metrics.New(metrics.WithNodes(cfg.addrs...))
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	var nodes []*store.Node
+	for _, addr := range cfg.addrs {
+		opts := &redis.Options{Addr: addr, Username: cfg.username, Password: cfg.password,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+			MaxRetries: -1, ContextTimeoutEnabled: true}
+		if cfg.tls {
+			opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		client := redis.NewClient(opts)
+		defer client.Close()
+		n, err := store.NewNode(addr, client)
+		if err != nil {
+			return err
+		}
+		nodes = append(nodes, n)
+	}
+	lockOpts := []mutex.Option{mutex.WithObserver(m.LockObserver()), mutex.WithLogger(log), mutex.WithMaxTTL(cfg.maxTTL)}
+	if cfg.trusted {
+		lockOpts = append(lockOpts, mutex.WithTrustedNodes())
+	}
+	locks, err := mutex.New(nodes, lockOpts...)
+	if err != nil {
+		return err
+	}
+	schedOpts := []scheduler.Option{scheduler.WithInstanceID(cfg.instance), scheduler.WithLogger(log),
+		scheduler.WithObserver(m.SchedulerObserver())}
+	if cfg.fast {
+		schedOpts = append(schedOpts, scheduler.WithSeconds())
+	}
+	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), schedOpts...)
+	if err != nil {
+		return err
+	}
+	if err := addJobs(s, nodes[0].Client(), cfg, log); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("GET /healthz", health(s, nodes))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- srv.Serve(ln) }()
+	log.Info("serving", slog.String("addr", ln.Addr().String()), slog.String("instance", cfg.instance))
+
+	runErr := make(chan error, 1)
+	go func() { runErr <- s.Run(context.Background()) }()
+
+	stop, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	select {
+	case <-stop.Done():
+		log.Info("shutting down", slog.Duration("grace", cfg.grace))
+	case err := <-runErr:
+		return fmt.Errorf("scheduler stopped: %w", err)
+	case err := <-httpErr:
+		return fmt.Errorf("http: %w", err)
+	}
+	ctx, done := context.WithTimeout(context.Background(), cfg.grace)
+	defer done()
+	shutdownErr := s.Shutdown(ctx)
+	if err := <-runErr; !errors.Is(err, scheduler.ErrClosed) {
+		shutdownErr = errors.Join(shutdownErr, err)
+	}
+	hctx, hdone := context.WithTimeout(context.Background(), 5*time.Second)
+	defer hdone()
+	shutdownErr = errors.Join(shutdownErr, srv.Shutdown(hctx))
+	log.Info("stopped", slog.Any("error", shutdownErr))
+	return shutdownErr
+}
