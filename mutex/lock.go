@@ -107,8 +107,10 @@ func (l *Lock) Extend(ctx context.Context) error {
 // never touched. If the lock had an occurrence, the occurrence mark is
 // raised again on those nodes first.
 //
-// Node calls are bounded by the node timeout and are not cut short by
-// ctx's cancellation. Release returns nil when a majority of nodes deleted
+// Release waits for the nodes' answers up to the node timeout; ctx's
+// cancellation does not cut it short, and a node that answers later (or is
+// backing off after a failure) still gets the release, until the lock
+// would have expired by itself. Release returns nil when a majority of nodes deleted
 // the lock; an error matching ErrLost when the lock had already expired or
 // been taken over on a majority; an error matching ErrNoQuorum when too few
 // nodes answered (the rest expires with the TTL); ErrReleased on a second
@@ -127,7 +129,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	start := time.Now()
 	r := l.r
-	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence)
+	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl)
 	var err error
 	if count(results, VoteYes) < r.quorum {
 		qerr := &QuorumError{Op: "release", Name: l.keys.Name, Quorum: r.quorum, Nodes: results, Reason: ErrNoQuorum}

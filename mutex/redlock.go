@@ -171,7 +171,7 @@ func (r *Redlock) attempt(ctx context.Context, keys store.LockKeys, ttl time.Dur
 		fenceMu sync.Mutex
 		fences  = make([]uint64, 0, len(r.nodes))
 	)
-	strag := &stragglers{r: r, keys: keys, value: value}
+	strag := &stragglers{r: r, keys: keys, value: value, ttl: ttl}
 	results := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node, deliver func(NodeResult)) {
 		n.AcquireAsync(ctx, req, func(rep store.AcquireReply, err error) {
 			if err != nil {
@@ -310,17 +310,29 @@ func (r *Redlock) unanswered() []NodeResult {
 }
 
 // releaseOn deletes value on the nodes whose target flag is set (all nodes
-// when targets is nil), on a context that outlives ctx's cancellation, each
-// call bounded by the node timeout; it waits until every such node
-// answered. Nodes not targeted get no vote.
-func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.LockKeys, value string, occurrence int64) []NodeResult {
-	return r.fanout(context.WithoutCancel(ctx), func(ctx context.Context, i int, n *store.Node, deliver func(NodeResult)) {
+// when targets is nil). It waits for the answers up to the node timeout;
+// the calls themselves stay queued until the lock would have expired by
+// itself (ttl), whatever ctx does, since a key left behind blocks others.
+// Nodes not targeted get no vote.
+func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.LockKeys, value string, occurrence int64, ttl time.Duration) []NodeResult {
+	return r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *store.Node, deliver func(NodeResult)) {
 		if targets != nil && !targets[i] {
 			deliver(NodeResult{})
 			return
 		}
-		n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, deliverBool(deliver))
+		r.releaseNode(n, keys, value, occurrence, ttl, deliverBool(deliver))
 	}, allAnswered, nil)
+}
+
+// releaseNode queues the release of value on n, kept queued for up to ttl.
+func (r *Redlock) releaseNode(n *store.Node, keys store.LockKeys, value string, occurrence int64, ttl time.Duration, done func(bool, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), ttl)
+	n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, func(ok bool, err error) {
+		cancel()
+		if done != nil {
+			done(ok, err)
+		}
+	})
 }
 
 // stragglers undoes the grants of nodes that answer after a failed attempt
@@ -329,6 +341,7 @@ type stragglers struct {
 	r         *Redlock
 	keys      store.LockKeys
 	value     string
+	ttl       time.Duration
 	mu        sync.Mutex
 	abandoned bool
 }
@@ -340,9 +353,7 @@ func (s *stragglers) late(res NodeResult) {
 	if abandoned && mayHold(res.Vote) && res.Vote != VoteCanceled {
 		for _, n := range s.r.nodes {
 			if n.Name() == res.Node {
-				// From the node's worker: queue the release, do not wait for it.
-				ctx, cancel := context.WithTimeout(context.Background(), s.r.cfg.nodeTimeout)
-				n.ReleaseAsync(ctx, s.keys, s.value, 0, s.r.cfg.stateTTL, func(bool, error) { cancel() })
+				s.r.releaseNode(n, s.keys, s.value, 0, s.ttl, nil) // queued, not waited for: we are on the node's worker
 			}
 		}
 	}
@@ -362,7 +373,7 @@ func (s *stragglers) abandon(ctx context.Context, rs []NodeResult) {
 		some = some || targets[i]
 	}
 	if some {
-		s.r.releaseOn(ctx, targets, s.keys, s.value, 0)
+		s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl)
 	}
 }
 

@@ -30,6 +30,9 @@ type call struct {
 	keys   []string
 	args   []any
 	done   func(*redis.Cmd) // called once, from the worker or from submit; must not block
+	// cleanup calls (releases) are sent even while the node backs off: a
+	// key left behind blocks others until it expires.
+	cleanup bool
 }
 
 // batcher queues calls for one node and runs its worker.
@@ -73,7 +76,7 @@ func (b *batcher) submit(c *call) {
 		return
 	}
 	b.mu.Lock()
-	if err := b.health.check(time.Now()); err != nil {
+	if err := b.health.check(time.Now()); err != nil && !c.cleanup {
 		b.stats.Skipped++
 		b.mu.Unlock()
 		c.done(failedCmd(c.ctx, err))

@@ -144,7 +144,7 @@ func (n *Node) Commit(ctx context.Context, k LockKeys, value string, fence uint6
 
 // CommitAsync is Commit, with the answer passed to done (see AcquireAsync).
 func (n *Node) CommitAsync(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration, done func(bool, error)) {
-	n.boolCall(ctx, "commit", commitScript, []string{k.Lock, k.State},
+	n.boolCall(ctx, "commit", false, commitScript, []string{k.Lock, k.State},
 		[]any{value, fence, occurrence, millis(stateTTL)}, done)
 }
 
@@ -156,7 +156,7 @@ func (n *Node) Extend(ctx context.Context, k LockKeys, value string, ttl time.Du
 
 // ExtendAsync is Extend, with the answer passed to done (see AcquireAsync).
 func (n *Node) ExtendAsync(ctx context.Context, k LockKeys, value string, ttl time.Duration, done func(bool, error)) {
-	n.boolCall(ctx, "extend", extendScript, []string{k.Lock}, []any{value, millis(ttl)}, done)
+	n.boolCall(ctx, "extend", false, extendScript, []string{k.Lock}, []any{value, millis(ttl)}, done)
 }
 
 // Release deletes the lock while it holds value (compare and delete),
@@ -167,9 +167,14 @@ func (n *Node) Release(ctx context.Context, k LockKeys, value string, occurrence
 }
 
 // ReleaseAsync is Release, with the answer passed to done (see
-// AcquireAsync); done may be nil.
+// AcquireAsync); done may be nil. Releases, unlike the other calls, are
+// sent even while the node backs off after a failure: it may hold a key
+// that a call timed out on, which would block others until it expires.
+// Calls to one node are sent in the order they were made, so a release
+// made after an acquisition that timed out still removes what that
+// acquisition may have set.
 func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration, done func(bool, error)) {
-	n.boolCall(ctx, "release", releaseScript, []string{k.Lock, k.State},
+	n.boolCall(ctx, "release", true, releaseScript, []string{k.Lock, k.State},
 		[]any{value, occurrence, millis(stateTTL)}, done)
 }
 
@@ -178,13 +183,14 @@ func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occur
 // changed since it was scanned is never touched.
 func (n *Node) DeleteIfValue(ctx context.Context, key, value string) (bool, error) {
 	return wait(func(done func(bool, error)) {
-		n.boolCall(ctx, "delete", releaseScript, []string{key, key}, []any{value, 0, 1}, done)
+		n.boolCall(ctx, "delete", true, releaseScript, []string{key, key}, []any{value, 0, 1}, done)
 	})
 }
 
-// boolCall queues a compare-and-act script whose answer is 1 or 0.
-func (n *Node) boolCall(ctx context.Context, op string, s script, keys []string, args []any, done func(bool, error)) {
-	n.batch.submit(&call{ctx: ctx, script: s, keys: keys, args: args, done: func(cmd *redis.Cmd) {
+// boolCall queues a compare-and-act script whose answer is 1 or 0; a
+// cleanup call is sent even while the node backs off.
+func (n *Node) boolCall(ctx context.Context, op string, cleanup bool, s script, keys []string, args []any, done func(bool, error)) {
+	n.batch.submit(&call{ctx: ctx, script: s, keys: keys, args: args, cleanup: cleanup, done: func(cmd *redis.Cmd) {
 		if done == nil {
 			return
 		}

@@ -20,7 +20,8 @@ import (
 // goroutine per node, started by the first call and ended after a second
 // without calls. After a network failure or a timeout the node backs off:
 // calls fail at once with ErrNodeDown for 100ms, doubling up to 2s while
-// failures go on; the first call after that probes the node.
+// failures go on (releases are sent all the same); the first call after
+// that probes the node.
 //
 // A Node is safe for concurrent use.
 type Node struct {
