@@ -99,18 +99,24 @@ func (r *Redlock) checkTTL(name string, ttl time.Duration) error {
 // ErrAlreadyRun or ErrNoQuorum (and ErrNotAcquired), or an error matching
 // ErrInvalidOption for a bad name or TTL.
 func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	keys, err := r.keys.Lock(name)
+	keys, lc, err := r.prepare(name, ttl, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	if err := r.checkTTL(name, ttl); err != nil {
 		return nil, err
 	}
+	return r.attempt(ctx, keys, ttl, lc, store.NewToken())
+}
+
+// prepare validates a lock request and applies its options.
+func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (store.LockKeys, lockConfig, error) {
+	if err := r.Check(name, ttl); err != nil {
+		return store.LockKeys{}, lockConfig{}, err
+	}
+	keys, _ := r.keys.Lock(name) // checked above
 	lc := lockConfig{owner: r.cfg.owner}
 	for _, o := range opts {
 		o(&lc)
 	}
-	return r.attempt(ctx, keys, ttl, lc, store.NewToken())
+	return keys, lc, nil
 }
 
 // Lock acquires the lock called name for ttl, retrying after a random delay
@@ -119,18 +125,10 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 // invalid arguments. When ctx ends the wait, the error matches both the last
 // attempt's reason and ctx's error.
 func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	keys, err := r.keys.Lock(name)
+	keys, lc, err := r.prepare(name, ttl, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	if err := r.checkTTL(name, ttl); err != nil {
 		return nil, err
 	}
-	lc := lockConfig{owner: r.cfg.owner}
-	for _, o := range opts {
-		o(&lc)
-	}
-	token := store.NewToken() // one token for all attempts: a leftover of ours never blocks us
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -138,7 +136,9 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 		}
 	}()
 	for {
-		l, err := r.attempt(ctx, keys, ttl, lc, token)
+		// A fresh token each time: a late release of an earlier attempt's
+		// value must never match this attempt's.
+		l, err := r.attempt(ctx, keys, ttl, lc, store.NewToken())
 		if err == nil || errors.Is(err, ErrAlreadyRun) || ctx.Err() != nil {
 			return l, err
 		}
