@@ -132,3 +132,29 @@ func TestLeakScanNodeDown(t *testing.T) {
 		t.Fatal("scan with every node down succeeded")
 	}
 }
+
+// TestHeartbeat: a heartbeat reaches the nodes, and reports each node's
+// answer to the observer, so node health stays fresh between jobs.
+func TestHeartbeat(t *testing.T) {
+	c := redistest.Start(t, 3)
+	rec := &recorder{}
+	r := newRedlock(t, c, mutex.WithObserver(rec))
+	ctx := ctxTimeout(t, time.Minute)
+	c.Node(2).Kill()
+	if err := r.Heartbeat(ctx, "replica-1", time.Minute); err != nil {
+		t.Fatalf("heartbeat with 2 of 3 nodes: %v", err)
+	}
+	for i := range 2 {
+		if ttl, err := c.Node(i).Client(t).PTTL(ctx, "redcron:hb:replica-1").Result(); err != nil || ttl <= 0 {
+			t.Errorf("node %d: heartbeat key TTL %v, %v", i, ttl, err)
+		}
+	}
+	ev, ok := rec.last(mutex.EventHeartbeat)
+	if !ok || ev.Name != "replica-1" || ev.Nodes[0].Vote != mutex.VoteYes || !ev.Nodes[2].Vote.Failed() {
+		t.Fatalf("heartbeat event %+v", ev)
+	}
+	c.Node(1).Kill()
+	if err := r.Heartbeat(ctx, "replica-1", time.Minute); err == nil {
+		t.Fatal("heartbeat reaching 1 of 3 nodes succeeded")
+	}
+}

@@ -11,6 +11,7 @@ const (
 	EventExtend                       // an extension attempt
 	EventRelease                      // a release
 	EventLost                         // a kept-alive lease could no longer be proven
+	EventHeartbeat                    // an owner's heartbeat, with every node's answer
 )
 
 // String returns the kind's snake_case name.
@@ -24,6 +25,8 @@ func (k EventKind) String() string {
 		return "release"
 	case EventLost:
 		return "lost"
+	case EventHeartbeat:
+		return "heartbeat"
 	}
 	return "unknown"
 }
@@ -32,7 +35,7 @@ func (k EventKind) String() string {
 // be added.
 type Event struct {
 	Kind     EventKind
-	Name     string        // the lock's name
+	Name     string        // the lock's name; the owner, for EventHeartbeat
 	Err      error         // nil on success
 	Fence    uint64        // the fencing token, on a successful acquisition
 	Duration time.Duration // how long the operation took
