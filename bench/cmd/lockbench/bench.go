@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,14 +39,14 @@ func benchmark(ctx context.Context, cfg config, clients []*redis.Client, progres
 	var results []result
 	scs := cfg.scenarios()
 	for n, sc := range scs {
-		lockers := make([]Locker, len(cfg.impls))
+		lockers := make([]locks.Locker, len(cfg.impls))
 		res := make([]result, len(cfg.impls))
 		for i, im := range cfg.impls {
-			l, err := im.newLocker(clients[:sc.Nodes])
+			l, err := im.New(clients[:sc.Nodes])
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", im.name, err)
+				return nil, fmt.Errorf("%s: %w", im.Name, err)
 			}
-			lockers[i], res[i] = l, result{scenario: sc, impl: im.name}
+			lockers[i], res[i] = l, result{scenario: sc, impl: im.Name}
 		}
 		names := lockNames(sc.Names, sc.Goroutines)
 		for _, l := range lockers {
@@ -60,7 +61,7 @@ func benchmark(ctx context.Context, cfg config, clients []*redis.Client, progres
 					return nil, fmt.Errorf("interrupted: %w", err)
 				}
 				if rd.errors > 0 {
-					fmt.Fprintf(progress, "  warning: %s: %d of %d cycles failed; first: %v\n", cfg.impls[i].name, rd.errors, rd.ops, rd.firstErr)
+					fmt.Fprintf(progress, "  warning: %s: %d of %d cycles failed; first: %v\n", cfg.impls[i].Name, rd.errors, rd.ops, rd.firstErr)
 				}
 				res[i].rounds = append(res[i].rounds, rd)
 			}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redcron/redcron/bench/internal/locks"
 )
 
 // Name modes: how the goroutines of a scenario pick lock names.
@@ -16,16 +18,21 @@ const (
 	contended = "contended" // all goroutines fight over one name
 )
 
+// defaultImpls are the implementations measured unless -impls says
+// otherwise; "raw" is the reference.
+var defaultImpls = []string{"raw", "redcron-nofence", "redcron-fence", "redsync"}
+
 // config is the parsed command line.
 type config struct {
 	nodes      []int
 	goroutines []int
 	names      []string
-	impls      []impl
+	impls      []locks.Impl
 	duration   time.Duration
 	warmup     time.Duration
 	rounds     int
 	json       bool
+	cpuProfile string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -34,12 +41,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	nodes := fs.String("nodes", "1,5", "comma-separated node counts")
 	goroutines := fs.String("goroutines", "1,16", "comma-separated numbers of concurrent goroutines")
 	names := fs.String("names", "distinct,contended", "comma-separated name modes: distinct, contended")
-	impls := fs.String("impls", strings.Join(implNames(), ","), "comma-separated implementations")
+	impls := fs.String("impls", strings.Join(defaultImpls, ","), "comma-separated implementations, of: "+strings.Join(locks.Names(), ", "))
 	var c config
-	fs.DurationVar(&c.duration, "duration", 2*time.Second, "length of one measurement")
+	fs.DurationVar(&c.duration, "duration", 1500*time.Millisecond, "length of one measurement")
 	fs.DurationVar(&c.warmup, "warmup", 200*time.Millisecond, "unmeasured run of each implementation before each scenario")
 	fs.IntVar(&c.rounds, "rounds", 5, "measurements per scenario and implementation, interleaved")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (client side) to this file")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -61,9 +69,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.names = append(c.names, n)
 	}
 	for _, n := range strings.Split(*impls, ",") {
-		im, ok := lookupImpl(n)
+		im, ok := locks.Lookup(n)
 		if !ok {
-			return config{}, fmt.Errorf("-impls: unknown implementation %q (known: %s)", n, strings.Join(implNames(), ", "))
+			return config{}, fmt.Errorf("-impls: unknown implementation %q (known: %s)", n, strings.Join(locks.Names(), ", "))
 		}
 		c.impls = append(c.impls, im)
 	}

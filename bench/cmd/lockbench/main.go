@@ -5,7 +5,8 @@
 // Usage:
 //
 //	go run ./cmd/lockbench [-nodes 1,5] [-goroutines 1,16] [-names distinct,contended]
-//	    [-impls raw,redcron-nofence,redcron-fence] [-duration 2s] [-rounds 5] [-json]
+//	    [-impls raw,redcron-nofence,redcron-fence,redsync] [-duration 1.5s] [-rounds 5]
+//	    [-json] [-cpuprofile file]
 package main
 
 import (
@@ -17,6 +18,9 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/redcron/redcron/bench/internal/machine"
+	"github.com/redcron/redcron/bench/internal/prof"
+	"github.com/redcron/redcron/bench/internal/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,32 +37,39 @@ func main() {
 // run parses args, starts the servers, runs the benchmark and writes the
 // report to stdout (progress goes to stderr). The servers are killed when
 // it returns, also when ctx is cancelled by a signal.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	bin, err := redisServerPath()
+	bin, err := redisproc.BinPath()
 	if err != nil {
 		return err
 	}
-	m, err := describeMachine(bin)
+	m, err := machine.Describe(bin)
 	if err != nil {
 		return err
 	}
 
-	servers, err := startServers(bin, slices.Max(cfg.nodes))
-	defer stopServers(servers)
+	servers, err := redisproc.StartN(bin, slices.Max(cfg.nodes))
+	defer redisproc.StopAll(servers)
 	if err != nil {
 		return err
 	}
 	clients := make([]*redis.Client, len(servers))
 	for i, s := range servers {
-		clients[i] = newClient(s.addr)
+		clients[i] = redisproc.NewClient(s.Addr())
 		defer clients[i].Close()
 	}
 
+	stopProfile, err := prof.StartCPU(cfg.cpuProfile)
+	if err != nil {
+		return err
+	}
 	results, err := benchmark(ctx, cfg, clients, stderr)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return err
 	}

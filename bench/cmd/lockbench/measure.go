@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/redcron/redcron/bench/internal/locks"
+	"github.com/redcron/redcron/bench/internal/stats"
 )
 
 // round is the outcome of one timed measurement of one implementation.
@@ -19,10 +23,23 @@ type round struct {
 
 func (r round) opsPerSec() float64 { return float64(r.ops) / r.elapsed.Seconds() }
 
+// cycle makes one attempt to acquire the lock called name and, if it got
+// it, releases it.
+func cycle(ctx context.Context, l locks.Locker, name string) (acquired bool, err error) {
+	h, err := l.TryLock(ctx, name)
+	if h == nil || err != nil {
+		return false, err
+	}
+	if err := h.Release(ctx); err != nil {
+		return true, errors.Join(errors.New("release"), err)
+	}
+	return true, nil
+}
+
 // measure runs l for d with one goroutine per entry of names, goroutine g
 // cycling through the lock names names[g]. A cycle started before the
 // deadline is completed and counted.
-func measure(ctx context.Context, l Locker, names [][]string, d time.Duration) round {
+func measure(ctx context.Context, l locks.Locker, names [][]string, d time.Duration) round {
 	type tally struct {
 		lat              []time.Duration
 		acquired, errors int
@@ -40,7 +57,7 @@ func measure(ctx context.Context, l Locker, names [][]string, d time.Duration) r
 				if !t0.Before(deadline) {
 					return
 				}
-				ok, err := l.Cycle(ctx, ns[i%len(ns)])
+				ok, err := cycle(ctx, l, ns[i%len(ns)])
 				t.lat = append(t.lat, time.Since(t0))
 				switch {
 				case err != nil:
@@ -68,6 +85,6 @@ func measure(ctx context.Context, l Locker, names [][]string, d time.Duration) r
 	}
 	slices.Sort(lat)
 	r.ops = len(lat)
-	r.p50, r.p99 = percentile(lat, 0.50), percentile(lat, 0.99)
+	r.p50, r.p99 = stats.Percentile(lat, 0.50), stats.Percentile(lat, 0.99)
 	return r
 }

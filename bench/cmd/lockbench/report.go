@@ -8,6 +8,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/redcron/redcron/bench/internal/machine"
+	"github.com/redcron/redcron/bench/internal/stats"
 )
 
 // summary is what the report says about one implementation in one
@@ -37,15 +40,15 @@ type roundJSON struct {
 	P99us     float64 `json:"p99_us"`
 }
 
-func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func micros(d time.Duration) float64 { return stats.Micros(d) }
 
 func summarize(results []result) []summary {
 	sums := make([]summary, len(results))
 	for i, r := range results {
 		s := summary{scenario: r.scenario, Impl: r.impl}
-		s.OpsPerSec = medianOf(r.rounds, round.opsPerSec)
-		s.P50us = medianOf(r.rounds, func(r round) float64 { return micros(r.p50) })
-		s.P99us = medianOf(r.rounds, func(r round) float64 { return micros(r.p99) })
+		s.OpsPerSec = stats.MedianOf(r.rounds, round.opsPerSec)
+		s.P50us = stats.MedianOf(r.rounds, func(r round) float64 { return micros(r.p50) })
+		s.P99us = stats.MedianOf(r.rounds, func(r round) float64 { return micros(r.p99) })
 		var ops, acquired int
 		lo, hi := r.rounds[0].opsPerSec(), r.rounds[0].opsPerSec()
 		for _, rd := range r.rounds {
@@ -74,9 +77,8 @@ func runLine(cfg config) string {
 	return fmt.Sprintf("%d rounds × %v per implementation and scenario, interleaved round-robin; medians over rounds", cfg.rounds, cfg.duration)
 }
 
-func writeTable(w io.Writer, m machine, cfg config, sums []summary) {
-	fmt.Fprintf(w, "machine: %d CPUs (GOMAXPROCS %d), %s, %s %s/%s\n", m.CPUs, m.GOMAXPROCS, m.CPUModel, m.Go, m.OS, m.Arch)
-	fmt.Fprintf(w, "redis:   %s\n", m.Redis)
+func writeTable(w io.Writer, m machine.Machine, cfg config, sums []summary) {
+	m.WriteHeader(w)
 	fmt.Fprintf(w, "run:     %s\n\n", runLine(cfg))
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -98,12 +100,12 @@ func writeTable(w io.Writer, m machine, cfg config, sums []summary) {
 	}
 }
 
-func writeJSON(w io.Writer, m machine, cfg config, sums []summary) error {
+func writeJSON(w io.Writer, m machine.Machine, cfg config, sums []summary) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
-		Machine machine   `json:"machine"`
-		Run     string    `json:"run"`
-		Results []summary `json:"results"`
+		Machine machine.Machine `json:"machine"`
+		Run     string          `json:"run"`
+		Results []summary       `json:"results"`
 	}{m, runLine(cfg), sums})
 }

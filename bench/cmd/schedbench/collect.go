@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
+)
+
+// record is one scheduler event, compacted.
+type record struct {
+	kind     scheduler.EventKind
+	skip     scheduler.SkipReason
+	result   scheduler.Result
+	replica  int8
+	attempts int16
+	job      int32
+	tick     int64 // unix seconds
+	delay    time.Duration
+}
+
+// collector receives the events of every replica of one run.
+type collector struct {
+	w0, w1 int64 // the measured window of ticks, [w0, w1) in unix seconds
+
+	mu    sync.Mutex
+	recs  []record
+	fails []lockFail
+
+	handled atomic.Int64 // run_started and skipped events of window ticks
+}
+
+type observerFunc func(scheduler.Event)
+
+func (f observerFunc) Observe(e scheduler.Event) { f(e) }
+
+// observer returns the Observer of replica id.
+func (c *collector) observer(id int) scheduler.Observer {
+	return observerFunc(func(e scheduler.Event) {
+		switch e.Kind {
+		case scheduler.EventRunStarted, scheduler.EventRunFinished, scheduler.EventSkipped, scheduler.EventLockRetry:
+		default:
+			return
+		}
+		job, err := strconv.Atoi(e.Job[1:])
+		if err != nil {
+			return
+		}
+		r := record{kind: e.Kind, skip: e.Skip, result: e.Result, replica: int8(id), job: int32(job),
+			attempts: int16(min(e.Attempts, 1<<14)), tick: e.Tick.Unix(), delay: e.StartDelay}
+		if (e.Kind == scheduler.EventRunStarted || e.Kind == scheduler.EventSkipped) && r.tick >= c.w0 && r.tick < c.w1 {
+			c.handled.Add(1)
+		}
+		c.mu.Lock()
+		c.recs = append(c.recs, r)
+		c.mu.Unlock()
+	})
+}
+
+func (c *collector) records() []record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.recs
+}
+
+// lockFail is one failed lock acquisition, from a replica's mutex
+// observer.
+type lockFail struct {
+	at       int64 // unix seconds
+	replica  int8
+	job      int32
+	reason   string // held, already_run, no_quorum
+	timeouts int8   // nodes that voted timeout or canceled
+	// For held: the holding value's occurrence (unix seconds) and owner
+	// (replica number, -1 if not one of ours).
+	holderTick  int64
+	holderOwner int8
+}
+
+// lockObserver returns the mutex Observer of replica id.
+func (c *collector) lockObserver(id int) mutex.Observer {
+	return mutex.ObserverFunc(func(e mutex.Event) {
+		if e.Kind != mutex.EventAcquire || e.Err == nil || len(e.Name) < 2 || e.Name[0] != 'j' {
+			return
+		}
+		job, err := strconv.Atoi(e.Name[1:])
+		if err != nil {
+			return
+		}
+		f := lockFail{at: time.Now().Unix(), replica: int8(id), job: int32(job), holderOwner: -1}
+		var qe *mutex.QuorumError
+		if errors.As(e.Err, &qe) {
+			for _, n := range qe.Nodes {
+				if n.Vote == mutex.VoteTimeout || n.Vote == mutex.VoteCanceled {
+					f.timeouts++
+				}
+			}
+			switch qe.Reason {
+			case mutex.ErrHeld:
+				f.reason = "held"
+				if v, err := store.ParseValue(qe.Holder); err == nil {
+					f.holderTick = v.Occurrence / 1000
+					if n, ok := strings.CutPrefix(v.Owner, "replica-"); ok {
+						if i, err := strconv.Atoi(n); err == nil {
+							f.holderOwner = int8(i)
+						}
+					}
+				}
+			case mutex.ErrAlreadyRun:
+				f.reason = "already_run"
+			default:
+				f.reason = "no_quorum"
+			}
+		}
+		c.mu.Lock()
+		c.fails = append(c.fails, f)
+		c.mu.Unlock()
+	})
+}
+
+func (c *collector) lockFails() []lockFail {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fails
+}

@@ -1,0 +1,138 @@
+// Command schedbench measures the scheduler at scale: J jobs due every
+// second on 3 scheduler replicas (in this process) over 5 redis-servers
+// (which it starts itself), for J = 1, 100, 1000, 5000. For every J it
+// reports the start delay of the runs (p50, p99), whether every tick of
+// every job ran exactly once (duplicates, misses), the Redis calls the
+// replicas sent per job and tick, and the CPU the servers and the process
+// used.
+//
+// Usage:
+//
+//	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-replicas 3] [-nodes 5]
+//	    [-warmup 3s] [-measure 8s] [-rounds 3] [-settle 10s]
+//	    [-cpuprofile file [-profile-jobs 1000]]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redcron/redcron/bench/internal/machine"
+	"github.com/redcron/redcron/bench/internal/redisproc"
+	"github.com/redis/go-redis/v9"
+)
+
+type config struct {
+	jobs        []int
+	replicas    int
+	nodes       int
+	warmup      time.Duration
+	measure     time.Duration
+	rounds      int
+	settle      time.Duration
+	cpuProfile  string
+	profileJobs int
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "schedbench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("schedbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	jobs := fs.String("jobs", "1,100,1000,5000", "comma-separated numbers of jobs, each due every second")
+	var c config
+	fs.IntVar(&c.replicas, "replicas", 3, "scheduler replicas, each with its own clients, nodes and Redlock")
+	fs.IntVar(&c.nodes, "nodes", 5, "redis-servers")
+	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "unmeasured run before the window (whole seconds)")
+	fs.DurationVar(&c.measure, "measure", 8*time.Second, "measured window of ticks (whole seconds)")
+	fs.IntVar(&c.rounds, "rounds", 3, "runs per number of jobs, interleaved; medians over them")
+	fs.DurationVar(&c.settle, "settle", 10*time.Second, "how long after the window to wait for its ticks to be handled by every replica")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured windows of -profile-jobs to this file")
+	fs.IntVar(&c.profileJobs, "profile-jobs", 1000, "number of jobs whose windows -cpuprofile covers")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for _, f := range strings.Split(*jobs, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return config{}, fmt.Errorf("-jobs: %q is not a positive integer", f)
+		}
+		c.jobs = append(c.jobs, n)
+	}
+	c.warmup, c.measure = c.warmup.Round(time.Second), c.measure.Round(time.Second)
+	if c.replicas < 1 || c.nodes < 1 || c.rounds < 1 || c.measure < time.Second || c.warmup < time.Second || c.settle < 0 {
+		return config{}, errors.New("-replicas, -nodes, -rounds at least 1; -measure and -warmup at least 1s; -settle not negative")
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	bin, err := redisproc.BinPath()
+	if err != nil {
+		return err
+	}
+	m, err := machine.Describe(bin)
+	if err != nil {
+		return err
+	}
+	redisproc.SilenceClientLogs()
+	servers, err := redisproc.StartN(bin, cfg.nodes)
+	defer redisproc.StopAll(servers)
+	if err != nil {
+		return err
+	}
+	admin := make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		admin[i] = redisproc.NewClient(s.Addr())
+		defer admin[i].Close()
+	}
+	prof := newProfiler(cfg.cpuProfile)
+	defer prof.close()
+	base := runtime.NumGoroutine()
+
+	var results []result
+	for r := range cfg.rounds {
+		for k := range cfg.jobs {
+			j := cfg.jobs[(r+k)%len(cfg.jobs)]
+			fmt.Fprintf(stderr, "round %d/%d: %d jobs\n", r+1, cfg.rounds, j)
+			res, err := runOnce(ctx, cfg, servers, admin, j, r, prof, stderr)
+			if err != nil {
+				return fmt.Errorf("%d jobs, round %d: %w", j, r+1, err)
+			}
+			fmt.Fprintf(stderr, "  %s\n", res.brief())
+			results = append(results, res)
+			waited, left := quiesce(ctx, admin, base)
+			fmt.Fprintf(stderr, "  quiet after %v; goroutines above base: %d\n", waited.Round(10*time.Millisecond), left)
+		}
+	}
+	if err := prof.close(); err != nil {
+		return err
+	}
+	writeReport(stdout, m, cfg, results)
+	return nil
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+
+	"github.com/redcron/redcron/bench/internal/locks"
+	"github.com/redcron/redcron/bench/internal/redisproc"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// replica is one scheduler replica with its own clients, nodes and Redlock,
+// as in a separate process.
+type replica struct {
+	id      int
+	clients []*redis.Client
+	rl      *mutex.Redlock
+	s       *scheduler.Scheduler
+	counter *cmdCounter
+	runErr  error
+}
+
+// newReplica builds replica id over the servers, with jobs trivial jobs
+// due every second, named j0, j1, ...; its events go to col.
+func newReplica(id int, servers []*redisproc.Server, prefix string, jobs int, col *collector) (*replica, error) {
+	rep := &replica{id: id, counter: newCmdCounter()}
+	for _, s := range servers {
+		c := redisproc.NewClient(s.Addr())
+		c.AddHook(rep.counter)
+		rep.clients = append(rep.clients, c)
+	}
+	var err error
+	rep.rl, err = locks.NewRedlock(rep.clients, mutex.WithTrustedNodes(), mutex.WithKeyPrefix(prefix),
+		mutex.WithObserver(col.lockObserver(id)))
+	if err != nil {
+		rep.close()
+		return nil, err
+	}
+	rep.s, err = scheduler.New(scheduler.NewRedlockLocker(rep.rl),
+		scheduler.WithSeconds(),
+		scheduler.WithObserver(col.observer(id)),
+		scheduler.WithInstanceID(fmt.Sprintf("replica-%d", id)),
+		scheduler.WithLeakScan(0))
+	if err != nil {
+		rep.close()
+		return nil, err
+	}
+	job := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
+	for j := range jobs {
+		if err := rep.s.Add("j"+strconv.Itoa(j), "* * * * * *", job); err != nil {
+			rep.close()
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+func (r *replica) close() {
+	for _, c := range r.clients {
+		_ = c.Close()
+	}
+}
+
+// nodeStats returns the lock traffic of the replica's nodes, summed.
+func (r *replica) nodeStats() store.Stats {
+	var sum store.Stats
+	for _, n := range r.rl.Nodes() {
+		s := n.Stats()
+		sum.Calls += s.Calls
+		sum.Pipelines += s.Pipelines
+		sum.Failed += s.Failed
+		sum.Skipped += s.Skipped
+	}
+	return sum
+}
+
+// cmdCounter is a go-redis hook that counts the commands a client sends,
+// by name, pipelined or not.
+type cmdCounter struct {
+	mu     sync.Mutex
+	counts map[string]uint64
+}
+
+func newCmdCounter() *cmdCounter { return &cmdCounter{counts: make(map[string]uint64)} }
+
+func (c *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.add([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.add(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (c *cmdCounter) add(cmds []redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range cmds {
+		name := cmd.Name()
+		if name == "evalsha" {
+			name += ":" + scriptOp(cmd.Args())
+		}
+		c.counts[name]++
+	}
+}
+
+// scriptOp tells which of the library's lock scripts an EVALSHA runs, from
+// the shape of its arguments (store/lua): acquire has 2 keys and 4
+// arguments, the last "0" or "1"; commit has 2 keys and 4 arguments, the
+// last the state TTL in ms; release has 2 keys and 3 arguments; extend has
+// 1 key and 2 arguments.
+func scriptOp(args []any) string {
+	// evalsha sha numkeys key... arg...
+	if len(args) < 3 {
+		return "other"
+	}
+	nkeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
+	nargs := len(args) - 3 - nkeys
+	switch {
+	case nkeys == 2 && nargs == 4:
+		if last := fmt.Sprint(args[len(args)-1]); last == "0" || last == "1" {
+			return "acquire"
+		}
+		return "commit"
+	case nkeys == 2 && nargs == 3:
+		return "release"
+	case nkeys == 1 && nargs == 2:
+		return "extend"
+	}
+	return "other"
+}
+
+func (c *cmdCounter) snapshot() map[string]uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := make(map[string]uint64, len(c.counts))
+	for k, v := range c.counts {
+		m[k] = v
+	}
+	return m
+}
+
+// profiler writes one CPU profile, of the first measured window it is
+// started for.
+type profiler struct {
+	path    string
+	f       *os.File
+	started bool
+	done    bool
+	err     error
+}
+
+func newProfiler(path string) *profiler { return &profiler{path: path} }
+
+func (p *profiler) start() {
+	if p.path == "" || p.started {
+		return
+	}
+	p.started = true
+	if p.f, p.err = os.Create(p.path); p.err != nil {
+		return
+	}
+	p.err = pprof.StartCPUProfile(p.f)
+}
+
+func (p *profiler) stop() {
+	if p.f == nil || p.done {
+		return
+	}
+	p.done = true
+	pprof.StopCPUProfile()
+	if err := p.f.Close(); p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *profiler) close() error {
+	p.stop()
+	return p.err
+}

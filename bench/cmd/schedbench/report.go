@@ -1,0 +1,270 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redcron/redcron/bench/internal/machine"
+	"github.com/redcron/redcron/bench/internal/stats"
+	"github.com/redcron/redcron/store"
+)
+
+// Goals at goalJobs jobs.
+const (
+	goalJobs      = 1000
+	goalP99Ratio  = 3.0                    // p99 start delay ÷ that of 1 job
+	goalP99       = 250 * time.Millisecond // p99 start delay
+	goalCallsPerN = 3                      // calls per job and tick ≤ (replicas + goalCallsPerN) × nodes
+)
+
+// summary is the medians over rounds of one number of jobs.
+type summary struct {
+	jobs                        int
+	rounds                      []result
+	runsPerTick                 float64
+	duplicates, misses          int // summed over rounds
+	unhandled                   int
+	p50, p99, maxDelay          time.Duration
+	calls, scripts, plain, pipe float64 // per job and tick
+	server                      float64 // server-side command executions per job and tick
+	infoVsStats                 float64 // INFO evalsha+eval ÷ Node.Stats calls
+	redisCores, procCores       float64 // CPU seconds per second
+	redisUs, procUs             float64 // CPU µs per job and tick
+	retries                     int     // summed over rounds
+	firstShare                  float64 // runs won at the first attempt ÷ runs
+	firstP50, firstP99          time.Duration
+	retriedP50, retriedP99      time.Duration
+	nodes                       store.Stats // summed over rounds
+	lockFails                   map[string]int
+	failsTimedOut               int
+	missMarked, missSelf        int
+	missOther                   int
+	missNone                    int
+	missExample                 string
+	skips, failedRuns           map[string]int
+	perReplica                  []int
+}
+
+func summarize(cfg config, results []result) []summary {
+	var sums []summary
+	for _, j := range cfg.jobs {
+		var rs []result
+		for _, r := range results {
+			if r.jobs == j {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) == 0 || slices.ContainsFunc(sums, func(s summary) bool { return s.jobs == j }) {
+			continue
+		}
+		s := summary{jobs: j, rounds: rs, skips: map[string]int{}, failedRuns: map[string]int{}, perReplica: make([]int, cfg.replicas)}
+		med := func(f func(result) float64) float64 { return stats.MedianOf(rs, f) }
+		s.runsPerTick = med(func(r result) float64 { return float64(r.runs) / float64(r.ticks) })
+		s.p50 = time.Duration(med(func(r result) float64 { return float64(r.p50) }))
+		s.p99 = time.Duration(med(func(r result) float64 { return float64(r.p99) }))
+		s.calls = med(result.callsPerJobTick)
+		s.scripts = med(func(r result) float64 { return float64(r.nodes.Calls) / r.jobTicks() })
+		s.plain = med(func(r result) float64 { return float64(r.plainCmds()) / r.jobTicks() })
+		s.pipe = med(func(r result) float64 { return float64(r.nodes.Pipelines) / r.jobTicks() })
+		s.server = med(func(r result) float64 {
+			var n uint64
+			for _, v := range r.server {
+				n += v
+			}
+			return float64(n) / r.jobTicks()
+		})
+		s.infoVsStats = med(func(r result) float64 {
+			return float64(r.server["evalsha"]+r.server["eval"]) / float64(max(r.nodes.Calls, 1))
+		})
+		s.redisCores = med(func(r result) float64 { return r.redisCPU / r.window.Seconds() })
+		s.procCores = med(func(r result) float64 { return r.procCPU / r.window.Seconds() })
+		s.redisUs = med(func(r result) float64 { return 1e6 * r.redisCPU / r.jobTicks() })
+		s.procUs = med(func(r result) float64 { return 1e6 * r.procCPU / r.jobTicks() })
+		s.firstShare = med(func(r result) float64 { return float64(r.firstAttempt) / float64(max(r.runs, 1)) })
+		s.firstP50 = time.Duration(med(func(r result) float64 { return float64(r.firstP50) }))
+		s.firstP99 = time.Duration(med(func(r result) float64 { return float64(r.firstP99) }))
+		s.retriedP50 = time.Duration(med(func(r result) float64 { return float64(r.retriedP50) }))
+		s.retriedP99 = time.Duration(med(func(r result) float64 { return float64(r.retriedP99) }))
+		s.lockFails = map[string]int{}
+		for _, r := range rs {
+			for k, v := range r.lockFails {
+				s.lockFails[k] += v
+			}
+			s.failsTimedOut += r.failsTimedOut
+			s.missMarked += r.missMarked
+			s.missSelf += r.missSelf
+			s.missOther += r.missOther
+			s.missNone += r.missNone
+			if s.missExample == "" {
+				s.missExample = r.missExample
+			}
+			s.nodes.Calls += r.nodes.Calls
+			s.nodes.Pipelines += r.nodes.Pipelines
+			s.nodes.Failed += r.nodes.Failed
+			s.nodes.Skipped += r.nodes.Skipped
+			s.duplicates += r.duplicates
+			s.misses += r.misses
+			s.unhandled += r.unhandled
+			s.retries += r.retries
+			s.maxDelay = max(s.maxDelay, r.maxDelay)
+			for k, v := range r.skips {
+				s.skips[k] += v
+			}
+			for k, v := range r.failedRuns {
+				s.failedRuns[k] += v
+			}
+			for i, n := range r.perReplica {
+				s.perReplica[i] += n
+			}
+		}
+		sums = append(sums, s)
+	}
+	return sums
+}
+
+func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
+	m.WriteHeader(w)
+	fmt.Fprintf(w, "run:     %d replicas (one process) × %d redis-servers; jobs due every second (\"* * * * * *\", WithSeconds), trivial;\n", cfg.replicas, cfg.nodes)
+	fmt.Fprintf(w, "         per number of jobs: %d rounds of %v warm-up + %v measured ticks, interleaved; medians over rounds (sums for counts)\n\n",
+		cfg.rounds, cfg.warmup, cfg.measure)
+	sums := summarize(cfg, results)
+
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "jobs\truns/tick\tduplicates\tmisses\tunhandled\tstart p50\tstart p99\tmax\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\tprocess CPU\tredis µs/job/tick\tprocess µs/job/tick")
+	for _, s := range sums {
+		fmt.Fprintf(tw, "%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
+			s.jobs, s.runsPerTick, s.duplicates, s.misses, s.unhandled, ms(s.p50), ms(s.p99), ms(s.maxDelay),
+			s.calls, s.scripts, s.plain, s.pipe, s.server, s.redisCores, s.procCores, s.redisUs, s.procUs)
+	}
+	tw.Flush()
+	writeTrimmed(w, b.String())
+	fmt.Fprintln(w, `
+runs/tick: runs started per tick of the window (must equal jobs). duplicates: (job, tick) pairs run more than once;
+misses: pairs run by no replica; unhandled: (replica, job, tick) with no outcome (run or skip) reported by shutdown.
+start p50/p99: EventRunStarted.StartDelay (run start − tick); max over all rounds.
+calls/job/tick = (scripts + plain) / (jobs × ticks): scripts = lock script calls the replicas' store.Nodes sent
+(Stats().Calls, all nodes); plain = other commands their clients sent (heartbeat SETs, SCRIPT LOAD; counted by a
+go-redis hook, which also tells the scripts apart by their arguments). pipelines = round trips that carried the scripts (Stats().Pipelines). server cmds = every command
+the servers executed, including those run inside the scripts (INFO commandstats). CPU: seconds per second of
+window (redis: used_cpu_user+sys of all servers; process: getrusage of this process, which hosts the 3 replicas
+and the benchmark itself).`)
+
+	fmt.Fprintln(w, "\noutcomes over all rounds (events of window ticks, all replicas):")
+	for _, s := range sums {
+		var parts []string
+		for _, k := range sortedKeys(s.skips) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, s.skips[k]))
+		}
+		for _, k := range sortedKeys(s.failedRuns) {
+			parts = append(parts, fmt.Sprintf("run %s %d", k, s.failedRuns[k]))
+		}
+		share := make([]string, len(s.perReplica))
+		for i, n := range s.perReplica {
+			share[i] = fmt.Sprintf("%d", n)
+		}
+		fmt.Fprintf(w, "  %5d jobs: skipped: %s; lock retries %d; runs by replica %s\n",
+			s.jobs, strings.Join(parts, ", "), s.retries, strings.Join(share, "/"))
+		fmt.Fprintf(w, "             runs won at the first attempt %.1f%% (start p50 %s, p99 %s); after retries: p50 %s, p99 %s\n",
+			100*s.firstShare, ms(s.firstP50), ms(s.firstP99), ms(s.retriedP50), ms(s.retriedP99))
+		var lf []string
+		for _, k := range sortedKeys(s.lockFails) {
+			lf = append(lf, fmt.Sprintf("%s %d", k, s.lockFails[k]))
+		}
+		fmt.Fprintf(w, "             failed lock acquisitions in the window: %s; %d of them with a node timing out\n", strings.Join(lf, ", "), s.failsTimedOut)
+		if s.misses > 0 {
+			fmt.Fprintf(w, "             misses: %d refused as already run (a quorum has the tick's mark, yet no run started), %d refused as held by\n", s.missMarked, s.missSelf)
+			fmt.Fprintf(w, "             the refused replica's own earlier attempt for the tick, %d held by other replicas only, %d other\n", s.missOther, s.missNone)
+			fmt.Fprintf(w, "             e.g. %s\n", s.missExample)
+		}
+		fmt.Fprintf(w, "             nodes: %d script calls sent, %d failed at once (back-off or context done in the queue), %d of %d pipelines failed; INFO evalsha ÷ Node.Stats calls %.3f\n",
+			s.nodes.Calls, s.nodes.Skipped, s.nodes.Failed, s.nodes.Pipelines, s.infoVsStats)
+	}
+
+	fmt.Fprintln(w, "\ncommands per job and tick, median over rounds (client: sent by the replicas' clients; server: INFO commandstats, incl. inside scripts):")
+	for _, s := range sums {
+		fmt.Fprintf(w, "  %5d jobs: client %s\n", s.jobs, perJobTick(s.rounds, func(r result) map[string]uint64 { return r.cmds }))
+		fmt.Fprintf(w, "  %5s       server %s\n", "", perJobTick(s.rounds, func(r result) map[string]uint64 { return r.server }))
+	}
+
+	fmt.Fprintln(w, "\ngoals:")
+	var one, goal *summary
+	for i := range sums {
+		switch sums[i].jobs {
+		case 1:
+			one = &sums[i]
+		case goalJobs:
+			goal = &sums[i]
+		}
+	}
+	if goal == nil {
+		fmt.Fprintf(w, "  (not evaluated: no run with %d jobs)\n", goalJobs)
+		return
+	}
+	limit := float64((cfg.replicas + goalCallsPerN) * cfg.nodes)
+	if one != nil && one.p99 > 0 {
+		ratio := float64(goal.p99) / float64(one.p99)
+		fmt.Fprintf(w, "  p99 start delay at %d jobs within %.0f× that of 1 job: %s vs %s = %.2f×: %s\n",
+			goalJobs, goalP99Ratio, ms(goal.p99), ms(one.p99), ratio, metStr(ratio <= goalP99Ratio))
+	}
+	fmt.Fprintf(w, "  p99 start delay at %d jobs under %v: %s: %s\n", goalJobs, goalP99, ms(goal.p99), metStr(goal.p99 < goalP99))
+	fmt.Fprintf(w, "  zero duplicates and zero misses at %d jobs: %d duplicates, %d misses: %s\n",
+		goalJobs, goal.duplicates, goal.misses, metStr(goal.duplicates == 0 && goal.misses == 0))
+	fmt.Fprintf(w, "  calls per job and tick at %d jobs ≤ (replicas + %d) × nodes = %.0f: %.2f: %s\n",
+		goalJobs, goalCallsPerN, limit, goal.calls, metStr(goal.calls <= limit))
+}
+
+// perJobTick formats the median over rounds of each command's count per
+// job and tick, largest first.
+func perJobTick(rs []result, counts func(result) map[string]uint64) string {
+	names := map[string]bool{}
+	for _, r := range rs {
+		for k := range counts(r) {
+			names[k] = true
+		}
+	}
+	type kv struct {
+		k string
+		v float64
+	}
+	var kvs []kv
+	for k := range names {
+		v := stats.MedianOf(rs, func(r result) float64 { return float64(counts(r)[k]) / r.jobTicks() })
+		kvs = append(kvs, kv{k, v})
+	}
+	slices.SortFunc(kvs, func(a, b kv) int {
+		switch {
+		case a.v > b.v:
+			return -1
+		case a.v < b.v:
+			return 1
+		}
+		return strings.Compare(a.k, b.k)
+	})
+	parts := make([]string, len(kvs))
+	for i, e := range kvs {
+		parts[i] = fmt.Sprintf("%s %.3g", e.k, e.v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func metStr(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+func writeTrimmed(w io.Writer, s string) {
+	for line := range strings.Lines(s) {
+		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	}
+}

@@ -1,0 +1,413 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redcron/redcron/bench/internal/redisproc"
+	"github.com/redcron/redcron/bench/internal/stats"
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// snapshot is every counter at one instant.
+type snapshot struct {
+	at      time.Time
+	nodes   store.Stats          // summed over replicas and nodes
+	cmds    map[string]uint64    // commands the replicas' clients sent, by name
+	servers redisproc.Snapshot   // INFO cpu commandstats, summed over servers
+	perNode []redisproc.Snapshot // the same, per server
+	procCPU time.Duration        // user + system CPU of this process
+}
+
+func takeSnapshot(ctx context.Context, reps []*replica, admin []*redis.Client) (snapshot, error) {
+	s := snapshot{at: time.Now(), cmds: make(map[string]uint64), procCPU: processCPU()}
+	for _, r := range reps {
+		n := r.nodeStats()
+		s.nodes.Calls += n.Calls
+		s.nodes.Pipelines += n.Pipelines
+		s.nodes.Failed += n.Failed
+		s.nodes.Skipped += n.Skipped
+		for k, v := range r.counter.snapshot() {
+			s.cmds[k] += v
+		}
+	}
+	s.servers = redisproc.Snapshot{Calls: map[string]uint64{}}
+	for _, c := range admin {
+		snap, err := redisproc.TakeSnapshot(ctx, c)
+		if err != nil {
+			return snapshot{}, err
+		}
+		s.perNode = append(s.perNode, snap)
+		s.servers = s.servers.Add(snap)
+	}
+	return s, nil
+}
+
+// processCPU returns the user and system CPU time used by this process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// result is what one run of J jobs measured over its window.
+type result struct {
+	jobs, round int
+	ticks       int
+	window      time.Duration // wall time between the two snapshots
+
+	runs       int // runs started for window ticks
+	duplicates int // (job, tick) pairs run more than once
+	extraRuns  int // runs beyond the first of those
+	misses     int // (job, tick) pairs run by no replica
+	unhandled  int // (replica, job, tick) triples with no outcome by shutdown
+	p50, p99   time.Duration
+	maxDelay   time.Duration
+	// Runs won at the first lock attempt, and the start delays of those
+	// and of the runs that needed more attempts.
+	firstAttempt           int
+	firstP50, firstP99     time.Duration
+	retriedP50, retriedP99 time.Duration
+	skips                  map[string]int // skipped events of window ticks, by reason, over replicas
+	retries                int            // lock_retry events of window ticks
+	failedRuns             map[string]int // run_finished of window ticks other than success, by result
+	perReplica             []int          // runs by replica
+
+	// Failed lock acquisitions during the window (mutex observers).
+	lockFails     map[string]int // by reason
+	failsTimedOut int            // of those, with at least one node timing out
+	// Misses by what the replicas were told: the tick marked as run on a
+	// quorum (marked), held by a value for that very tick owned by a
+	// replica that itself was refused (self), held only by other replicas'
+	// values (other), neither (none).
+	missMarked, missSelf, missOther, missNone int
+	missExample                               string
+
+	nodes    store.Stats       // delta over the window
+	cmds     map[string]uint64 // delta
+	server   map[string]uint64 // INFO commandstats delta, summed over servers (our own INFO removed)
+	redisCPU float64           // seconds, summed over servers
+	procCPU  float64           // seconds
+}
+
+// jobTicks is the number of job executions the window calls for.
+func (r result) jobTicks() float64 { return float64(r.jobs * r.ticks) }
+
+// plainCmds is the number of commands the clients sent other than the
+// lock scripts (heartbeat SETs, SCRIPT LOADs, ...).
+func (r result) plainCmds() uint64 {
+	var n uint64
+	for k, v := range r.cmds {
+		if !strings.HasPrefix(k, "eval") {
+			n += v
+		}
+	}
+	return n
+}
+
+// callsPerJobTick is (script calls + plain commands) per job and tick.
+func (r result) callsPerJobTick() float64 {
+	return float64(r.nodes.Calls+r.plainCmds()) / r.jobTicks()
+}
+
+func (r result) brief() string {
+	return fmt.Sprintf("runs %d/%d, duplicates %d, misses %d, unhandled %d, start delay p50 %v p99 %v, calls/job/tick %.1f, skips %v",
+		r.runs, r.jobs*r.ticks, r.duplicates, r.misses, r.unhandled, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
+		r.callsPerJobTick(), r.skips)
+}
+
+// runOnce runs J jobs on the replicas for the warm-up and the window, then
+// waits for the window's ticks to be handled and shuts the replicas down.
+func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin []*redis.Client, jobs, round int, prof *profiler, progress io.Writer) (result, error) {
+	prefix := fmt.Sprintf("sb-r%d-j%d", round, jobs)
+	start := time.Now()
+	w0 := start.Truncate(time.Second).Add(time.Second + cfg.warmup)
+	w1 := w0.Add(cfg.measure)
+	col := &collector{w0: w0.Unix(), w1: w1.Unix()}
+
+	var reps []*replica
+	defer func() {
+		for _, r := range reps {
+			r.close()
+		}
+	}()
+	for i := range cfg.replicas {
+		r, err := newReplica(i, servers, prefix, jobs, col)
+		if err != nil {
+			return result{}, err
+		}
+		reps = append(reps, r)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, r := range reps {
+		wg.Go(func() { r.runErr = r.s.Run(runCtx) })
+	}
+	stopAll := func() {
+		sctx, done := context.WithTimeout(context.Background(), 10*time.Second)
+		defer done()
+		var sw sync.WaitGroup
+		for _, r := range reps {
+			sw.Go(func() { _ = r.s.Shutdown(sctx) })
+		}
+		sw.Wait()
+		cancel()
+		wg.Wait()
+	}
+
+	// Snapshots half a second before the window's first tick and half a
+	// second before the tick after its last, so that the traffic between
+	// them is that of the window's ticks (for ticks handled within half a
+	// second), heartbeats included.
+	if !sleepUntil(ctx, w0.Add(-500*time.Millisecond)) {
+		stopAll()
+		return result{}, ctx.Err()
+	}
+	if jobs == cfg.profileJobs {
+		prof.start()
+	}
+	a, err := takeSnapshot(ctx, reps, admin)
+	if err != nil {
+		stopAll()
+		return result{}, err
+	}
+	if !sleepUntil(ctx, w1.Add(-500*time.Millisecond)) {
+		stopAll()
+		return result{}, ctx.Err()
+	}
+	b, err := takeSnapshot(ctx, reps, admin)
+	if jobs == cfg.profileJobs {
+		prof.stop()
+	}
+	if err != nil {
+		stopAll()
+		return result{}, err
+	}
+
+	ticks := int(cfg.measure / time.Second)
+	want := int64(cfg.replicas * jobs * ticks)
+	deadline := w1.Add(cfg.settle)
+	for col.handled.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := col.handled.Load(); got < want {
+		fmt.Fprintf(progress, "  %d of %d outcomes of window ticks reported %v after the window; shutting down\n", got, want, cfg.settle)
+	}
+	stopAll()
+	if err := ctx.Err(); err != nil {
+		return result{}, err
+	}
+	for _, r := range reps {
+		if r.runErr != nil && r.runErr != scheduler.ErrClosed {
+			return result{}, fmt.Errorf("replica %d: Run: %w", r.id, r.runErr)
+		}
+	}
+
+	for _, r := range reps {
+		r.close()
+	}
+	reps = nil
+	res := analyze(col, jobs, cfg.replicas, ticks)
+	res.round = round
+	res.window = b.at.Sub(a.at)
+	res.nodes = store.Stats{Calls: b.nodes.Calls - a.nodes.Calls, Pipelines: b.nodes.Pipelines - a.nodes.Pipelines,
+		Failed: b.nodes.Failed - a.nodes.Failed, Skipped: b.nodes.Skipped - a.nodes.Skipped}
+	res.cmds = make(map[string]uint64)
+	for k, v := range b.cmds {
+		if d := v - a.cmds[k]; d > 0 {
+			res.cmds[k] = d
+		}
+	}
+	d := b.servers.Sub(a.servers)
+	res.server = d.Calls
+	// Our own INFO of snapshot a is counted in b's figures: one per server.
+	if n := uint64(len(admin)); res.server["info"] >= n {
+		res.server["info"] -= n
+	}
+	res.redisCPU = d.CPU
+	res.procCPU = (b.procCPU - a.procCPU).Seconds()
+	return res, nil
+}
+
+// analyze tallies the events of the window's ticks.
+func analyze(col *collector, jobs, replicas, ticks int) result {
+	res := result{jobs: jobs, ticks: ticks, skips: map[string]int{}, failedRuns: map[string]int{}, perReplica: make([]int, replicas)}
+	runs := make([]uint8, jobs*ticks)
+	outcomes := make([]uint8, jobs*ticks) // run_started + skipped, over replicas
+	var delays, first, retried []time.Duration
+	alreadyRan := make([]bool, jobs*ticks)
+	for _, r := range col.records() {
+		if r.tick < col.w0 || r.tick >= col.w1 || int(r.job) >= jobs {
+			continue
+		}
+		i := int(r.tick-col.w0)*jobs + int(r.job)
+		switch r.kind {
+		case scheduler.EventRunStarted:
+			runs[i]++
+			outcomes[i]++
+			res.runs++
+			res.perReplica[r.replica]++
+			delays = append(delays, r.delay)
+			if r.attempts <= 1 {
+				res.firstAttempt++
+				first = append(first, r.delay)
+			} else {
+				retried = append(retried, r.delay)
+			}
+		case scheduler.EventSkipped:
+			outcomes[i]++
+			if r.skip == scheduler.SkipAlreadyRun {
+				alreadyRan[i] = true
+			}
+			res.skips[r.skip.String()]++
+		case scheduler.EventLockRetry:
+			res.retries++
+		case scheduler.EventRunFinished:
+			if r.result != scheduler.ResultSuccess {
+				res.failedRuns[r.result.String()]++
+			}
+		}
+	}
+	// What the lock observers saw, for the window and for the misses.
+	res.lockFails = map[string]int{}
+	heldBy := map[int]map[int8]bool{} // (tick, job) → holder owners seen
+	selfHeld := map[int]bool{}        // (tick, job) held by the observer's own value
+	for _, f := range col.lockFails() {
+		if f.at >= col.w0 && f.at < col.w1 {
+			res.lockFails[f.reason]++
+			if f.timeouts > 0 {
+				res.failsTimedOut++
+			}
+		}
+		if f.reason != "held" || f.holderTick < col.w0 || f.holderTick >= col.w1 || int(f.job) >= jobs {
+			continue
+		}
+		i := int(f.holderTick-col.w0)*jobs + int(f.job)
+		if heldBy[i] == nil {
+			heldBy[i] = map[int8]bool{}
+		}
+		heldBy[i][f.holderOwner] = true
+		if f.holderOwner == f.replica {
+			selfHeld[i] = true
+		}
+	}
+	for i, n := range runs {
+		switch {
+		case n == 0:
+			res.misses++
+			switch {
+			case alreadyRan[i]:
+				res.missMarked++
+			case selfHeld[i]:
+				res.missSelf++
+			case len(heldBy[i]) > 0:
+				res.missOther++
+			default:
+				res.missNone++
+			}
+			if res.missExample == "" {
+				res.missExample = describeMiss(col, jobs, i)
+			}
+		case n > 1:
+			res.duplicates++
+			res.extraRuns += int(n) - 1
+		}
+		if int(outcomes[i]) < replicas {
+			res.unhandled += replicas - int(outcomes[i])
+		}
+	}
+	slices.Sort(delays)
+	slices.Sort(first)
+	slices.Sort(retried)
+	res.p50, res.p99 = stats.Percentile(delays, 0.5), stats.Percentile(delays, 0.99)
+	res.firstP50, res.firstP99 = stats.Percentile(first, 0.5), stats.Percentile(first, 0.99)
+	res.retriedP50, res.retriedP99 = stats.Percentile(retried, 0.5), stats.Percentile(retried, 0.99)
+	if len(delays) > 0 {
+		res.maxDelay = delays[len(delays)-1]
+	}
+	return res
+}
+
+// sleepUntil sleeps until t or until ctx is done; it reports whether it
+// slept until t.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// describeMiss tells what every replica reported about the missed pair i.
+func describeMiss(col *collector, jobs, i int) string {
+	tick, job := col.w0+int64(i/jobs), int32(i%jobs)
+	var parts []string
+	for _, r := range col.records() {
+		if r.job == job && r.tick == tick && (r.kind == scheduler.EventSkipped || r.kind == scheduler.EventLockRetry) {
+			parts = append(parts, fmt.Sprintf("replica-%d %s %s (attempt %d)", r.replica, r.kind, r.skip, r.attempts))
+		}
+	}
+	for _, f := range col.lockFails() {
+		if f.job == job && f.at >= tick && f.at <= tick+1 {
+			s := fmt.Sprintf("replica-%d lock %s, %d timeouts", f.replica, f.reason, f.timeouts)
+			if f.reason == "held" {
+				s += fmt.Sprintf(", holder replica-%d for tick %+ds", f.holderOwner, f.holderTick-tick)
+			}
+			parts = append(parts, s)
+		}
+	}
+	return fmt.Sprintf("j%d at %s: %s", job, time.Unix(tick, 0).UTC().Format("15:04:05"), strings.Join(parts, "; "))
+}
+
+// quiesce waits, up to a limit, until this process and the servers are
+// idle (below 5% of a core over a quarter of a second) and the goroutines
+// are back to base, so that a run does not pay for the one before. It
+// returns how long it waited and how many goroutines were left above base.
+func quiesce(ctx context.Context, admin []*redis.Client, base int) (time.Duration, int) {
+	const (
+		step  = 250 * time.Millisecond
+		idle  = step / 20
+		limit = 30 * time.Second
+	)
+	start := time.Now()
+	runtime.GC()
+	redisCPU := func() float64 {
+		var sum float64
+		for _, c := range admin {
+			if s, err := redisproc.TakeSnapshot(ctx, c); err == nil {
+				sum += s.CPU
+			}
+		}
+		return sum
+	}
+	for time.Since(start) < limit && ctx.Err() == nil {
+		p0, r0 := processCPU(), redisCPU()
+		time.Sleep(step)
+		p1, r1 := processCPU(), redisCPU()
+		if p1-p0 < idle && time.Duration((r1-r0)*float64(time.Second)) < idle && runtime.NumGoroutine() <= base {
+			break
+		}
+	}
+	return time.Since(start), runtime.NumGoroutine() - base
+}

@@ -1,0 +1,74 @@
+// Package locks holds the lock implementations the benchmarks compare,
+// behind one interface, over the same go-redis clients (one per node).
+package locks
+
+import (
+	"context"
+	"time"
+
+	"github.com/redcron/redcron/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// TTL is the TTL of every lock taken through this package.
+const TTL = 10 * time.Second
+
+// Locker is one lock implementation under test.
+type Locker interface {
+	// TryLock makes one attempt to acquire the lock called name, for TTL.
+	// It returns the held lock; (nil, nil) when it was refused because
+	// other owners hold it (on a quorum, or in a split vote between
+	// contenders), after undoing its partial grants; and an error for any
+	// other failure (timeouts, network errors, too few nodes answering).
+	TryLock(ctx context.Context, name string) (Held, error)
+}
+
+// Held is an acquired lock.
+type Held interface {
+	// Release deletes the lock where it still holds this acquisition's
+	// value. It fails when fewer than a quorum of nodes confirmed it.
+	Release(ctx context.Context) error
+}
+
+// NodeStatser is implemented by the redcron Lockers: the lock traffic of
+// each of their nodes so far (store.Node.Stats), in node order.
+type NodeStatser interface {
+	NodeStats() []store.Stats
+}
+
+// Impl is a named implementation: New builds its Locker over one go-redis
+// client per node.
+type Impl struct {
+	Name string
+	New  func(clients []*redis.Client) (Locker, error)
+}
+
+// Impls is the registry of implementations, in report order; "raw" is the
+// reference the others are compared with. To add another library, write
+// its Locker in a file of its own and add an entry here.
+var Impls = []Impl{
+	{"raw", newRaw},
+	{"redcron-nofence", newRedcron(false)},
+	{"redcron-fence", newRedcron(true)},
+	{"redsync", newRedsync(false)},
+	{"redsync-failfast", newRedsync(true)},
+}
+
+// Names returns the names of the implementations, in report order.
+func Names() []string {
+	names := make([]string, len(Impls))
+	for i, im := range Impls {
+		names[i] = im.Name
+	}
+	return names
+}
+
+// Lookup returns the implementation called name.
+func Lookup(name string) (Impl, bool) {
+	for _, im := range Impls {
+		if im.Name == name {
+			return im, true
+		}
+	}
+	return Impl{}, false
+}

@@ -1,0 +1,79 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// redcronLocker is the library under test: TryLock then Release.
+type redcronLocker struct {
+	r *mutex.Redlock
+}
+
+// newRedcron returns the constructor of a redcron Locker, with fencing
+// tokens on (one more round trip, the commit) or off. The nodes are
+// trusted so that freshly started servers vote at once.
+func newRedcron(fencing bool) func([]*redis.Client) (Locker, error) {
+	prefix := "lockbench-nofence"
+	if fencing {
+		prefix = "lockbench-fence"
+	}
+	return func(clients []*redis.Client) (Locker, error) {
+		r, err := NewRedlock(clients, mutex.WithTrustedNodes(), mutex.WithFencing(fencing), mutex.WithKeyPrefix(prefix))
+		if err != nil {
+			return nil, err
+		}
+		return redcronLocker{r}, nil
+	}
+}
+
+// NewRedlock returns a Redlock over one store.Node per client, each named
+// after its client's address.
+func NewRedlock(clients []*redis.Client, opts ...mutex.Option) (*mutex.Redlock, error) {
+	nodes := make([]*store.Node, len(clients))
+	for i, c := range clients {
+		n, err := store.NewNode(c.Options().Addr, c)
+		if err != nil {
+			return nil, err
+		}
+		nodes[i] = n
+	}
+	return mutex.New(nodes, opts...)
+}
+
+func (l redcronLocker) TryLock(ctx context.Context, name string) (Held, error) {
+	lk, err := l.r.TryLock(ctx, name, TTL)
+	if err == nil {
+		return lk, nil
+	}
+	if refused(err) {
+		return nil, nil
+	}
+	return nil, err
+}
+
+// NodeStats implements NodeStatser.
+func (l redcronLocker) NodeStats() []store.Stats {
+	stats := make([]store.Stats, len(l.r.Nodes()))
+	for i, n := range l.r.Nodes() {
+		stats[i] = n.Stats()
+	}
+	return stats
+}
+
+// refused reports whether err is a failed acquisition in which every node
+// answered (held, split vote), rather than one where nodes failed.
+func refused(err error) bool {
+	var qe *mutex.QuorumError
+	if !errors.Is(err, mutex.ErrNotAcquired) || !errors.As(err, &qe) || qe.Cause != nil {
+		return false
+	}
+	return !slices.ContainsFunc(qe.Nodes, func(r mutex.NodeResult) bool {
+		return r.Vote.Failed() || r.Vote == mutex.VoteCanceled
+	})
+}

@@ -1,0 +1,28 @@
+// Package prof writes a CPU profile of a benchmark run when asked to.
+package prof
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+)
+
+// StartCPU starts a CPU profile into path and returns the function that
+// stops it and closes the file. With an empty path it does nothing.
+func StartCPU(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}
