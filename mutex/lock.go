@@ -129,7 +129,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	start := time.Now()
 	r := l.r
-	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl)
+	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, allAnswered)
 	var err error
 	if count(results, VoteYes) < r.quorum {
 		qerr := &QuorumError{Op: "release", Name: l.keys.Name, Quorum: r.quorum, Nodes: results, Reason: ErrNoQuorum}

@@ -7,11 +7,11 @@ type EventKind uint8
 
 // The kinds of lock events.
 const (
-	EventAcquire EventKind = iota + 1 // an acquisition attempt, successful or not
-	EventExtend                       // an extension attempt
-	EventRelease                      // a release
-	EventLost                         // a kept-alive lease could no longer be proven
-	EventHeartbeat                    // an owner's heartbeat, with every node's answer
+	EventAcquire   EventKind = iota + 1 // an acquisition attempt, successful or not
+	EventExtend                         // an extension attempt
+	EventRelease                        // a release
+	EventLost                           // a kept-alive lease could no longer be proven
+	EventHeartbeat                      // an owner's heartbeat, with every node's answer
 )
 
 // String returns the kind's snake_case name.

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redcron/redcron/store"
@@ -213,17 +214,14 @@ func (r *Redlock) attempt(ctx context.Context, keys store.LockKeys, ttl time.Dur
 		fenceMu.Unlock()
 		fence = max(fence+1, uint64(time.Now().UnixMicro()))
 	}
+	until := start.Add(ttl - r.drift(ttl))
 	if fence != 0 || lc.occurrence != 0 {
-		commits := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node, deliver func(NodeResult)) {
-			n.CommitAsync(ctx, keys, value, fence, lc.occurrence, r.cfg.stateTTL, deliverBool(deliver))
-		}, quorumDecider(len(r.nodes), r.quorum), nil)
-		if count(commits, VoteYes) < r.quorum {
+		if commits, ok := r.commit(ctx, keys, value, fence, lc.occurrence, until); !ok {
 			qerr := &QuorumError{Op: "commit", Name: keys.Name, Quorum: r.quorum, Nodes: commits, Reason: ErrNoQuorum,
 				Detail: "fence and occurrence not committed to a majority"}
 			return nil, r.abandon(ctx, strag, qerr, start)
 		}
 	}
-	until := start.Add(ttl - r.drift(ttl))
 	if !time.Now().Before(until) {
 		qerr.Reason, qerr.Detail = ErrNoQuorum, fmt.Sprintf("validity ran out: acquiring took %v of the %v TTL", time.Since(start), ttl)
 		return nil, r.abandon(ctx, strag, qerr, start)
@@ -232,6 +230,36 @@ func (r *Redlock) attempt(ctx context.Context, keys store.LockKeys, ttl time.Dur
 		ttl: ttl, acquired: start, until: until}
 	r.observe(Event{Kind: EventAcquire, Name: keys.Name, Fence: fence, Duration: time.Since(start), Nodes: results})
 	return l, nil
+}
+
+// commit runs the second phase of an acquisition: it writes the fence and
+// the occurrence to the nodes until a majority confirmed, and reports the
+// last round's answers and whether it succeeded. A commit that timed out
+// may have been applied (the occurrence marked as run), so it is not
+// given up on a timeout: unconfirmed nodes are asked again while the lock
+// is valid. Only a majority that no longer holds our value, or the end of
+// the validity, or ctx, ends it without success.
+func (r *Redlock) commit(ctx context.Context, keys store.LockKeys, value string, fence uint64, occurrence int64, until time.Time) ([]NodeResult, bool) {
+	confirmed := make([]bool, len(r.nodes))
+	for {
+		results := r.fanout(ctx, func(ctx context.Context, i int, n *store.Node, deliver func(NodeResult)) {
+			if confirmed[i] {
+				deliver(NodeResult{Vote: VoteYes})
+				return
+			}
+			n.CommitAsync(ctx, keys, value, fence, occurrence, r.cfg.stateTTL, deliverBool(deliver))
+		}, quorumDecider(len(r.nodes), r.quorum), nil)
+		for i, res := range results {
+			confirmed[i] = confirmed[i] || res.Vote == VoteYes
+		}
+		switch {
+		case count(results, VoteYes) >= r.quorum:
+			return results, true
+		case count(results, VoteNotOwner) > len(r.nodes)-r.quorum, ctx.Err() != nil,
+			!time.Now().Add(r.cfg.nodeTimeout).Before(until):
+			return results, false
+		}
+	}
 }
 
 // acquireDecider decides an acquisition when a quorum voted yes, or when
@@ -310,33 +338,38 @@ func (r *Redlock) unanswered() []NodeResult {
 }
 
 // releaseOn deletes value on the nodes whose target flag is set (all nodes
-// when targets is nil). It waits for the answers up to the node timeout;
-// the calls themselves stay queued until the lock would have expired by
-// itself (ttl), whatever ctx does, since a key left behind blocks others.
-// Nodes not targeted get no vote.
-func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.LockKeys, value string, occurrence int64, ttl time.Duration) []NodeResult {
+// when targets is nil), and waits for the answers until decided says the
+// outcome is known, or up to the node timeout. The calls stay queued
+// longer, whatever ctx does (see releaseBound), since a key left behind
+// blocks others. Nodes not targeted get no vote.
+func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.LockKeys, value string, occurrence int64, ttl time.Duration, decided decider) []NodeResult {
+	rctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(ttl))
+	var left atomic.Int32
+	left.Store(int32(len(r.nodes)))
 	return r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *store.Node, deliver func(NodeResult)) {
+		done := func(res NodeResult) {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+			deliver(res)
+		}
 		if targets != nil && !targets[i] {
-			deliver(NodeResult{})
+			done(NodeResult{})
 			return
 		}
-		r.releaseNode(n, keys, value, occurrence, ttl, deliverBool(deliver))
-	}, allAnswered, nil)
+		n.ReleaseAsync(rctx, keys, value, occurrence, r.cfg.stateTTL, func(ok bool, err error) { done(boolResult(ok, err)) })
+	}, decided, nil)
 }
 
-// releaseNode queues the release of value on n, kept queued for up to ttl.
-func (r *Redlock) releaseNode(n *store.Node, keys store.LockKeys, value string, occurrence int64, ttl time.Duration, done func(bool, error)) {
-	ctx, cancel := context.WithTimeout(context.Background(), ttl)
-	n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, func(ok bool, err error) {
-		cancel()
-		if done != nil {
-			done(ok, err)
-		}
-	})
+// releaseBound is how long a release may wait to be sent: long enough to
+// get past a backlog of calls to a slow node, and never longer than the
+// lock would live by itself.
+func (r *Redlock) releaseBound(ttl time.Duration) time.Duration {
+	return min(ttl, max(10*r.cfg.nodeTimeout, time.Second))
 }
 
-// stragglers undoes the grants of nodes that answer after a failed attempt
-// was decided.
+// stragglers undoes the grants of nodes that answer after an acquisition
+// round was decided, if the attempt is abandoned.
 type stragglers struct {
 	r         *Redlock
 	keys      store.LockKeys
@@ -344,42 +377,64 @@ type stragglers struct {
 	ttl       time.Duration
 	mu        sync.Mutex
 	abandoned bool
+	early     []NodeResult // late answers that came before the attempt was abandoned
 }
 
+// late receives an answer that came after its round was decided, on the
+// node's worker: it must not block.
 func (s *stragglers) late(res NodeResult) {
 	s.mu.Lock()
-	abandoned := s.abandoned
+	if !s.abandoned {
+		s.early = append(s.early, res) // the attempt may still be abandoned
+		s.mu.Unlock()
+		return
+	}
 	s.mu.Unlock()
-	if abandoned && mayHold(res.Vote) && res.Vote != VoteCanceled {
+	if mayHold(res) {
 		for _, n := range s.r.nodes {
 			if n.Name() == res.Node {
-				s.r.releaseNode(n, s.keys, s.value, 0, s.ttl, nil) // queued, not waited for: we are on the node's worker
+				ctx, cancel := context.WithTimeout(context.Background(), s.r.releaseBound(s.ttl))
+				n.ReleaseAsync(ctx, s.keys, s.value, 0, s.r.cfg.stateTTL, func(bool, error) { cancel() })
 			}
 		}
 	}
 }
 
-// abandon releases the attempt on every node that may hold its value:
-// all but those that answered that another value holds the lock or that
-// the occurrence was already run.
+// abandon releases the attempt on every node that may hold its value.
+// Nodes that had not answered when the round was decided are left to late,
+// which releases them when (and if) their answer says they may hold it.
 func (s *stragglers) abandon(ctx context.Context, rs []NodeResult) {
 	s.mu.Lock()
 	s.abandoned = true
+	early := s.early
 	s.mu.Unlock()
 	targets := make([]bool, len(rs))
 	some := false
 	for i, res := range rs {
-		targets[i] = mayHold(res.Vote)
+		targets[i] = mayHold(res)
+		for _, e := range early {
+			if e.Node == res.Node && mayHold(e) {
+				targets[i] = true
+			}
+		}
 		some = some || targets[i]
 	}
 	if some {
-		s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl)
+		s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl, allAnswered)
 	}
 }
 
-// mayHold reports whether a node that cast v on an acquisition may hold
-// the acquirer's value.
-func mayHold(v Vote) bool { return v != VoteHeld && v != VoteAlreadyRun }
+// mayHold reports whether a node that gave res to an acquisition may hold
+// the acquirer's value: it granted it, or it may have before failing. Not
+// a node that had not answered, that said another value or the mark holds,
+// or whose call was never sent.
+func mayHold(res NodeResult) bool {
+	switch res.Vote {
+	case 0, VoteHeld, VoteAlreadyRun:
+		return false
+	}
+	return !errors.Is(res.Err, store.ErrNotSent)
+}
 
 // failure turns a node's error into its vote.
 func failure(err error) NodeResult {

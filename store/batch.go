@@ -72,7 +72,7 @@ func (b *batcher) submit(c *call) {
 		b.mu.Lock()
 		b.stats.Skipped++
 		b.mu.Unlock()
-		c.done(failedCmd(c.ctx, err))
+		c.done(failedCmd(c.ctx, notSent(err)))
 		return
 	}
 	b.mu.Lock()
@@ -139,7 +139,7 @@ func (b *batcher) flush(batch []*call) {
 	skipped := 0
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
-			c.done(failedCmd(c.ctx, err))
+			c.done(failedCmd(c.ctx, notSent(err)))
 			skipped++
 			continue
 		}

@@ -7,9 +7,18 @@ import (
 )
 
 // ErrNodeDown is the error of a call not sent because the node failed
-// recently and is backing off. It wraps no network error of its own: the
-// failure that started the back-off was reported to its callers.
+// recently and is backing off; it also matches ErrNotSent. It wraps no
+// network error of its own: the failure that started the back-off was
+// reported to its callers.
 var ErrNodeDown = errors.New("store: node down, backing off")
+
+// ErrNotSent is matched by the error of a call that never reached the
+// node: its context ended while it was queued, or the node was backing off.
+// Such a call had no effect on the node.
+var ErrNotSent = errors.New("store: call not sent")
+
+// notSent marks err as the error of a call that was not sent.
+func notSent(err error) error { return fmt.Errorf("%w: %w", ErrNotSent, err) }
 
 // Back-off of a failing node: after a pipeline fails with a network error
 // or a timeout, calls fail at once for minBackoff, doubling with every
@@ -30,7 +39,7 @@ type health struct {
 // check returns ErrNodeDown while the node is backing off.
 func (h *health) check(now time.Time) error {
 	if now.Before(h.downUntil) {
-		return fmt.Errorf("%w (down since %s, retrying in %v)", ErrNodeDown,
+		return fmt.Errorf("%w: %w (down since %s, retrying in %v)", ErrNotSent, ErrNodeDown,
 			h.since.Format(time.RFC3339), h.downUntil.Sub(now).Round(time.Millisecond))
 	}
 	return nil
