@@ -2,10 +2,12 @@ package redistest
 
 import (
 	"errors"
-	"os/exec"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/redcron/redcron/internal/redisproc"
 )
 
 // Cluster is a set of independent redis-server masters started by Start.
@@ -20,9 +22,9 @@ type Cluster struct {
 // not installed.
 func Start(t testing.TB, k int, opts ...Option) *Cluster {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	bin, err := redisproc.BinPath()
 	if err != nil {
-		t.Fatalf("redistest: redis-server not found on PATH (%v); install it, "+
+		t.Fatalf("redistest: %v; install it, "+
 			"e.g. run scripts/test, which installs the Debian redis-server package", err)
 	}
 	cfg := &config{}
@@ -31,18 +33,25 @@ func Start(t testing.TB, k int, opts ...Option) *Cluster {
 	}
 
 	c := &Cluster{nodes: make([]*Server, k)}
-	for i := range c.nodes {
-		c.nodes[i] = &Server{t: t, bin: bin, dir: t.TempDir(), cfg: cfg}
-	}
 	errs := make([]error, k)
 	var wg sync.WaitGroup
-	for i, s := range c.nodes {
-		wg.Go(func() { errs[i] = s.startOnFreePort() })
+	for i := range c.nodes {
+		pc := cfg.procConfig(bin, t.TempDir())
+		wg.Go(func() {
+			p, err := redisproc.Start(pc)
+			if err != nil {
+				errs[i] = fmt.Errorf("redistest: %w", err)
+				return
+			}
+			c.nodes[i] = &Server{t: t, proc: p}
+		})
 	}
 	wg.Wait()
 	t.Cleanup(func() {
 		for _, s := range c.nodes {
-			s.Kill()
+			if s != nil {
+				s.Kill()
+			}
 		}
 	})
 	if err := errors.Join(errs...); err != nil {

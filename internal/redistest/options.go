@@ -1,6 +1,6 @@
 package redistest
 
-import "strconv"
+import "github.com/redcron/redcron/internal/redisproc"
 
 // An Option configures the servers started by Start.
 type Option func(*config)
@@ -30,20 +30,7 @@ func WithArgs(args ...string) Option {
 	return func(c *config) { c.args = append(c.args, args...) }
 }
 
-// redisArgs returns the redis-server arguments for a server listening on
-// port with its working directory dir.
-func (c *config) redisArgs(port int, dir string) []string {
-	args := []string{
-		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
-		"--dir", dir,
-		"--save", "",
-		"--logfile", "",
-	}
-	if c.appendOnly {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		args = append(args, "--appendonly", "no")
-	}
-	return append(args, c.args...)
+// procConfig returns the configuration of a server run from bin in dir.
+func (c *config) procConfig(bin, dir string) redisproc.Config {
+	return redisproc.Config{Bin: bin, Dir: dir, AppendOnly: c.appendOnly, Args: c.args}
 }

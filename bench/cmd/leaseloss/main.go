@@ -36,7 +36,7 @@ import (
 
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redcron/redcron/bench/internal/machine"
-	"github.com/redcron/redcron/bench/internal/redisproc"
+	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/bench/internal/stats"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redis/go-redis/v9"
@@ -95,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bin, err := redisproc.BinPath()
+	bin, err := redisnode.BinPath()
 	if err != nil {
 		return err
 	}
@@ -103,13 +103,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	redisproc.SilenceClientLogs()
-	servers, err := redisproc.StartN(bin, nodes)
+	redisnode.SilenceClientLogs()
+	servers, err := redisnode.StartN(bin, nodes)
 	defer func() {
 		for _, s := range servers {
 			_ = s.Resume() // a stopped process is killed all the same, but be tidy
 		}
-		redisproc.StopAll(servers)
+		redisnode.StopAll(servers)
 	}()
 	if err != nil {
 		return err
@@ -117,8 +117,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	clients := make([]*redis.Client, nodes) // the lock's
 	admin := make([]*redis.Client, nodes)   // the saboteur's
 	for i, s := range servers {
-		clients[i] = redisproc.NewClient(s.Addr())
-		admin[i] = redisproc.NewClient(s.Addr())
+		clients[i] = redisnode.NewClient(s.Addr())
+		admin[i] = redisnode.NewClient(s.Addr())
 		defer clients[i].Close()
 		defer admin[i].Close()
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/redcron/redcron/bench/internal/machine"
 	"github.com/redcron/redcron/bench/internal/prof"
-	"github.com/redcron/redcron/bench/internal/redisproc"
+	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	bin, err := redisproc.BinPath()
+	bin, err := redisnode.BinPath()
 	if err != nil {
 		return err
 	}
@@ -51,14 +51,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 
-	servers, err := redisproc.StartN(bin, slices.Max(cfg.nodes))
-	defer redisproc.StopAll(servers)
+	servers, err := redisnode.StartN(bin, slices.Max(cfg.nodes))
+	defer redisnode.StopAll(servers)
 	if err != nil {
 		return err
 	}
 	clients := make([]*redis.Client, len(servers))
 	for i, s := range servers {
-		clients[i] = redisproc.NewClient(s.Addr())
+		clients[i] = redisnode.NewClient(s.Addr())
 		defer clients[i].Close()
 	}
 

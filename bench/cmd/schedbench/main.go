@@ -28,7 +28,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/bench/internal/machine"
-	"github.com/redcron/redcron/bench/internal/redisproc"
+	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -92,7 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bin, err := redisproc.BinPath()
+	bin, err := redisnode.BinPath()
 	if err != nil {
 		return err
 	}
@@ -100,15 +100,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	redisproc.SilenceClientLogs()
-	servers, err := redisproc.StartN(bin, cfg.nodes)
-	defer redisproc.StopAll(servers)
+	redisnode.SilenceClientLogs()
+	servers, err := redisnode.StartN(bin, cfg.nodes)
+	defer redisnode.StopAll(servers)
 	if err != nil {
 		return err
 	}
 	admin := make([]*redis.Client, len(servers))
 	for i, s := range servers {
-		admin[i] = redisproc.NewClient(s.Addr())
+		admin[i] = redisnode.NewClient(s.Addr())
 		defer admin[i].Close()
 	}
 	prof := newProfiler(cfg.cpuProfile)

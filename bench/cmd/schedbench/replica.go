@@ -9,7 +9,8 @@ import (
 	"sync"
 
 	"github.com/redcron/redcron/bench/internal/locks"
-	"github.com/redcron/redcron/bench/internal/redisproc"
+	"github.com/redcron/redcron/bench/internal/redisnode"
+	"github.com/redcron/redcron/internal/redisproc"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
@@ -32,7 +33,7 @@ type replica struct {
 func newReplica(id int, servers []*redisproc.Server, prefix string, jobs int, col *collector) (*replica, error) {
 	rep := &replica{id: id, counter: newCmdCounter()}
 	for _, s := range servers {
-		c := redisproc.NewClient(s.Addr())
+		c := redisnode.NewClient(s.Addr())
 		c.AddHook(rep.counter)
 		rep.clients = append(rep.clients, c)
 	}

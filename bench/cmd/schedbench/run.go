@@ -12,8 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redcron/redcron/bench/internal/redisproc"
+	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/bench/internal/stats"
+	"github.com/redcron/redcron/internal/redisproc"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
@@ -24,8 +25,8 @@ type snapshot struct {
 	at      time.Time
 	nodes   store.Stats          // summed over replicas and nodes
 	cmds    map[string]uint64    // commands the replicas' clients sent, by name
-	servers redisproc.Snapshot   // INFO cpu commandstats, summed over servers
-	perNode []redisproc.Snapshot // the same, per server
+	servers redisnode.Snapshot   // INFO cpu commandstats, summed over servers
+	perNode []redisnode.Snapshot // the same, per server
 	procCPU time.Duration        // user + system CPU of this process
 }
 
@@ -41,9 +42,9 @@ func takeSnapshot(ctx context.Context, reps []*replica, admin []*redis.Client) (
 			s.cmds[k] += v
 		}
 	}
-	s.servers = redisproc.Snapshot{Calls: map[string]uint64{}}
+	s.servers = redisnode.Snapshot{Calls: map[string]uint64{}}
 	for _, c := range admin {
-		snap, err := redisproc.TakeSnapshot(ctx, c)
+		snap, err := redisnode.TakeSnapshot(ctx, c)
 		if err != nil {
 			return snapshot{}, err
 		}
@@ -395,7 +396,7 @@ func quiesce(ctx context.Context, admin []*redis.Client, base int) (time.Duratio
 	redisCPU := func() float64 {
 		var sum float64
 		for _, c := range admin {
-			if s, err := redisproc.TakeSnapshot(ctx, c); err == nil {
+			if s, err := redisnode.TakeSnapshot(ctx, c); err == nil {
 				sum += s.CPU
 			}
 		}

@@ -26,11 +26,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redcron/redcron/bench/internal/latproxy"
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redcron/redcron/bench/internal/machine"
 	"github.com/redcron/redcron/bench/internal/prof"
-	"github.com/redcron/redcron/bench/internal/redisproc"
+	"github.com/redcron/redcron/bench/internal/redisnode"
+	"github.com/redcron/redcron/internal/redisproc"
+	"github.com/redcron/redcron/internal/tcpproxy"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -111,8 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // cluster is the servers and the client sets of every condition.
 type cluster struct {
 	servers []*redisproc.Server // the healthy five, then the dead and hung twins of the first
-	proxy   *latproxy.Proxy     // in front of the first server, for the slow condition
-	cold    *latproxy.Proxy     // another one, for the slowcold condition
+	proxy   *tcpproxy.Proxy     // in front of the first server, for the slow condition
+	cold    *tcpproxy.Proxy     // another one, for the slowcold condition
 	slowRTT time.Duration
 	clients map[string][]*redis.Client
 	dead    *redisproc.Server
@@ -125,21 +126,21 @@ type cluster struct {
 // conditions. Nodes 2-5 are shared by every condition.
 func startCluster(bin string, slowRTT time.Duration) (*cluster, error) {
 	c := &cluster{clients: make(map[string][]*redis.Client), slowRTT: slowRTT}
-	servers, err := redisproc.StartN(bin, nodes+2)
+	servers, err := redisnode.StartN(bin, nodes+2)
 	c.servers = servers
 	if err != nil {
 		return c, err
 	}
 	c.dead, c.hung = servers[nodes], servers[nodes+1]
-	if c.proxy, err = latproxy.New(servers[0].Addr()); err != nil {
+	if c.proxy, err = tcpproxy.New(servers[0].Addr()); err != nil {
 		return c, err
 	}
-	if c.cold, err = latproxy.New(servers[0].Addr()); err != nil {
+	if c.cold, err = tcpproxy.New(servers[0].Addr()); err != nil {
 		return c, err
 	}
 	c.cold.SetLatency(slowRTT / 2)
 	client := func(addr string) *redis.Client {
-		cl := redisproc.NewClient(addr)
+		cl := redisnode.NewClient(addr)
 		c.all = append(c.all, cl)
 		return cl
 	}
@@ -175,7 +176,7 @@ func (c *cluster) close() {
 	if c.cold != nil {
 		c.cold.Close()
 	}
-	redisproc.StopAll(c.servers)
+	redisnode.StopAll(c.servers)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -183,7 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	bin, err := redisproc.BinPath()
+	bin, err := redisnode.BinPath()
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	redisproc.SilenceClientLogs()
+	redisnode.SilenceClientLogs()
 	cl, err := startCluster(bin, cfg.slow)
 	defer cl.close()
 	if err != nil {

@@ -1,4 +1,4 @@
-package redisproc
+package redisnode
 
 import (
 	"context"

@@ -1,7 +1,8 @@
-// Package latproxy is an in-process TCP proxy that delays traffic, to make
-// one Redis node slow. It follows internal/redistest's proxy of the root
-// module, which needs a testing.TB.
-package latproxy
+// Package tcpproxy is an in-process TCP proxy to one server that can delay
+// traffic and cut connections. The integration tests (internal/redistest)
+// and the benchmarks (bench/) use it to make a Redis node slow or
+// unreachable without touching the server process.
+package tcpproxy
 
 import (
 	"net"
@@ -9,9 +10,10 @@ import (
 	"time"
 )
 
-// Proxy forwards connections to one server, delaying every chunk of data
-// by the latency in force when it was read, in both directions. Its methods
-// may be called from any goroutine.
+// Proxy forwards the connections it accepts on a loopback port to one
+// server. It can delay traffic and cut connections. Each Proxy is an
+// independent path: cutting one leaves connections through other proxies
+// to the same server alone. Its methods may be called from any goroutine.
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -19,11 +21,13 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	latency time.Duration
-	links   map[*link]struct{}
+	cut     bool
 	closed  bool
+	links   map[*link]struct{}
 }
 
-// New starts a proxy on a free loopback port that forwards to target.
+// New starts a proxy on a free loopback port that forwards to target, a
+// host:port. Close stops it.
 func New(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,31 +39,52 @@ func New(target string) (*Proxy, error) {
 }
 
 // Addr returns the address clients should dial to go through the proxy.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string {
+	return p.ln.Addr().String()
+}
 
-// SetLatency delays every chunk read from then on by d before it is
-// forwarded, in both directions, so that a request-reply round trip takes
-// 2*d more. Order is preserved; delays of chunks in flight overlap. Zero
-// removes the delay.
+// SetLatency delays every chunk of data read from then on by d before it is
+// forwarded, in both directions, so a request-reply round trip takes at least
+// 2*d. Order is preserved. Zero removes the delay.
 func (p *Proxy) SetLatency(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.latency = d
 }
 
-// Close stops the proxy, closes every connection and waits until all its
-// goroutines have ended.
-func (p *Proxy) Close() {
+// Cut closes every connection through the proxy and, until Heal, closes new
+// ones as soon as they are accepted, so clients see errors, not timeouts.
+func (p *Proxy) Cut() {
+	p.disconnect(&p.cut)
+}
+
+// Heal undoes Cut: new connections are forwarded again.
+func (p *Proxy) Heal() {
 	p.mu.Lock()
-	p.closed = true
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+// Close stops the proxy: it closes the listener and every connection, and
+// waits until all the proxy's goroutines have ended. Heal does not undo it.
+// Close may be called more than once.
+func (p *Proxy) Close() {
+	p.disconnect(&p.closed)
+	_ = p.ln.Close()
+	p.wg.Wait()
+}
+
+// disconnect sets *flag, p.cut or p.closed, so that add refuses new
+// connections, and closes every current one.
+func (p *Proxy) disconnect(flag *bool) {
+	p.mu.Lock()
+	*flag = true
 	links := p.links
-	p.links = nil
+	p.links = make(map[*link]struct{})
 	p.mu.Unlock()
 	for l := range links {
 		l.close()
 	}
-	_ = p.ln.Close()
-	p.wg.Wait()
 }
 
 func (p *Proxy) serve() {
@@ -72,7 +97,8 @@ func (p *Proxy) serve() {
 	}
 }
 
-// handle forwards one client connection until either side closes it.
+// handle forwards one client connection until either side closes it or the
+// proxy cuts it.
 func (p *Proxy) handle(client net.Conn) {
 	server, err := net.DialTimeout("tcp", p.target, time.Second)
 	if err != nil {
@@ -89,13 +115,13 @@ func (p *Proxy) handle(client net.Conn) {
 	p.pipe(l, client, server)
 }
 
-// pipe copies src to dst, holding each chunk until the latency in force
-// when it was read has passed. A reader goroutine feeds the writer (this
-// one) through a channel, so delays overlap instead of adding up. When
-// either side ends, the whole link is closed.
+// pipe copies src to dst, holding each chunk until the latency in force when
+// it was read has passed. A reader goroutine feeds the writer (this one)
+// through a channel, so delays overlap instead of adding up. When either
+// side ends, the whole link is closed.
 func (p *Proxy) pipe(l *link, dst, src net.Conn) {
 	defer l.close()
-	chunks := make(chan chunk, 256)
+	chunks := make(chan chunk, 64)
 	p.wg.Go(func() {
 		defer close(chunks)
 		for {
@@ -129,11 +155,11 @@ func (p *Proxy) delay() time.Duration {
 	return p.latency
 }
 
-// add registers l unless the proxy is closed.
+// add registers l unless the proxy is cut or closed.
 func (p *Proxy) add(l *link) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.cut || p.closed {
 		return false
 	}
 	p.links[l] = struct{}{}

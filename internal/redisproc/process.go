@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 import (
 	"bufio"
@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -18,55 +16,10 @@ import (
 // PING.
 const readyTimeout = 10 * time.Second
 
-// logName is the file, in the server's directory, that collects the output
-// of every run of redis-server.
-const logName = "redis.log"
-
-// errAddrInUse reports that redis-server could not bind its port.
-var errAddrInUse = errors.New("address already in use")
-
 // process is one run of redis-server.
 type process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has exited and been reaped
-}
-
-// launch runs redis-server with args in dir and waits until it answers
-// PING on addr. When it fails the process has been killed and reaped; the
-// error wraps errAddrInUse if the port was taken.
-func launch(bin string, args []string, dir, addr string) (*process, error) {
-	logPath := filepath.Join(dir, logName)
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close() // the child holds its own descriptor
-	offset, err := logFile.Seek(0, io.SeekEnd)
-	if err != nil {
-		return nil, err
-	}
-
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("redistest: start redis-server: %w", err)
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-
-	if err := p.waitReady(addr); err != nil {
-		p.kill()
-		log := logTail(logPath, offset, 20)
-		if strings.Contains(log, "Address already in use") {
-			err = errAddrInUse
-		}
-		return nil, fmt.Errorf("redistest: redis-server on %s: %w\n--- %s ---\n%s", addr, err, logPath, log)
-	}
-	return p, nil
 }
 
 // waitReady polls addr until this process answers PING, it exits, or
@@ -143,14 +96,4 @@ func probe(addr string, pid int) error {
 		return errors.New("another process answers on this port")
 	}
 	return nil
-}
-
-// logTail returns the last n lines written to the log at path from offset on.
-func logTail(path string, offset int64, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(string(data[min(offset, int64(len(data))):])), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
