@@ -21,23 +21,20 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
+	"github.com/redcron/redcron/bench/internal/cli"
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redcron/redcron/bench/internal/machine"
 	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/bench/internal/stats"
+	"github.com/redcron/redcron/bench/internal/table"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redis/go-redis/v9"
 )
@@ -49,29 +46,17 @@ type config struct {
 	reps, pauseReps  int
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "leaseloss:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("leaseloss", parseFlags, run) }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	fs := flag.NewFlagSet("leaseloss", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("leaseloss", stderr)
 	var c config
 	fs.DurationVar(&c.ttl, "ttl", 3*time.Second, "lock TTL (extensions every TTL/3)")
 	fs.DurationVar(&c.nodeTimeout, "node-timeout", mutex.DefaultNodeTimeout, "mutex.WithNodeTimeout")
 	fs.IntVar(&c.reps, "reps", 30, "repetitions of the del variant")
 	fs.IntVar(&c.pauseReps, "pause-reps", 20, "repetitions of the pause variant")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if c.reps < 0 || c.pauseReps < 0 || c.ttl < 6*c.nodeTimeout {
 		return config{}, errors.New("-reps and -pause-reps not negative; -ttl at least 6 × -node-timeout")
@@ -90,43 +75,28 @@ type sample struct {
 	cause string
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		return err
-	}
-	bin, err := redisnode.BinPath()
-	if err != nil {
-		return err
-	}
-	m, err := machine.Describe(bin)
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer) error {
 	redisnode.SilenceClientLogs()
-	servers, err := redisnode.StartN(bin, nodes)
+	cl, err := redisnode.Start(env.RedisBin, nodes) // its clients are the lock's
 	defer func() {
-		for _, s := range servers {
+		for _, s := range cl.Servers {
 			_ = s.Resume() // a stopped process is killed all the same, but be tidy
 		}
-		redisnode.StopAll(servers)
+		cl.Close()
 	}()
 	if err != nil {
 		return err
 	}
-	clients := make([]*redis.Client, nodes) // the lock's
-	admin := make([]*redis.Client, nodes)   // the saboteur's
-	for i, s := range servers {
-		clients[i] = redisnode.NewClient(s.Addr())
+	admin := make([]*redis.Client, nodes) // the saboteur's
+	for i, s := range cl.Servers {
 		admin[i] = redisnode.NewClient(s.Addr())
-		defer clients[i].Close()
 		defer admin[i].Close()
 	}
-	rl, err := locks.NewRedlock(clients, mutex.WithTrustedNodes(), mutex.WithNodeTimeout(cfg.nodeTimeout), mutex.WithKeyPrefix("leaseloss"))
+	rl, err := locks.NewRedlock(cl.Clients, mutex.WithTrustedNodes(), mutex.WithNodeTimeout(cfg.nodeTimeout), mutex.WithKeyPrefix("leaseloss"))
 	if err != nil {
 		return err
 	}
-	majority := servers[:rl.Quorum()]
+	majority := cl.Servers[:rl.Quorum()]
 
 	var del, pause []sample
 	for i := range cfg.reps {
@@ -159,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			s.phase.Round(time.Millisecond), s.detect.Round(time.Microsecond), s.held.Round(time.Millisecond), s.cause)
 		pause = append(pause, s)
 	}
-	writeReport(stdout, m, cfg, del, pause)
+	writeReport(stdout, env.Machine, cfg, del, pause)
 	return nil
 }
 
@@ -256,8 +226,7 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, del, pause []sample
 	budget := cfg.ttl/3 + cfg.nodeTimeout
 	fmt.Fprintf(w, "run:     5 nodes, lock TTL %v (extended every %v), node timeout %v; goal: detection under TTL/3 + node timeout = %v\n\n",
 		cfg.ttl, cfg.ttl/3, cfg.nodeTimeout, budget)
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	tw := table.New(w)
 	fmt.Fprintln(tw, "variant\tunprovable from\trepetitions\tdetection p50\tmax\tmin\tgoal\tcauses")
 	row := func(name, from string, ss []sample, f func(sample) time.Duration, judge bool) {
 		if len(ss) == 0 {
@@ -289,9 +258,6 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, del, pause []sample
 	row("pause", "Lock.Until()", pause, func(s sample) time.Duration { return s.detect }, true)
 	row("pause", "(SIGSTOP sent)", pause, func(s sample) time.Duration { return s.held }, false)
 	tw.Flush()
-	for line := range strings.Lines(b.String()) {
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
-	}
 	fmt.Fprintln(w, "\ndetection: keepalive context cancelled − unprovable instant. The (SIGSTOP sent) row is how long the holder")
 	fmt.Fprintln(w, "kept a lease whose majority was stopped: the validity left at that instant, which is correct, not a delay.")
 }

@@ -2,13 +2,12 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redcron/redcron/bench/internal/cli"
 	"github.com/redcron/redcron/bench/internal/locks"
 )
 
@@ -36,8 +35,7 @@ type config struct {
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	fs := flag.NewFlagSet("lockbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("lockbench", stderr)
 	nodes := fs.String("nodes", "1,5", "comma-separated node counts")
 	goroutines := fs.String("goroutines", "1,16", "comma-separated numbers of concurrent goroutines")
 	names := fs.String("names", "distinct,contended", "comma-separated name modes: distinct, contended")
@@ -48,18 +46,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 5, "measurements per scenario and implementation, interleaved")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (client side) to this file")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 
 	var err error
-	if c.nodes, err = positiveInts("nodes", *nodes); err != nil {
+	if c.nodes, err = cli.PositiveInts("nodes", *nodes); err != nil {
 		return config{}, err
 	}
-	if c.goroutines, err = positiveInts("goroutines", *goroutines); err != nil {
+	if c.goroutines, err = cli.PositiveInts("goroutines", *goroutines); err != nil {
 		return config{}, err
 	}
 	for _, n := range strings.Split(*names, ",") {
@@ -68,29 +63,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 		c.names = append(c.names, n)
 	}
-	for _, n := range strings.Split(*impls, ",") {
-		im, ok := locks.Lookup(n)
-		if !ok {
-			return config{}, fmt.Errorf("-impls: unknown implementation %q (known: %s)", n, strings.Join(locks.Names(), ", "))
-		}
-		c.impls = append(c.impls, im)
+	if c.impls, err = locks.Parse(*impls); err != nil {
+		return config{}, fmt.Errorf("-impls: %w", err)
 	}
 	if c.duration <= 0 || c.warmup < 0 || c.rounds < 1 {
 		return config{}, errors.New("-duration must be positive, -warmup not negative, -rounds at least 1")
 	}
 	return c, nil
-}
-
-func positiveInts(flag, s string) ([]int, error) {
-	var ns []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-%s: %q is not a positive integer", flag, f)
-		}
-		ns = append(ns, n)
-	}
-	return ns, nil
 }
 
 // scenarios returns every combination of node count, goroutines and name

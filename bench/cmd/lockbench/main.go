@@ -11,72 +11,35 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 
-	"github.com/redcron/redcron/bench/internal/machine"
+	"github.com/redcron/redcron/bench/internal/cli"
 	"github.com/redcron/redcron/bench/internal/prof"
 	"github.com/redcron/redcron/bench/internal/redisnode"
-	"github.com/redis/go-redis/v9"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "lockbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("lockbench", parseFlags, run) }
 
-// run parses args, starts the servers, runs the benchmark and writes the
-// report to stdout (progress goes to stderr). The servers are killed when
-// it returns, also when ctx is cancelled by a signal.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	cfg, err := parseFlags(args, stderr)
+// run starts the servers, runs the benchmark and writes the report to
+// stdout (progress goes to stderr). The servers are killed when it
+// returns, also when ctx is cancelled by a signal.
+func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer) error {
+	cl, err := redisnode.Start(env.RedisBin, slices.Max(cfg.nodes))
+	defer cl.Close()
 	if err != nil {
 		return err
 	}
-	bin, err := redisnode.BinPath()
-	if err != nil {
-		return err
-	}
-	m, err := machine.Describe(bin)
-	if err != nil {
-		return err
-	}
-
-	servers, err := redisnode.StartN(bin, slices.Max(cfg.nodes))
-	defer redisnode.StopAll(servers)
-	if err != nil {
-		return err
-	}
-	clients := make([]*redis.Client, len(servers))
-	for i, s := range servers {
-		clients[i] = redisnode.NewClient(s.Addr())
-		defer clients[i].Close()
-	}
-
-	stopProfile, err := prof.StartCPU(cfg.cpuProfile)
-	if err != nil {
-		return err
-	}
-	results, err := benchmark(ctx, cfg, clients, stderr)
-	if perr := stopProfile(); err == nil {
-		err = perr
-	}
+	results, err := prof.CPU(cfg.cpuProfile, func() ([]result, error) {
+		return benchmark(ctx, cfg, cl.Clients, stderr)
+	})
 	if err != nil {
 		return err
 	}
 	sums := summarize(results)
 	if cfg.json {
-		return writeJSON(stdout, m, cfg, sums)
+		return writeJSON(stdout, env.Machine, cfg, sums)
 	}
-	writeTable(stdout, m, cfg, sums)
+	writeTable(stdout, env.Machine, cfg, sums)
 	return nil
 }

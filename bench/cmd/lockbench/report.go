@@ -6,11 +6,11 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redcron/redcron/bench/internal/machine"
 	"github.com/redcron/redcron/bench/internal/stats"
+	"github.com/redcron/redcron/bench/internal/table"
 )
 
 // summary is what the report says about one implementation in one
@@ -80,8 +80,7 @@ func runLine(cfg config) string {
 func writeTable(w io.Writer, m machine.Machine, cfg config, sums []summary) {
 	m.WriteHeader(w)
 	fmt.Fprintf(w, "run:     %s\n\n", runLine(cfg))
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	tw := table.New(w)
 	fmt.Fprintln(tw, "nodes\tgoroutines\tnames\timpl\tops/s\tspread\tp50 µs\tp99 µs\tvs raw\tacquired\terrors")
 	for i, s := range sums {
 		if i > 0 && s.scenario != sums[i-1].scenario {
@@ -95,9 +94,6 @@ func writeTable(w io.Writer, m machine.Machine, cfg config, sums []summary) {
 			s.Nodes, s.Goroutines, s.Names, s.Impl, s.OpsPerSec, 100*s.Spread, s.P50us, s.P99us, vs, 100*s.Acquired, s.Errors)
 	}
 	tw.Flush()
-	for line := range strings.Lines(b.String()) {
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
-	}
 }
 
 func writeJSON(w io.Writer, m machine.Machine, cfg config, sums []summary) error {

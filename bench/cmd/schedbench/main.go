@@ -16,20 +16,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"runtime"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/redcron/redcron/bench/internal/machine"
+	"github.com/redcron/redcron/bench/internal/cli"
 	"github.com/redcron/redcron/bench/internal/redisnode"
-	"github.com/redis/go-redis/v9"
 )
 
 type config struct {
@@ -44,19 +37,10 @@ type config struct {
 	profileJobs int
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("schedbench", parseFlags, run) }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	fs := flag.NewFlagSet("schedbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("schedbench", stderr)
 	jobs := fs.String("jobs", "1,100,1000,5000", "comma-separated numbers of jobs, each due every second")
 	var c config
 	fs.IntVar(&c.replicas, "replicas", 3, "scheduler replicas, each with its own clients, nodes and Redlock")
@@ -67,18 +51,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.settle, "settle", 10*time.Second, "how long after the window to wait for its ticks to be handled by every replica")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured windows of -profile-jobs to this file")
 	fs.IntVar(&c.profileJobs, "profile-jobs", 1000, "number of jobs whose windows -cpuprofile covers")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
 	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	for _, f := range strings.Split(*jobs, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return config{}, fmt.Errorf("-jobs: %q is not a positive integer", f)
-		}
-		c.jobs = append(c.jobs, n)
+	var err error
+	if c.jobs, err = cli.PositiveInts("jobs", *jobs); err != nil {
+		return config{}, err
 	}
 	c.warmup, c.measure = c.warmup.Round(time.Second), c.measure.Round(time.Second)
 	if c.replicas < 1 || c.nodes < 1 || c.rounds < 1 || c.measure < time.Second || c.warmup < time.Second || c.settle < 0 {
@@ -87,30 +65,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		return err
-	}
-	bin, err := redisnode.BinPath()
-	if err != nil {
-		return err
-	}
-	m, err := machine.Describe(bin)
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer) error {
 	redisnode.SilenceClientLogs()
-	servers, err := redisnode.StartN(bin, cfg.nodes)
-	defer redisnode.StopAll(servers)
+	cl, err := redisnode.Start(env.RedisBin, cfg.nodes)
+	defer cl.Close()
 	if err != nil {
 		return err
 	}
-	admin := make([]*redis.Client, len(servers))
-	for i, s := range servers {
-		admin[i] = redisnode.NewClient(s.Addr())
-		defer admin[i].Close()
-	}
+	servers, admin := cl.Servers, cl.Clients
 	prof := newProfiler(cfg.cpuProfile)
 	defer prof.close()
 	base := runtime.NumGoroutine()
@@ -133,6 +95,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := prof.close(); err != nil {
 		return err
 	}
-	writeReport(stdout, m, cfg, results)
+	writeReport(stdout, env.Machine, cfg, results)
 	return nil
 }

@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime/pprof"
 	"strconv"
 	"sync"
 
 	"github.com/redcron/redcron/bench/internal/locks"
+	"github.com/redcron/redcron/bench/internal/prof"
 	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/internal/redisproc"
 	"github.com/redcron/redcron/mutex"
@@ -159,9 +158,8 @@ func (c *cmdCounter) snapshot() map[string]uint64 {
 // started for.
 type profiler struct {
 	path    string
-	f       *os.File
+	stopCPU func() error // while the profile is being written
 	started bool
-	done    bool
 	err     error
 }
 
@@ -172,21 +170,17 @@ func (p *profiler) start() {
 		return
 	}
 	p.started = true
-	if p.f, p.err = os.Create(p.path); p.err != nil {
-		return
-	}
-	p.err = pprof.StartCPUProfile(p.f)
+	p.stopCPU, p.err = prof.StartCPU(p.path)
 }
 
 func (p *profiler) stop() {
-	if p.f == nil || p.done {
+	if p.stopCPU == nil {
 		return
 	}
-	p.done = true
-	pprof.StopCPUProfile()
-	if err := p.f.Close(); p.err == nil {
+	if err := p.stopCPU(); p.err == nil {
 		p.err = err
 	}
+	p.stopCPU = nil
 }
 
 func (p *profiler) close() error {

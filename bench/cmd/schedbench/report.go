@@ -5,11 +5,11 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redcron/redcron/bench/internal/machine"
 	"github.com/redcron/redcron/bench/internal/stats"
+	"github.com/redcron/redcron/bench/internal/table"
 	"github.com/redcron/redcron/store"
 )
 
@@ -133,8 +133,7 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 		cfg.rounds, cfg.warmup, cfg.measure)
 	sums := summarize(cfg, results)
 
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	tw := table.New(w)
 	fmt.Fprintln(tw, "jobs\truns/tick\tduplicates\tmisses\tunhandled\tstart p50\tstart p99\tmax\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\tprocess CPU\tredis µs/job/tick\tprocess µs/job/tick")
 	for _, s := range sums {
 		fmt.Fprintf(tw, "%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
@@ -142,7 +141,6 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 			s.calls, s.scripts, s.plain, s.pipe, s.server, s.redisCores, s.procCores, s.redisUs, s.procUs)
 	}
 	tw.Flush()
-	writeTrimmed(w, b.String())
 	fmt.Fprintln(w, `
 runs/tick: runs started per tick of the window (must equal jobs). duplicates: (job, tick) pairs run more than once;
 misses: pairs run by no replica; unhandled: (replica, job, tick) with no outcome (run or skip) reported by shutdown.
@@ -261,10 +259,4 @@ func metStr(ok bool) string {
 
 func ms(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-}
-
-func writeTrimmed(w io.Writer, s string) {
-	for line := range strings.Lines(s) {
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
-	}
 }

@@ -16,18 +16,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/redcron/redcron/bench/internal/cli"
 	"github.com/redcron/redcron/bench/internal/locks"
-	"github.com/redcron/redcron/bench/internal/machine"
 	"github.com/redcron/redcron/bench/internal/prof"
 	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/internal/redisproc"
@@ -61,19 +57,10 @@ type config struct {
 	cpuProfile string
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "slownode:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("slownode", parseFlags, run) }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	fs := flag.NewFlagSet("slownode", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.NewFlagSet("slownode", stderr)
 	impls := fs.String("impls", strings.Join(locks.Names(), ","), "comma-separated implementations")
 	conds := fs.String("conditions", strings.Join(allConditions, ","), "comma-separated conditions of the first node: "+strings.Join(allConditions, ", "))
 	var c config
@@ -84,18 +71,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 5, "measurements per condition and implementation, interleaved")
 	fs.IntVar(&c.minSamples, "min-samples", 3, "a measurement goes on past -duration until it has this many cycles")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements to this file")
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
 	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	for _, n := range strings.Split(*impls, ",") {
-		im, ok := locks.Lookup(n)
-		if !ok {
-			return config{}, fmt.Errorf("-impls: unknown implementation %q (known: %s)", n, strings.Join(locks.Names(), ", "))
-		}
-		c.impls = append(c.impls, im)
+	var err error
+	if c.impls, err = locks.Parse(*impls); err != nil {
+		return config{}, fmt.Errorf("-impls: %w", err)
 	}
 	for _, n := range strings.Split(*conds, ",") {
 		if !slices.Contains(allConditions, n) {
@@ -179,36 +160,19 @@ func (c *cluster) close() {
 	redisnode.StopAll(c.servers)
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		return err
-	}
-	bin, err := redisnode.BinPath()
-	if err != nil {
-		return err
-	}
-	m, err := machine.Describe(bin)
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer) error {
 	redisnode.SilenceClientLogs()
-	cl, err := startCluster(bin, cfg.slow)
+	cl, err := startCluster(env.RedisBin, cfg.slow)
 	defer cl.close()
 	if err != nil {
 		return err
 	}
-	stopProfile, err := prof.StartCPU(cfg.cpuProfile)
+	res, err := prof.CPU(cfg.cpuProfile, func() (map[key][]round, error) {
+		return benchmark(ctx, cfg, cl, stderr)
+	})
 	if err != nil {
 		return err
 	}
-	res, err := benchmark(ctx, cfg, cl, stderr)
-	if perr := stopProfile(); err == nil {
-		err = perr
-	}
-	if err != nil {
-		return err
-	}
-	writeReport(stdout, m, cfg, res)
+	writeReport(stdout, env.Machine, cfg, res)
 	return nil
 }

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redcron/redcron/bench/internal/machine"
+	"github.com/redcron/redcron/bench/internal/table"
 )
 
 // goal is the largest ratio of a bad condition's median acquire latency to
@@ -24,8 +24,7 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, res map[key][]round
 	}
 	fmt.Fprintf(w, "         cycles %s; %d rounds × %v (at least %d cycles) per condition and implementation, interleaved round-robin; medians over rounds\n\n",
 		pace, cfg.rounds, cfg.duration, cfg.minSamples)
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	tw := table.New(w)
 	fmt.Fprintln(tw, "impl\tfirst node\tacquire p50\tp99\tvs healthy\trelease p50\tcycles\tacquired\terrors\tfirst node: calls sent/skipped, pipelines ok/failed")
 	for i, im := range cfg.impls {
 		if i > 0 {
@@ -66,9 +65,6 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, res map[key][]round
 		}
 	}
 	tw.Flush()
-	for line := range strings.Lines(b.String()) {
-		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
-	}
 	fmt.Fprintf(w, "\nvs healthy: this condition's median acquire latency ÷ the same implementation's healthy one; goal for redcron ≤ %.1f.\n", goal)
 	fmt.Fprintln(w, "release p50: the release that follows an acquired attempt. errors: attempts that failed other than by a refusal.")
 	fmt.Fprintln(w, "first node (redcron only, store.Node.Stats summed over rounds): script calls sent / calls failed at once (backing off, or")

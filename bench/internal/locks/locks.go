@@ -4,6 +4,8 @@ package locks
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redcron/redcron/store"
@@ -71,4 +73,18 @@ func Lookup(name string) (Impl, bool) {
 		}
 	}
 	return Impl{}, false
+}
+
+// Parse returns the implementations named in list, comma-separated, in
+// its order.
+func Parse(list string) ([]Impl, error) {
+	var impls []Impl
+	for _, n := range strings.Split(list, ",") {
+		im, ok := Lookup(n)
+		if !ok {
+			return nil, fmt.Errorf("unknown implementation %q (known: %s)", n, strings.Join(Names(), ", "))
+		}
+		impls = append(impls, im)
+	}
+	return impls, nil
 }

@@ -26,3 +26,19 @@ func StartCPU(path string) (stop func() error, err error) {
 		return f.Close()
 	}, nil
 }
+
+// CPU runs f with a CPU profile written into path (none when path is
+// empty) and returns its results, or the error of starting or writing the
+// profile when f succeeded.
+func CPU[T any](path string, f func() (T, error)) (T, error) {
+	stop, err := StartCPU(path)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := f()
+	if serr := stop(); err == nil {
+		err = serr
+	}
+	return v, err
+}

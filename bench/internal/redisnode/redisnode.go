@@ -61,6 +61,36 @@ func StopAll(servers []*redisproc.Server) {
 	}
 }
 
+// Cluster is a set of servers started by Start, with a client for each.
+type Cluster struct {
+	Servers []*redisproc.Server
+	// Clients are clients of Servers, from NewClient, in the same order.
+	Clients []*redis.Client
+}
+
+// Start starts n servers from bin, as StartN does, and makes a client for
+// each. On error it returns the servers already started, for Close.
+func Start(bin string, n int) (*Cluster, error) {
+	servers, err := StartN(bin, n)
+	c := &Cluster{Servers: servers}
+	if err != nil {
+		return c, err
+	}
+	c.Clients = make([]*redis.Client, len(servers))
+	for i, s := range servers {
+		c.Clients[i] = NewClient(s.Addr())
+	}
+	return c, nil
+}
+
+// Close closes the clients, then stops the servers with StopAll.
+func (c *Cluster) Close() {
+	for _, cl := range c.Clients {
+		_ = cl.Close()
+	}
+	StopAll(c.Servers)
+}
+
 // NewClient returns the go-redis client every benchmark uses for a node:
 // the options of the library's tests (1 s dial/read/write timeouts,
 // context deadlines honoured, default pool) with no command retries
