@@ -99,6 +99,8 @@ type NodeResult struct {
 // was decided.
 func (r NodeResult) pending() bool { return r.Vote == 0 }
 
+// String returns the node's name and vote, with the error if any, as in a
+// QuorumError's tally: "127.0.0.1:7001 timeout (...)".
 func (r NodeResult) String() string {
 	switch {
 	case r.pending():
