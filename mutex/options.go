@@ -11,12 +11,17 @@ import (
 // Defaults of the options.
 const (
 	DefaultDriftFactor = 0.01
-	DefaultNodeTimeout = 100 * time.Millisecond
+	DefaultNodeTimeout = 250 * time.Millisecond
 	DefaultRetryDelay  = 100 * time.Millisecond
 	DefaultMaxTTL      = time.Minute
 	DefaultMaxHold     = 24 * time.Hour
 	DefaultStateTTL    = 7 * 24 * time.Hour
 )
+
+// minTTLFactor is how many node timeouts a lock's TTL must span at least:
+// room for an acquisition and its commit, and for extensions every TTL/3
+// that can be retried before the lease runs out.
+const minTTLFactor = 4
 
 // Option configures a Redlock.
 type Option func(*config) error
@@ -78,8 +83,12 @@ func WithDriftFactor(f float64) Option {
 	}
 }
 
-// WithNodeTimeout bounds every call to one node (default 100ms, range
-// [1ms, 10s]). A lock's TTL must be at least 6 times this timeout.
+// WithNodeTimeout bounds the wait for one node's answer (default 250ms,
+// range [1ms, 10s]). Acquisitions are decided as soon as a quorum answers,
+// so the timeout only costs time when a slow node's vote is needed; it
+// also counts the time a call waits behind others to the same node, so
+// too small a value turns load into timeouts and retries. A lock's TTL
+// must be at least 4 times this timeout.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Millisecond || d > 10*time.Second {

@@ -45,8 +45,8 @@ func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
 			return nil, err
 		}
 	}
-	if cfg.maxTTL < 6*cfg.nodeTimeout {
-		return nil, fmt.Errorf("%w: WithMaxTTL: %v is below 6 × the node timeout (%v)", ErrInvalidOption, cfg.maxTTL, cfg.nodeTimeout)
+	if cfg.maxTTL < minTTLFactor*cfg.nodeTimeout {
+		return nil, fmt.Errorf("%w: WithMaxTTL: %v is below %d × the node timeout (%v)", ErrInvalidOption, cfg.maxTTL, minTTLFactor, cfg.nodeTimeout)
 	}
 	ks, err := store.NewKeyspace(cfg.prefix)
 	if err != nil {
@@ -86,8 +86,8 @@ func (r *Redlock) Check(name string, ttl time.Duration) error {
 
 // checkTTL validates a lock TTL against the node timeout and the max TTL.
 func (r *Redlock) checkTTL(name string, ttl time.Duration) error {
-	if min := 6 * r.cfg.nodeTimeout; ttl < min {
-		return fmt.Errorf("%w: lock %q: ttl %v is below 6 × the node timeout (%v): too short to acquire and extend", ErrInvalidOption, name, ttl, min)
+	if min := minTTLFactor * r.cfg.nodeTimeout; ttl < min {
+		return fmt.Errorf("%w: lock %q: ttl %v is below %d × the node timeout (%v): too short to acquire and extend", ErrInvalidOption, name, ttl, minTTLFactor, r.cfg.nodeTimeout)
 	}
 	if ttl > r.cfg.maxTTL {
 		return fmt.Errorf("%w: lock %q: ttl %v is above the max TTL (%v, WithMaxTTL)", ErrInvalidOption, name, ttl, r.cfg.maxTTL)

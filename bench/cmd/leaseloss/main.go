@@ -58,8 +58,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
 	}
-	if c.reps < 0 || c.pauseReps < 0 || c.ttl < 6*c.nodeTimeout {
-		return config{}, errors.New("-reps and -pause-reps not negative; -ttl at least 6 × -node-timeout")
+	if c.reps < 0 || c.pauseReps < 0 || c.ttl < 4*c.nodeTimeout {
+		return config{}, errors.New("-reps and -pause-reps not negative; -ttl at least 4 × -node-timeout")
 	}
 	return c, nil
 }
