@@ -17,9 +17,11 @@ const (
 	releaseTimeout = 5 * time.Second
 	// A retry of an undecided lock attempt waits a random delay of at
 	// least retryMin and at most retryFirstMax, doubled with every attempt
-	// up to retryCap: 50-250ms, 50-500ms, then 50ms-1s.
-	retryMin      = 50 * time.Millisecond
-	retryFirstMax = 250 * time.Millisecond
+	// up to retryCap: 10-60ms, 10-120ms, 10-240ms, ... then 10ms-1s. Most
+	// undecided attempts are split votes between replicas that fired at
+	// the same instant: a short random delay lets one of them win soon.
+	retryMin      = 10 * time.Millisecond
+	retryFirstMax = 60 * time.Millisecond
 	retryCap      = time.Second
 )
 

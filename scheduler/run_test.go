@@ -312,9 +312,9 @@ func TestRetryWithinGrace(t *testing.T) {
 		if started.Attempts != 6 {
 			t.Errorf("run started after %d attempts, want 6", started.Attempts)
 		}
-		// Delays are 50-250ms, 50-500ms, then 50ms-1s.
-		if maxDelay := 250*time.Millisecond + 500*time.Millisecond + 3*time.Second; started.StartDelay < 5*50*time.Millisecond || started.StartDelay > maxDelay {
-			t.Errorf("run started %v after its tick, want between 250ms and %v", started.StartDelay, maxDelay)
+		// Delays are 10-60ms, 10-120ms, 10-240ms, 10-480ms, 10-960ms.
+		if maxDelay := (60 + 120 + 240 + 480 + 960) * time.Millisecond; started.StartDelay < 5*10*time.Millisecond || started.StartDelay > maxDelay {
+			t.Errorf("run started %v after its tick, want between 50ms and %v", started.StartDelay, maxDelay)
 		}
 	})
 }
