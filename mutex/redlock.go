@@ -136,13 +136,22 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 			timer.Stop()
 		}
 	}()
+	var last error // the previous attempt's error
 	for {
 		// A fresh token each time: a late release of an earlier attempt's
 		// value must never match this attempt's.
 		l, err := r.attempt(ctx, keys, ttl, lc, store.NewToken())
-		if err == nil || errors.Is(err, ErrAlreadyRun) || ctx.Err() != nil {
+		switch {
+		case err == nil, errors.Is(err, ErrAlreadyRun):
 			return l, err
+		case ctx.Err() != nil && last != nil:
+			// This attempt was cut short by ctx: the previous one says why
+			// the lock could not be had.
+			return nil, errors.Join(last, context.Cause(ctx))
+		case ctx.Err() != nil:
+			return nil, err
 		}
+		last = err
 		d := r.cfg.retryDelay/2 + rand.N(r.cfg.retryDelay)
 		if timer == nil {
 			timer = time.NewTimer(d)
