@@ -82,8 +82,9 @@ func (n *narrator) intro(cfg config, cl *cluster, reps []*replica, jobs []string
 	fmt.Fprintf(&b, "\nOne line per tick, %v after it: the tick, progress, nodes up, then for each job\n", liveLag)
 	fmt.Fprintf(&b, "the replica that ran it and its lease's fencing token (last 8 digits), or why no\n")
 	fmt.Fprintf(&b, "replica ran it: \"no quorum\" (no lock decision before the next tick), \"overlap\"\n")
-	fmt.Fprintf(&b, "(the job's lock is still held for an earlier tick) or \"split vote\" (each replica\n")
-	fmt.Fprintf(&b, "was told another held the lock, and none ran it).\n\n")
+	fmt.Fprintf(&b, "(the job's lock is still held for an earlier tick), or \"split vote\" (each replica\n")
+	fmt.Fprintf(&b, "was told another held the lock, and none ran it: must never show, as split votes\n")
+	fmt.Fprintf(&b, "are retried until one replica wins).\n\n")
 	n.printf("%s", b.String())
 }
 
