@@ -245,9 +245,10 @@ func (r *Redlock) attempt(ctx context.Context, keys store.LockKeys, ttl time.Dur
 // the occurrence to the nodes until a majority confirmed, and reports the
 // last round's answers and whether it succeeded. A commit that timed out
 // may have been applied (the occurrence marked as run), so it is not
-// given up on a timeout: unconfirmed nodes are asked again while the lock
-// is valid. Only a majority that no longer holds our value, or the end of
-// the validity, or ctx, ends it without success.
+// given up on a timeout: unconfirmed nodes are asked again, after a short
+// pause, while the lock is valid. Only a majority that no longer holds our
+// value or answers with a server error, the end of the validity, or ctx
+// ends it without success.
 func (r *Redlock) commit(ctx context.Context, keys store.LockKeys, value string, fence uint64, occurrence int64, until time.Time) ([]NodeResult, bool) {
 	confirmed := make([]bool, len(r.nodes))
 	for {
@@ -264,9 +265,19 @@ func (r *Redlock) commit(ctx context.Context, keys store.LockKeys, value string,
 		switch {
 		case count(results, VoteYes) >= r.quorum:
 			return results, true
-		case count(results, VoteNotOwner) > len(r.nodes)-r.quorum, ctx.Err() != nil,
+		case count(results, VoteNotOwner)+count(results, VoteError) > len(r.nodes)-r.quorum, // definite
+			ctx.Err() != nil,
 			!time.Now().Add(r.cfg.nodeTimeout).Before(until):
 			return results, false
+		}
+		// Undecided (timeouts, unreachable nodes, a node backing off): ask
+		// again after a pause, so that fast failures do not spin.
+		pause := time.NewTimer(r.cfg.nodeTimeout / 4)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return results, false
+		case <-pause.C:
 		}
 	}
 }
