@@ -88,10 +88,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		}
 		l.mu.Unlock()
 	} else {
-		qerr := &QuorumError{Op: "extend", Name: l.keys.Name, Quorum: r.quorum, Nodes: results, Reason: ErrNoQuorum}
-		if count(results, VoteNotOwner) > len(r.nodes)-r.quorum {
-			qerr.Reason = ErrLost
-		}
+		qerr := r.ownershipError("extend", l.keys.Name, results)
 		if ctx.Err() != nil {
 			qerr.Cause = context.Cause(ctx)
 		}
@@ -132,14 +129,22 @@ func (l *Lock) Release(ctx context.Context) error {
 	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, allAnswered)
 	var err error
 	if count(results, VoteYes) < r.quorum {
-		qerr := &QuorumError{Op: "release", Name: l.keys.Name, Quorum: r.quorum, Nodes: results, Reason: ErrNoQuorum}
-		if count(results, VoteNotOwner) > len(r.nodes)-r.quorum {
-			qerr.Reason = ErrLost
-		}
+		qerr := r.ownershipError("release", l.keys.Name, results)
 		err = qerr
 	}
 	r.observe(Event{Kind: EventRelease, Name: l.keys.Name, Err: err, Duration: time.Since(start), Nodes: results})
 	return err
+}
+
+// ownershipError is the error of an extension or release without a
+// quorum: ErrLost when too many nodes no longer hold our value for a
+// quorum to be possible, ErrNoQuorum when too few answered.
+func (r *Redlock) ownershipError(op, name string, results []NodeResult) *QuorumError {
+	qerr := &QuorumError{Op: op, Name: name, Quorum: r.quorum, Nodes: results, Reason: ErrNoQuorum}
+	if count(results, VoteNotOwner) > len(r.nodes)-r.quorum {
+		qerr.Reason = ErrLost
+	}
+	return qerr
 }
 
 // lost reports a kept-alive lease's loss.

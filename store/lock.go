@@ -63,14 +63,7 @@ type AcquireReply struct {
 // Acquire runs the acquire script: SET NX PX unless the occurrence was
 // already run, returning the node's fence counter either way.
 func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (AcquireReply, error) {
-	type result struct {
-		rep AcquireReply
-		err error
-	}
-	ch := make(chan result, 1)
-	n.AcquireAsync(ctx, req, func(rep AcquireReply, err error) { ch <- result{rep, err} })
-	r := <-ch
-	return r.rep, r.err
+	return wait(func(done func(AcquireReply, error)) { n.AcquireAsync(ctx, req, done) })
 }
 
 // AcquireAsync is Acquire, with the answer passed to done instead of
@@ -204,15 +197,15 @@ func (n *Node) boolCall(ctx context.Context, op string, cleanup bool, s script, 
 }
 
 // wait runs an asynchronous call and waits for its answer.
-func wait(start func(done func(bool, error))) (bool, error) {
+func wait[T any](start func(done func(T, error))) (T, error) {
 	type result struct {
-		ok  bool
+		v   T
 		err error
 	}
 	ch := make(chan result, 1)
-	start(func(ok bool, err error) { ch <- result{ok, err} })
+	start(func(v T, err error) { ch <- result{v, err} })
 	r := <-ch
-	return r.ok, r.err
+	return r.v, r.err
 }
 
 // millis returns d in whole milliseconds, at least 1.
