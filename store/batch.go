@@ -65,34 +65,47 @@ func newBatcher(n *Node) *batcher {
 	return &batcher{n: n, wake: make(chan struct{}, 1)}
 }
 
-// submit queues c, or completes it at once when the node is backing off
-// or c's context is done.
-func (b *batcher) submit(c *call) {
-	if err := c.ctx.Err(); err != nil {
-		b.mu.Lock()
-		b.stats.Skipped++
-		b.mu.Unlock()
-		c.done(failedCmd(c.ctx, notSent(err)))
-		return
-	}
+// submit queues calls, together so that they share a pipeline, and
+// completes at once those whose context is done, or all of them when the
+// node is backing off (cleanup calls excepted).
+func (b *batcher) submit(calls ...*call) {
+	var failed []*call
+	var errs []error
+	now := time.Now()
 	b.mu.Lock()
-	if err := b.health.check(time.Now()); err != nil && !c.cleanup {
-		b.stats.Skipped++
-		b.mu.Unlock()
-		c.done(failedCmd(c.ctx, err))
-		return
+	queued := len(b.queue)
+	down := b.health.check(now)
+	for _, c := range calls {
+		err := c.ctx.Err()
+		if err != nil {
+			err = notSent(err)
+		} else if down != nil && !c.cleanup {
+			err = down
+		}
+		if err != nil {
+			b.stats.Skipped++
+			failed, errs = append(failed, c), append(errs, err)
+			continue
+		}
+		b.queue = append(b.queue, c)
 	}
-	b.queue = append(b.queue, c)
-	if !b.active {
+	start := !b.active && len(b.queue) > queued
+	if start {
 		b.active = true
-		b.mu.Unlock()
-		go b.work()
-		return
 	}
+	wake := b.active && len(b.queue) > queued
 	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default:
+	for i, c := range failed {
+		c.done(failedCmd(c.ctx, errs[i]))
+	}
+	switch {
+	case start:
+		go b.work()
+	case wake:
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -60,6 +60,12 @@ type AcquireReply struct {
 	Uptime time.Duration
 }
 
+// AcquireResult is a node's answer to one request of AcquireAll.
+type AcquireResult struct {
+	Reply AcquireReply
+	Err   error // a *Error, whose cause is a server error reply or the client's error
+}
+
 // Acquire runs the acquire script: SET NX PX unless the occurrence was
 // already run, returning the node's fence counter either way.
 func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (AcquireReply, error) {
@@ -71,46 +77,92 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (AcquireReply, e
 // returns, and otherwise from the node's worker goroutine: it must not
 // block.
 func (n *Node) AcquireAsync(ctx context.Context, req AcquireRequest, done func(AcquireReply, error)) {
-	want := "0"
-	if req.WantUptime {
-		want = "1"
-	}
-	n.batch.submit(&call{ctx: ctx, script: acquireScript, keys: []string{req.Keys.Lock, req.Keys.State},
-		args: []any{req.Value, millis(req.TTL), req.Occurrence, want},
-		done: func(cmd *redis.Cmd) {
-			res, err := cmd.Slice()
-			if err != nil {
-				done(AcquireReply{}, n.fail("acquire", req.Keys.Lock, err))
-				return
-			}
-			rep, err := parseAcquire(res)
-			if err != nil {
-				done(AcquireReply{}, n.fail("acquire", req.Keys.Lock, err))
-				return
-			}
-			done(rep, nil)
-		}})
+	n.AcquireAllAsync(ctx, []AcquireRequest{req}, func(rs []AcquireResult) { done(rs[0].Reply, rs[0].Err) })
 }
 
-func parseAcquire(res []any) (AcquireReply, error) {
-	if len(res) != 4 {
-		return AcquireReply{}, fmt.Errorf("unexpected reply %v", res)
+// AcquireAll is Acquire for many locks at once: the requests go to the
+// node together (in one script call per up to 256 locks, all in one round
+// trip), and the answers come back in the same order. A request the node
+// fails (WRONGTYPE, say) fails alone.
+func (n *Node) AcquireAll(ctx context.Context, reqs []AcquireRequest) []AcquireResult {
+	ch := make(chan []AcquireResult, 1)
+	n.AcquireAllAsync(ctx, reqs, func(rs []AcquireResult) { ch <- rs })
+	return <-ch
+}
+
+// AcquireAllAsync is AcquireAll, with the answers passed to done (see
+// AcquireAsync).
+func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done func([]AcquireResult)) {
+	out := make([]AcquireResult, len(reqs))
+	n.submitAll(ctx, acquireScript, len(reqs), func(lo, hi int) ([]string, []any) {
+		keys := make([]string, 0, 2*(hi-lo))
+		args := make([]any, 1, 1+3*(hi-lo))
+		args[0] = "0"
+		for _, r := range reqs[lo:hi] {
+			keys = append(keys, r.Keys.Lock, r.Keys.State)
+			args = append(args, r.Value, millis(r.TTL), r.Occurrence)
+			if r.WantUptime {
+				args[0] = "1"
+			}
+		}
+		return keys, args
+	}, func(lo, hi int, cmd *redis.Cmd) {
+		res, err := cmd.Slice()
+		if err == nil && (len(res) != 1+3*(hi-lo)) {
+			err = fmt.Errorf("unexpected reply %v", res)
+		}
+		var uptime time.Duration = -1
+		if err == nil {
+			uptime, err = parseUptime(res[0])
+		}
+		for i := lo; i < hi; i++ {
+			var rep AcquireReply
+			ierr := err
+			if ierr == nil {
+				rep, ierr = parseAcquire(res[1+3*(i-lo):][:3])
+			}
+			if ierr != nil {
+				out[i].Err = n.fail("acquire", reqs[i].Keys.Lock, ierr)
+				continue
+			}
+			if reqs[i].WantUptime {
+				rep.Uptime = uptime
+			}
+			out[i].Reply = rep
+		}
+	}, func() { done(out) })
+}
+
+// parseUptime reads the uptime an acquire script reports: seconds, or -1
+// when not asked for.
+func parseUptime(v any) (time.Duration, error) {
+	sec, ok := v.(int64)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("unexpected uptime %v", v)
+	case sec < 0:
+		return -1, nil
 	}
+	return time.Duration(sec) * time.Second, nil
+}
+
+// parseAcquire reads one lock's answer to an acquire script: its status,
+// fence counter and detail.
+func parseAcquire(res []any) (AcquireReply, error) {
 	status, ok1 := res[0].(int64)
 	fence, ok2 := res[1].(string)
 	detail, ok3 := res[2].(string)
-	uptime, ok4 := res[3].(int64)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
+	if !ok1 || !ok2 || !ok3 {
 		return AcquireReply{}, fmt.Errorf("unexpected reply %v", res)
+	}
+	if status == -1 {
+		return AcquireReply{}, replyError(detail)
 	}
 	f, err := strconv.ParseUint(fence, 10, 64)
 	if err != nil {
 		return AcquireReply{}, fmt.Errorf("fence counter %q: %w", fence, err)
 	}
 	rep := AcquireReply{Fence: f, Uptime: -1}
-	if uptime >= 0 {
-		rep.Uptime = time.Duration(uptime) * time.Second
-	}
 	switch status {
 	case 1:
 		rep.Status = Acquired
@@ -127,6 +179,21 @@ func parseAcquire(res []any) (AcquireReply, error) {
 	return rep, nil
 }
 
+// CommitRequest is the second phase of one acquisition on one node.
+type CommitRequest struct {
+	Keys  LockKeys // the lock's keys
+	Value string   // the value the lock must still hold
+	// Fence and Occurrence are raised to (0 leaves either unchanged).
+	Fence      uint64
+	Occurrence int64
+}
+
+// CommitResult is a node's answer to one request of CommitAll.
+type CommitResult struct {
+	Held bool  // the lock held the value, and the state was raised
+	Err  error // a *Error
+}
+
 // Commit runs the commit script, the second phase of an acquisition: while
 // the lock still holds value, it raises the fence counter to fence and the
 // occurrence mark to occurrence (0 leaves either unchanged) and gives the
@@ -137,8 +204,52 @@ func (n *Node) Commit(ctx context.Context, k LockKeys, value string, fence uint6
 
 // CommitAsync is Commit, with the answer passed to done (see AcquireAsync).
 func (n *Node) CommitAsync(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration, done func(bool, error)) {
-	n.boolCall(ctx, "commit", false, commitScript, []string{k.Lock, k.State},
-		[]any{value, fence, occurrence, millis(stateTTL)}, done)
+	req := CommitRequest{Keys: k, Value: value, Fence: fence, Occurrence: occurrence}
+	n.CommitAllAsync(ctx, []CommitRequest{req}, stateTTL, func(rs []CommitResult) { done(rs[0].Held, rs[0].Err) })
+}
+
+// CommitAllAsync is Commit for many locks at once, as AcquireAll is for
+// Acquire, with the answers passed to done (see AcquireAsync) in the order
+// of reqs.
+func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTTL time.Duration, done func([]CommitResult)) {
+	out := make([]CommitResult, len(reqs))
+	n.submitAll(ctx, commitScript, len(reqs), func(lo, hi int) ([]string, []any) {
+		keys := make([]string, 0, 2*(hi-lo))
+		args := make([]any, 1, 1+3*(hi-lo))
+		args[0] = millis(stateTTL)
+		for _, r := range reqs[lo:hi] {
+			keys = append(keys, r.Keys.Lock, r.Keys.State)
+			args = append(args, r.Value, r.Fence, r.Occurrence)
+		}
+		return keys, args
+	}, func(lo, hi int, cmd *redis.Cmd) {
+		res, err := cmd.Slice()
+		if err == nil && len(res) != 2*(hi-lo) {
+			err = fmt.Errorf("unexpected reply %v", res)
+		}
+		for i := lo; i < hi; i++ {
+			ierr := err
+			if ierr == nil {
+				out[i].Held, ierr = parseCommit(res[2*(i-lo):][:2])
+			}
+			if ierr != nil {
+				out[i].Err = n.fail("commit", reqs[i].Keys.Lock, ierr)
+			}
+		}
+	}, func() { done(out) })
+}
+
+// parseCommit reads one lock's answer to a commit script.
+func parseCommit(res []any) (bool, error) {
+	result, ok1 := res[0].(int64)
+	detail, ok2 := res[1].(string)
+	switch {
+	case !ok1 || !ok2:
+		return false, fmt.Errorf("unexpected reply %v", res)
+	case result == -1:
+		return false, replyError(detail)
+	}
+	return result == 1, nil
 }
 
 // Extend sets the lock's TTL to ttl while it holds value (compare and

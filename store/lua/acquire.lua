@@ -1,33 +1,58 @@
--- Acquire the lock KEYS[1] for value ARGV[1] with a TTL of ARGV[2] ms,
--- unless the occurrence ARGV[3] (unix ms, "0" for none) is at or below the
--- occurrence mark kept in the state hash KEYS[2].
--- ARGV[4] == "1" asks for the server's uptime (seconds), for the restart check.
--- Returns {status, fence, detail, uptime}:
+-- Acquire locks, any number in one call. Lock i has the lock key KEYS[2i-1]
+-- and the state hash KEYS[2i]; its value, TTL (ms) and occurrence (unix ms,
+-- "0" for none) are ARGV[3i-1], ARGV[3i] and ARGV[3i+1]. A lock is set
+-- (SET NX PX) unless the occurrence is at or below the state's mark.
+-- ARGV[1] == "1" asks for the server's uptime (seconds), for the restart
+-- check.
+-- Returns {uptime, status_1, fence_1, detail_1, status_2, ...}:
 --   status 1: acquired (or already ours), detail ""
 --   status 0: held by another value, detail = that value
 --   status 2: occurrence already run, detail = the mark
--- fence is the node's fence counter (a decimal string, "0" when unset);
--- uptime is -1 when not asked for.
+--   status -1: the lock's keys could not be read (e.g. WRONGTYPE),
+--              detail = the server's error
+-- fence is the lock's fence counter (a decimal string, "0" when unset);
+-- uptime is -1 when not asked for. One lock's error does not stop the
+-- others.
 local uptime = -1
-if ARGV[4] == "1" then
+if ARGV[1] == "1" then
   local info = redis.call("INFO", "server")
   uptime = tonumber(string.match(info, "uptime_in_seconds:(%d+)")) or -1
 end
-local fence = redis.call("HGET", KEYS[2], "fence") or "0"
-local cur = redis.call("GET", KEYS[1])
-if cur == ARGV[1] then
-  redis.call("PEXPIRE", KEYS[1], ARGV[2])
-  return {1, fence, "", uptime}
+
+local function failed(r)
+  return type(r) == "table" and r.err ~= nil
 end
-local occ = tonumber(ARGV[3])
-if occ > 0 then
-  local mark = redis.call("HGET", KEYS[2], "mark")
-  if mark and tonumber(mark) >= occ then
-    return {2, fence, mark, uptime}
+
+local out = {uptime}
+local function answer(status, fence, detail)
+  out[#out + 1] = status
+  out[#out + 1] = fence
+  out[#out + 1] = detail
+end
+
+for i = 1, #KEYS / 2 do
+  local lock, state = KEYS[2 * i - 1], KEYS[2 * i]
+  local value, ttl, occ = ARGV[3 * i - 1], ARGV[3 * i], tonumber(ARGV[3 * i + 1])
+  local fence = redis.pcall("HGET", state, "fence")
+  local cur = redis.pcall("GET", lock)
+  if failed(fence) then
+    answer(-1, "0", fence.err)
+  elseif failed(cur) then
+    answer(-1, "0", cur.err)
+  else
+    fence = fence or "0"
+    local mark = occ > 0 and redis.call("HGET", state, "mark")
+    if cur == value then
+      redis.call("PEXPIRE", lock, ttl)
+      answer(1, fence, "")
+    elseif mark and tonumber(mark) >= occ then
+      answer(2, fence, mark)
+    elseif cur then
+      answer(0, fence, cur)
+    else
+      redis.call("SET", lock, value, "PX", ttl)
+      answer(1, fence, "")
+    end
   end
 end
-if cur then
-  return {0, fence, cur, uptime}
-end
-redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-return {1, fence, "", uptime}
+return out

@@ -1,28 +1,42 @@
--- Second phase of an acquisition: while KEYS[1] still holds value ARGV[1],
--- raise the fence counter in the state hash KEYS[2] to ARGV[2] and the
--- occurrence mark to ARGV[3] (each "0" to leave it), and give the state
--- hash a TTL of ARGV[4] ms. Returns 1 if the value held, else 0.
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
-  return 0
+-- Second phase of acquisitions, any number in one call. Lock i has the
+-- lock key KEYS[2i-1] and the state hash KEYS[2i]; while the lock still
+-- holds value ARGV[3i-1], raise the state's fence counter to ARGV[3i] and
+-- its occurrence mark to ARGV[3i+1] (each "0" to leave it), and give the
+-- state a TTL of ARGV[1] ms.
+-- Returns {result_1, detail_1, result_2, ...}: result 1 if the value held,
+-- 0 if not, -1 if the keys could not be read (detail = the server's error).
+local function failed(r)
+  return type(r) == "table" and r.err ~= nil
 end
-local touched = false
-local f = tonumber(ARGV[2])
-if f > 0 then
-  local cur = tonumber(redis.call("HGET", KEYS[2], "fence") or "0")
-  if cur < f then
-    redis.call("HSET", KEYS[2], "fence", ARGV[2])
+
+local out = {}
+local function answer(result, detail)
+  out[#out + 1] = result
+  out[#out + 1] = detail
+end
+
+for i = 1, #KEYS / 2 do
+  local lock, state = KEYS[2 * i - 1], KEYS[2 * i]
+  local value, f, o = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  local cur = redis.pcall("GET", lock)
+  local st = redis.pcall("HMGET", state, "fence", "mark")
+  if failed(cur) then
+    answer(-1, cur.err)
+  elseif failed(st) then
+    answer(-1, st.err)
+  elseif cur ~= value then
+    answer(0, "")
+  else
+    if f > 0 and tonumber(st[1] or "0") < f then
+      redis.call("HSET", state, "fence", ARGV[3 * i])
+    end
+    if o > 0 and tonumber(st[2] or "0") < o then
+      redis.call("HSET", state, "mark", ARGV[3 * i + 1])
+    end
+    if f > 0 or o > 0 then
+      redis.call("PEXPIRE", state, ARGV[1])
+    end
+    answer(1, "")
   end
-  touched = true
 end
-local o = tonumber(ARGV[3])
-if o > 0 then
-  local mark = tonumber(redis.call("HGET", KEYS[2], "mark") or "0")
-  if mark < o then
-    redis.call("HSET", KEYS[2], "mark", ARGV[3])
-  end
-  touched = true
-end
-if touched then
-  redis.call("PEXPIRE", KEYS[2], ARGV[4])
-end
-return 1
+return out

@@ -1,0 +1,141 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/store"
+)
+
+// TestNodeAcquireAll: many locks go to a node in one round trip, split into
+// script calls of at most 256 locks; each answer is in its request's
+// place, and one lock's bad key fails that lock alone.
+func TestNodeAcquireAll(t *testing.T) {
+	n, s, _ := setup(t)
+	ctx := context.Background()
+	rc := s.Client(t)
+	ks, _ := store.NewKeyspace("t")
+	const count = 600 // three script calls
+	keys := make([]store.LockKeys, count)
+	for i := range keys {
+		keys[i], _ = ks.Lock(fmt.Sprintf("job%d", i))
+	}
+	// Lock 1 is held by another value, lock 2 has its occurrence marked as
+	// run, lock 3's state is not a hash, lock 4 already holds our value.
+	rc.Set(ctx, keys[1].Lock, "other", time.Minute)
+	rc.HSet(ctx, keys[2].State, "mark", 5000, "fence", 7)
+	rc.Set(ctx, keys[3].State, "not a hash", 0)
+	rc.Set(ctx, keys[4].Lock, "v4", time.Second)
+	// The scripts are loaded, so that the batch is sent in one round trip.
+	if _, err := n.Acquire(ctx, store.AcquireRequest{Keys: keys[0], Value: "warm", TTL: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	rc.Del(ctx, keys[0].Lock)
+
+	reqs := make([]store.AcquireRequest, count)
+	for i := range reqs {
+		reqs[i] = store.AcquireRequest{Keys: keys[i], Value: fmt.Sprintf("v%d", i), TTL: time.Minute,
+			Occurrence: 5000, WantUptime: i == 7}
+	}
+	before := n.Stats()
+	rs := n.AcquireAll(ctx, reqs)
+	after := n.Stats()
+	if len(rs) != count {
+		t.Fatalf("%d results for %d requests", len(rs), count)
+	}
+	if calls, pipes := after.Calls-before.Calls, after.Pipelines-before.Pipelines; calls != 3 || pipes != 1 {
+		t.Errorf("%d locks took %d script calls in %d round trips, want 3 in 1", count, calls, pipes)
+	}
+	for i, r := range rs {
+		switch i {
+		case 1:
+			if r.Err != nil || r.Reply.Status != store.Held || r.Reply.Holder != "other" {
+				t.Errorf("lock 1 (held elsewhere): %+v", r)
+			}
+		case 2:
+			if r.Err != nil || r.Reply.Status != store.AlreadyRun || r.Reply.Mark != 5000 || r.Reply.Fence != 7 {
+				t.Errorf("lock 2 (marked as run): %+v", r)
+			}
+		case 3:
+			if !store.ServerError(r.Err) || !strings.Contains(r.Err.Error(), "WRONGTYPE") || !strings.Contains(r.Err.Error(), keys[3].Lock) {
+				t.Errorf("lock 3 (state not a hash): %v, want a WRONGTYPE server error naming the key", r.Err)
+			}
+		default:
+			if r.Err != nil || r.Reply.Status != store.Acquired {
+				t.Errorf("lock %d: %+v", i, r)
+			}
+			if got := rc.Get(ctx, keys[i].Lock).Val(); got != fmt.Sprintf("v%d", i) {
+				t.Errorf("lock %d holds %q", i, got)
+			}
+		}
+		if want := i == 7; (r.Reply.Uptime >= 0) != want && r.Err == nil {
+			t.Errorf("lock %d: uptime %v, asked for: %v", i, r.Reply.Uptime, want)
+		}
+	}
+	if ttl := rc.PTTL(ctx, keys[4].Lock).Val(); ttl < 59*time.Second {
+		t.Errorf("lock 4, already ours, keeps a TTL of %v, want it renewed to a minute", ttl)
+	}
+
+	commits := make([]store.CommitRequest, count)
+	for i := range commits {
+		commits[i] = store.CommitRequest{Keys: keys[i], Value: fmt.Sprintf("v%d", i), Fence: 100, Occurrence: 6000}
+	}
+	ch := make(chan []store.CommitResult, 1)
+	n.CommitAllAsync(ctx, commits, time.Hour, func(rs []store.CommitResult) { ch <- rs })
+	for i, r := range <-ch {
+		switch i {
+		case 1, 2: // the lock does not hold our value
+			if r.Err != nil || r.Held {
+				t.Errorf("commit %d: %+v, want not held", i, r)
+			}
+		case 3:
+			if !store.ServerError(r.Err) {
+				t.Errorf("commit 3: %v, want a server error", r.Err)
+			}
+		default:
+			if r.Err != nil || !r.Held {
+				t.Errorf("commit %d: %+v", i, r)
+			}
+			if st := rc.HGetAll(ctx, keys[i].State).Val(); st["fence"] != "100" || st["mark"] != "6000" {
+				t.Errorf("state %d after commit: %v", i, st)
+			}
+		}
+	}
+	if st := rc.HGetAll(ctx, keys[2].State).Val(); st["fence"] != "7" || st["mark"] != "5000" {
+		t.Errorf("state 2, not ours, changed to %v", st)
+	}
+}
+
+// TestNodeAcquireAllCluster: on a client that may spread keys over
+// servers, every lock gets a script call of its own (a script's keys must
+// share a server), still in one round trip.
+func TestNodeAcquireAllCluster(t *testing.T) {
+	c := redistest.Start(t, 1)
+	s := c.Node(0)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": s.Addr()}})
+	t.Cleanup(func() { ring.Close() })
+	n, err := store.NewNode(s.Addr(), ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, _ := store.NewKeyspace("t")
+	reqs := make([]store.AcquireRequest, 10)
+	for i := range reqs {
+		k, _ := ks.Lock(fmt.Sprintf("job%d", i))
+		reqs[i] = store.AcquireRequest{Keys: k, Value: "v", TTL: time.Minute}
+	}
+	for i, r := range n.AcquireAll(context.Background(), reqs) {
+		if r.Err != nil || r.Reply.Status != store.Acquired {
+			t.Errorf("lock %d: %+v", i, r)
+		}
+	}
+	if st := n.Stats(); st.Calls < 10 || st.Pipelines > 2 {
+		t.Errorf("stats %+v: want a script call per lock, in one round trip (two if the scripts were loaded)", st)
+	}
+}
