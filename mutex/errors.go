@@ -93,6 +93,7 @@ type NodeResult struct {
 	Err     error         // the error, for timeouts, network and server errors
 	Latency time.Duration // time to the node's answer
 	Holder  string        // the value holding the lock, for VoteHeld
+	fence   uint64        // the node's fence counter, in an answer to an acquisition
 }
 
 // pending reports whether the node had not answered when the operation

@@ -12,6 +12,10 @@ import (
 // exactly once, without blocking (the nodes' Async calls).
 type nodeOp func(ctx context.Context, i int, n *store.Node, deliver func(NodeResult))
 
+// batchOp starts a batch of operations on node i and passes their results,
+// one per operation in order, to deliver, exactly once, without blocking.
+type batchOp func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult))
+
 // decider reports whether the outcome is known from the answers so far
 // (unanswered nodes have a zero Vote).
 type decider func(results []NodeResult) bool
@@ -24,12 +28,35 @@ type decider func(results []NodeResult) bool
 // not nil), from the node's worker, so their effects can be undone; late
 // must not block.
 func (r *Redlock) fanout(ctx context.Context, op nodeOp, decided decider, late func(NodeResult)) []NodeResult {
+	var lateAll func(int, NodeResult)
+	if late != nil {
+		lateAll = func(_ int, res NodeResult) { late(res) }
+	}
+	return r.fanoutAll(ctx, 1, func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult)) {
+		op(ctx, i, n, func(res NodeResult) { deliver([]NodeResult{res}) })
+	}, decided, lateAll)[0]
+}
+
+// fanoutAll is fanout for a batch of count operations that each node
+// answers together: it returns each operation's results, per node, once
+// decided is true for every operation, every node answered, or the
+// timeout passed. Late answers are passed to late with their operation's
+// index.
+func (r *Redlock) fanoutAll(ctx context.Context, count int, op batchOp, decided decider, late func(int, NodeResult)) [][]NodeResult {
 	type answer struct {
 		i   int
-		res NodeResult
+		res []NodeResult
 	}
-	results := make([]NodeResult, len(r.nodes))
-	ch := make(chan answer, len(r.nodes)) // never blocks a deliverer
+	n := len(r.nodes)
+	flat := make([]NodeResult, count*n)
+	results := make([][]NodeResult, count)
+	for j := range results {
+		results[j] = flat[j*n : (j+1)*n : (j+1)*n]
+		for i, node := range r.nodes {
+			results[j][i].Node = node.Name()
+		}
+	}
+	ch := make(chan answer, n) // never blocks a deliverer
 	var (
 		mu   sync.Mutex
 		done bool
@@ -38,14 +65,18 @@ func (r *Redlock) fanout(ctx context.Context, op nodeOp, decided decider, late f
 	defer cancel()
 	start := time.Now()
 	for i, node := range r.nodes {
-		results[i].Node = node.Name()
-		op(nctx, i, node, func(res NodeResult) {
-			res.Node, res.Latency = node.Name(), time.Since(start)
+		op(nctx, i, node, func(res []NodeResult) {
+			latency := time.Since(start)
+			for j := range res {
+				res[j].Node, res[j].Latency = node.Name(), latency
+			}
 			mu.Lock()
 			if done {
 				mu.Unlock()
 				if late != nil {
-					late(res)
+					for j := range res {
+						late(j, res[j])
+					}
 				}
 				return
 			}
@@ -53,12 +84,19 @@ func (r *Redlock) fanout(ctx context.Context, op nodeOp, decided decider, late f
 			mu.Unlock()
 		})
 	}
-	for answered := 0; answered < len(r.nodes) && !decided(results); answered++ {
+	open := make([]int, count) // the operations not yet decided
+	for j := range open {
+		open[j] = j
+	}
+	for answered := 0; answered < n && len(open) > 0; answered++ {
 		select {
 		case a := <-ch:
-			results[a.i] = a.res
+			for j := range results {
+				results[j][a.i] = a.res[j]
+			}
+			open = undecided(open, results, decided)
 		case <-nctx.Done():
-			answered = len(r.nodes) // stop waiting
+			answered = n // stop waiting
 		}
 	}
 	mu.Lock()
@@ -66,20 +104,35 @@ func (r *Redlock) fanout(ctx context.Context, op nodeOp, decided decider, late f
 	for drained := false; !drained; {
 		select {
 		case a := <-ch:
-			results[a.i] = a.res
+			for j := range results {
+				results[j][a.i] = a.res[j]
+			}
 		default:
 			drained = true
 		}
 	}
 	mu.Unlock()
 	if nctx.Err() != nil {
-		for i := range results {
-			if results[i].pending() {
-				results[i].Vote, results[i].Err, results[i].Latency = timeoutVote(ctx), nctx.Err(), time.Since(start)
+		vote, elapsed := timeoutVote(ctx), time.Since(start)
+		for i := range flat {
+			if flat[i].pending() {
+				flat[i].Vote, flat[i].Err, flat[i].Latency = vote, nctx.Err(), elapsed
 			}
 		}
 	}
 	return results
+}
+
+// undecided returns the operations of open that decided does not decide,
+// reusing open's storage.
+func undecided(open []int, results [][]NodeResult, decided decider) []int {
+	left := open[:0]
+	for _, j := range open {
+		if !decided(results[j]) {
+			left = append(left, j)
+		}
+	}
+	return left
 }
 
 // timeoutVote is the vote of a node that did not answer in time: a

@@ -2,8 +2,9 @@ package mutex
 
 import (
 	"context"
-	"sync"
 	"time"
+
+	"github.com/redcron/redcron/store"
 )
 
 // Request is one lock of a TryLockAll batch.
@@ -20,17 +21,30 @@ type Result struct {
 	Err  error
 }
 
-// TryLockAll makes one attempt at each of reqs, all at once, and returns
-// their results in the same order. Each result is what TryLock would have
-// returned for its request; a bad request fails alone.
+// TryLockAll makes one attempt at each of reqs, all together, and returns
+// their results in the same order: each is what TryLock would have
+// returned for its request. Together means one round trip per node for
+// the votes of all of them, and one for all their commits (256 locks per
+// script call; a Cluster or Ring node gets one call per lock, in one round
+// trip still). A bad request fails alone, with an error matching
+// ErrInvalidOption.
 func (r *Redlock) TryLockAll(ctx context.Context, reqs []Request) []Result {
 	out := make([]Result, len(reqs))
-	var wg sync.WaitGroup
-	for i, req := range reqs {
-		wg.Go(func() {
-			out[i].Lock, out[i].Err = r.TryLock(ctx, req.Name, req.TTL, req.Options...)
-		})
+	valid := make([]attemptReq, 0, len(reqs))
+	at := make([]int, 0, len(reqs)) // their places in reqs
+	for j, q := range reqs {
+		keys, lc, err := r.prepare(q.Name, q.TTL, q.Options)
+		if err != nil {
+			out[j].Err = err
+			continue
+		}
+		valid = append(valid, attemptReq{keys: keys, ttl: q.TTL, lc: lc, token: store.NewToken()})
+		at = append(at, j)
 	}
-	wg.Wait()
+	if len(valid) > 0 {
+		for k, res := range r.attemptAll(ctx, valid) {
+			out[at[k]] = res
+		}
+	}
 	return out
 }

@@ -1,0 +1,348 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/store"
+)
+
+// attemptReq is one lock of an acquisition round.
+type attemptReq struct {
+	keys  store.LockKeys
+	ttl   time.Duration
+	lc    lockConfig
+	token string // fresh for every attempt: a late release of an earlier attempt must never match
+}
+
+// attemptAll makes one acquisition attempt at each of reqs, all together:
+// the vote, the commit of the fences and occurrences, and the validity
+// check. Each phase costs one round trip per node for all of them. The
+// results are in the order of reqs.
+func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
+	out := make([]Result, len(reqs))
+	if err := ctx.Err(); err != nil {
+		for j, q := range reqs {
+			out[j].Err = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum,
+				Nodes: r.unanswered(), Reason: ErrNoQuorum, Cause: context.Cause(ctx)}
+		}
+		return out
+	}
+	start := time.Now()
+	areqs := make([]store.AcquireRequest, len(reqs))
+	strags := make([]*stragglers, len(reqs))
+	for j, q := range reqs {
+		value := store.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
+		areqs[j] = store.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantUptime: !r.cfg.trusted}
+		strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
+	}
+	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, _ int, n *store.Node, deliver func([]NodeResult)) {
+		n.AcquireAllAsync(ctx, areqs, func(rs []store.AcquireResult) {
+			res := make([]NodeResult, len(rs))
+			for j, a := range rs {
+				res[j] = r.acquireVote(a)
+			}
+			deliver(res)
+		})
+	}, acquireDecider(len(r.nodes), r.quorum), func(j int, res NodeResult) { strags[j].late(res) })
+
+	// Those with a quorum go on to the commit, if they have something to
+	// commit; the others are abandoned.
+	failed := make([]*QuorumError, len(reqs))
+	fences := make([]uint64, len(reqs))
+	var commits []commitItem
+	for j, q := range reqs {
+		if count(votes[j], VoteYes) < r.quorum {
+			failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: votes[j]}
+			failed[j].Reason, failed[j].Holder = acquireReason(votes[j], r.quorum)
+			continue
+		}
+		if r.cfg.fencing {
+			var seen uint64
+			for _, res := range votes[j] {
+				seen = max(seen, res.fence)
+			}
+			fences[j] = max(seen+1, uint64(time.Now().UnixMicro()))
+		}
+		if fences[j] != 0 || q.lc.occurrence != 0 {
+			commits = append(commits, commitItem{j: j, until: start.Add(q.ttl - r.drift(q.ttl)),
+				req: store.CommitRequest{Keys: q.keys, Value: areqs[j].Value, Fence: fences[j], Occurrence: q.lc.occurrence}})
+		}
+	}
+	for _, c := range r.commitAll(ctx, commits) {
+		if !c.ok {
+			failed[c.j] = &QuorumError{Op: "commit", Name: reqs[c.j].keys.Name, Quorum: r.quorum, Nodes: c.results,
+				Reason: ErrNoQuorum, Detail: "fence and occurrence not committed to a majority"}
+		}
+	}
+
+	var abandons []int
+	for j, q := range reqs {
+		until := start.Add(q.ttl - r.drift(q.ttl))
+		if failed[j] == nil && !time.Now().Before(until) {
+			failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: votes[j], Reason: ErrNoQuorum,
+				Detail: fmt.Sprintf("validity ran out: acquiring took %v of the %v TTL", time.Since(start), q.ttl)}
+		}
+		if failed[j] != nil {
+			abandons = append(abandons, j)
+			continue
+		}
+		out[j].Lock = &Lock{r: r, keys: q.keys, value: areqs[j].Value, token: q.token, fence: fences[j],
+			occurrence: q.lc.occurrence, ttl: q.ttl, acquired: start, until: until}
+		r.observe(Event{Kind: EventAcquire, Name: q.keys.Name, Fence: fences[j], Duration: time.Since(start), Nodes: votes[j]})
+	}
+	// The abandoned attempts are released together, so that their
+	// releases share round trips.
+	if len(abandons) == 1 {
+		j := abandons[0]
+		out[j].Err = r.abandon(ctx, strags[j], failed[j], start)
+		return out
+	}
+	var wg sync.WaitGroup
+	for _, j := range abandons {
+		wg.Go(func() { out[j].Err = r.abandon(ctx, strags[j], failed[j], start) })
+	}
+	wg.Wait()
+	return out
+}
+
+// acquireVote turns a node's answer to an acquisition into its vote.
+func (r *Redlock) acquireVote(a store.AcquireResult) NodeResult {
+	if a.Err != nil {
+		return failure(a.Err)
+	}
+	rep := a.Reply
+	switch {
+	case rep.Status == store.Held:
+		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence}
+	case rep.Status == store.AlreadyRun:
+		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence}
+	case !r.cfg.trusted && rep.Uptime >= 0 && rep.Uptime < r.cfg.maxTTL+time.Second:
+		// The node may have forgotten locks it granted before its restart;
+		// our key on it is ours, so it is released with the rest. Redis
+		// counts uptime from a start time truncated to the second, so it
+		// may read up to a second long: hence the extra second.
+		return NodeResult{Vote: VoteRestarted, fence: rep.Fence,
+			Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", rep.Uptime, r.cfg.maxTTL)}
+	}
+	return NodeResult{Vote: VoteYes, fence: rep.Fence}
+}
+
+// commitItem is one acquisition's second phase in commitAll.
+type commitItem struct {
+	j     int // the acquisition's index in its round
+	req   store.CommitRequest
+	until time.Time // the lock's validity deadline
+	// Set by commitAll: the last round's answers, and whether a majority
+	// confirmed.
+	results []NodeResult
+	ok      bool
+}
+
+// commitAll runs the second phase of acquisitions: it writes their fences
+// and occurrences to the nodes until a majority confirmed each, and
+// returns items with each one's last answers and whether it succeeded. A
+// commit that timed out may have been applied (the occurrence marked as
+// run), so it is not given up on a timeout: unconfirmed nodes are asked
+// again, after a short pause, while the lock is valid. Only a majority
+// that no longer holds our value or answers with a server error, the end
+// of the validity, or ctx ends one without success. Each round costs one
+// round trip per node for all the items still open.
+func (r *Redlock) commitAll(ctx context.Context, items []commitItem) []commitItem {
+	n := len(r.nodes)
+	confirmed := make([]bool, len(items)*n) // item k's node i at k*n+i
+	open := make([]int, len(items))
+	for k := range open {
+		open[k] = k
+	}
+	for len(open) > 0 {
+		round := open // late answers must not see open change
+		results := r.fanoutAll(ctx, len(round), func(ctx context.Context, i int, node *store.Node, deliver func([]NodeResult)) {
+			var reqs []store.CommitRequest
+			var at []int // their places in open
+			for o, k := range round {
+				if !confirmed[k*n+i] {
+					reqs, at = append(reqs, items[k].req), append(at, o)
+				}
+			}
+			node.CommitAllAsync(ctx, reqs, r.cfg.stateTTL, func(rs []store.CommitResult) {
+				res := make([]NodeResult, len(round))
+				for o := range res {
+					res[o].Vote = VoteYes // confirmed in an earlier round
+				}
+				for x, c := range rs {
+					res[at[x]] = boolResult(c.Held, c.Err)
+				}
+				deliver(res)
+			})
+		}, quorumDecider(n, r.quorum), nil)
+		var next []int
+		for o, k := range open {
+			rs := results[o]
+			for i := range rs {
+				confirmed[k*n+i] = confirmed[k*n+i] || rs[i].Vote == VoteYes
+			}
+			items[k].results = rs
+			switch {
+			case count(rs, VoteYes) >= r.quorum:
+				items[k].ok = true
+			case count(rs, VoteNotOwner)+count(rs, VoteError) > n-r.quorum, // definite
+				ctx.Err() != nil,
+				!time.Now().Add(r.cfg.nodeTimeout).Before(items[k].until):
+			default:
+				next = append(next, k)
+			}
+		}
+		open = next
+		if len(open) == 0 {
+			break
+		}
+		// Undecided (timeouts, unreachable nodes, a node backing off): ask
+		// again after a pause, so that fast failures do not spin.
+		pause := time.NewTimer(r.cfg.nodeTimeout / 4)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			open = nil
+		case <-pause.C:
+		}
+	}
+	return items
+}
+
+// acquireDecider decides an acquisition when a quorum voted yes, or when
+// it can no longer get one and the reason is known: a quorum of one
+// holder or of marks, or every node answered. A split vote thus waits for
+// the slowest node (within the node timeout) to be told apart from a
+// lock held elsewhere.
+func acquireDecider(n, quorum int) decider {
+	return func(rs []NodeResult) bool {
+		yes, answered := 0, 0
+		for _, r := range rs {
+			if r.Vote == VoteYes {
+				yes++
+			}
+			if !r.pending() {
+				answered++
+			}
+		}
+		if yes >= quorum || answered == n {
+			return true
+		}
+		if n-answered+yes >= quorum {
+			return false // the pending nodes could still make a quorum
+		}
+		reason, _ := acquireReason(rs, quorum)
+		return reason != ErrNoQuorum
+	}
+}
+
+// acquireReason says why an acquisition without quorum failed, and which
+// value holds a quorum when that is the reason. The outcome is final only
+// when the votes prove it: a quorum of nodes has the occurrence marked as
+// run, or a quorum holds one and the same other value. Refusals from
+// different holders (a split vote between contenders), or marks on a
+// minority (left by a winner whose commit failed), are undecided: a later
+// attempt may win.
+func acquireReason(rs []NodeResult, quorum int) (reason error, holder string) {
+	if count(rs, VoteAlreadyRun) >= quorum {
+		return ErrAlreadyRun, ""
+	}
+	for i, a := range rs {
+		if a.Vote != VoteHeld {
+			continue
+		}
+		same := 1
+		for _, b := range rs[i+1:] {
+			if b.Vote == VoteHeld && b.Holder == a.Holder {
+				same++
+			}
+		}
+		if same >= quorum {
+			return ErrHeld, a.Holder
+		}
+	}
+	return ErrNoQuorum, ""
+}
+
+// abandon releases a failed attempt on every node, reports it and returns
+// its error.
+func (r *Redlock) abandon(ctx context.Context, s *stragglers, qerr *QuorumError, start time.Time) error {
+	if err := ctx.Err(); err != nil {
+		qerr.Cause = context.Cause(ctx)
+	}
+	s.abandon(ctx, qerr.Nodes)
+	r.observe(Event{Kind: EventAcquire, Name: qerr.Name, Err: qerr, Duration: time.Since(start), Nodes: qerr.Nodes})
+	return qerr
+}
+
+// stragglers undoes the grants of nodes that answer after an acquisition
+// round was decided, if the attempt is abandoned.
+type stragglers struct {
+	r         *Redlock
+	keys      store.LockKeys
+	value     string
+	ttl       time.Duration
+	mu        sync.Mutex
+	abandoned bool
+	early     []NodeResult // late answers that came before the attempt was abandoned
+}
+
+// late receives an answer that came after its round was decided, on the
+// node's worker: it must not block.
+func (s *stragglers) late(res NodeResult) {
+	s.mu.Lock()
+	if !s.abandoned {
+		s.early = append(s.early, res) // the attempt may still be abandoned
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	if mayHold(res) {
+		for _, n := range s.r.nodes {
+			if n.Name() == res.Node {
+				ctx, cancel := context.WithTimeout(context.Background(), s.r.releaseBound(s.ttl))
+				n.ReleaseAsync(ctx, s.keys, s.value, 0, s.r.cfg.stateTTL, func(bool, error) { cancel() })
+			}
+		}
+	}
+}
+
+// abandon releases the attempt on every node that may hold its value.
+// Nodes that had not answered when the round was decided are left to late,
+// which releases them when (and if) their answer says they may hold it.
+func (s *stragglers) abandon(ctx context.Context, rs []NodeResult) {
+	s.mu.Lock()
+	s.abandoned = true
+	early := s.early
+	s.mu.Unlock()
+	targets := make([]bool, len(rs))
+	some := false
+	for i, res := range rs {
+		targets[i] = mayHold(res)
+		for _, e := range early {
+			if e.Node == res.Node && mayHold(e) {
+				targets[i] = true
+			}
+		}
+		some = some || targets[i]
+	}
+	if some {
+		s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl, allAnswered)
+	}
+}
+
+// mayHold reports whether a node that gave res to an acquisition may hold
+// the acquirer's value: it granted it, or it may have before failing. Not
+// a node that had not answered, that said another value or the mark holds,
+// or whose call was never sent.
+func mayHold(res NodeResult) bool {
+	switch res.Vote {
+	case 0, VoteHeld, VoteAlreadyRun:
+		return false
+	}
+	return !errors.Is(res.Err, store.ErrNotSent)
+}

@@ -1,0 +1,171 @@
+package mutex_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+)
+
+// TestTryLockAllRoundTrips: a batch of locks costs each node one round
+// trip for the votes and one for the commits, whatever its size, and a bad
+// request fails alone.
+func TestTryLockAllRoundTrips(t *testing.T) {
+	c := redistest.Start(t, 5)
+	// A node timeout long enough that a loaded machine does not make the
+	// commit time out and ask again.
+	r := newRedlock(t, c, mutex.WithNodeTimeout(5*time.Second), mutex.WithMaxTTL(time.Minute))
+	ctx := ctxTimeout(t, time.Minute)
+	warm, err := r.TryLock(ctx, "warm", 30*time.Second, mutex.Occurrence(time.Now())) // loads the scripts
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = warm.Release(ctx)
+
+	const count = 600
+	reqs := make([]mutex.Request, count)
+	for j := range reqs {
+		reqs[j] = mutex.Request{Name: fmt.Sprintf("job%d", j), TTL: 30 * time.Second,
+			Options: []mutex.LockOption{mutex.Occurrence(time.Now())}}
+	}
+	reqs[5].TTL = 0
+	before := make([]store.Stats, len(r.Nodes()))
+	for i, n := range r.Nodes() {
+		before[i] = n.Stats()
+	}
+	res := r.TryLockAll(ctx, reqs)
+	probe := lockKey(t, r, "probe")
+	for i, n := range r.Nodes() {
+		// Calls to a node are answered in order: once this one is, the
+		// batch's commit (which waited for a quorum, not this node) is too.
+		if _, err := n.Commit(ctx, probe, "v", 0, 0, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		st := n.Stats()
+		// 599 locks are 3 script calls of each script, and the probe one.
+		// Calls still queued when a quorum has answered are dropped unsent.
+		calls := st.Calls + st.Skipped - before[i].Calls - before[i].Skipped
+		if pipes := st.Pipelines - before[i].Pipelines; calls != 7 || pipes > 3 {
+			t.Errorf("node %s: %d locks took %d script calls in %d round trips, want 3 for the votes and 3 for the commits, in one round trip each, then the probe's", n.Name(), count-1, calls-1, pipes)
+		}
+	}
+	if len(res) != count {
+		t.Fatalf("%d results for %d requests", len(res), count)
+	}
+	for j, rs := range res {
+		if j == 5 {
+			if !errors.Is(rs.Err, mutex.ErrInvalidOption) || rs.Lock != nil {
+				t.Errorf("request 5 (ttl 0): %v, want ErrInvalidOption", rs.Err)
+			}
+			continue
+		}
+		if rs.Err != nil || rs.Lock == nil || rs.Lock.Name() != reqs[j].Name || rs.Lock.Fence() == 0 {
+			t.Fatalf("request %d: %+v", j, rs)
+		}
+		if held := keysOn(t, c, lockKey(t, r, reqs[j].Name).Lock); slices.Contains(held, false) {
+			t.Fatalf("lock %d is on %v, want every node", j, held)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, rs := range res {
+		if rs.Lock != nil {
+			wg.Go(func() {
+				if err := rs.Lock.Release(ctx); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
+// TestTryLockAllRace: replicas that claim the same ticks of many jobs at
+// the same instant, each in one batch, win each job's tick exactly once,
+// even when their batches split the nodes between them; fences increase
+// from tick to tick.
+func TestTryLockAllRace(t *testing.T) {
+	c := redistest.Start(t, 5)
+	var contenders []*mutex.Redlock
+	for range 3 {
+		contenders = append(contenders, newRedlock(t, c))
+	}
+	ctx := ctxTimeout(t, 2*time.Minute)
+	const jobs, ticks = 200, 15
+	base := time.Now().Truncate(time.Second)
+	lastFence := make([]uint64, jobs)
+	for o := range ticks {
+		at := base.Add(time.Duration(o) * time.Second)
+		var (
+			mu     sync.Mutex
+			wins   = make([][]int, jobs) // contenders that won each job's tick
+			fences = make([]uint64, jobs)
+			errs   []error
+			wg     sync.WaitGroup
+		)
+		gate := make(chan struct{}) // start together, as replicas do at a tick
+		for i, r := range contenders {
+			wg.Go(func() {
+				<-gate
+				open := make([]int, jobs)
+				for j := range open {
+					open[j] = j
+				}
+				for attempt := 0; len(open) > 0; attempt++ {
+					if attempt == 50 {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("contender %d: %d jobs undecided after 50 attempts", i, len(open)))
+						mu.Unlock()
+						return
+					}
+					reqs := make([]mutex.Request, len(open))
+					for k, j := range open {
+						reqs[k] = mutex.Request{Name: fmt.Sprintf("job%d", j), TTL: 2 * time.Second,
+							Options: []mutex.LockOption{mutex.Occurrence(at)}}
+					}
+					var next []int
+					for k, res := range r.TryLockAll(ctx, reqs) {
+						j := open[k]
+						switch {
+						case res.Err == nil:
+							mu.Lock()
+							wins[j] = append(wins[j], i)
+							fences[j] = res.Lock.Fence()
+							mu.Unlock()
+							defer res.Lock.Release(ctx)
+						case errors.Is(res.Err, mutex.ErrHeld), errors.Is(res.Err, mutex.ErrAlreadyRun):
+						case errors.Is(res.Err, mutex.ErrNoQuorum):
+							next = append(next, j)
+						default:
+							mu.Lock()
+							errs = append(errs, res.Err)
+							mu.Unlock()
+							return
+						}
+					}
+					open = next
+					time.Sleep(time.Duration(1+attempt+i) * time.Millisecond) // jitter stand-in: contenders retry at different times
+				}
+			})
+		}
+		close(gate)
+		wg.Wait()
+		for _, err := range errs {
+			t.Fatalf("tick %d: %v", o, err)
+		}
+		for j := range jobs {
+			if len(wins[j]) != 1 {
+				t.Fatalf("tick %d of job %d won by contenders %v, want exactly one", o, j, wins[j])
+			}
+			if fences[j] <= lastFence[j] {
+				t.Fatalf("tick %d of job %d: fence %d after %d", o, j, fences[j], lastFence[j])
+			}
+			lastFence[j] = fences[j]
+		}
+	}
+}
