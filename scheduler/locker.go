@@ -41,6 +41,29 @@ type Locker interface {
 	Acquire(ctx context.Context, req LockRequest) (Lease, error)
 }
 
+// BatchLocker is a Locker that can make the first attempt at many leases in
+// one call, for instance in one round trip per node. When several ticks come
+// due at the same instant, the scheduler makes their first lock attempts in
+// one call of AcquireAll, bounded by ctx; it retries the undecided ones one
+// by one with Acquire, as it does for a single tick.
+//
+// AcquireAll returns one LockResult per request, in the order of reqs; each
+// has the meaning Acquire's return would have for its request (a Lease, or
+// an error matching ErrHeld, ErrOverlap, ErrTickDone or ErrNoQuorum), and a
+// request that fails does not fail the others. Every Lease returned is the
+// caller's to release.
+type BatchLocker interface {
+	Locker
+	AcquireAll(ctx context.Context, reqs []LockRequest) []LockResult
+}
+
+// LockResult is the outcome of one request of AcquireAll: a Lease or an
+// error as Acquire would return.
+type LockResult struct {
+	Lease Lease
+	Err   error
+}
+
 // Lease is one held lock as the scheduler sees it.
 type Lease interface {
 	// Fence returns the fencing token of this acquisition: it increases

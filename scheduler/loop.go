@@ -46,7 +46,9 @@ func (s *Scheduler) loop(rn *runner) {
 }
 
 // dispatch starts a handler for every job whose next tick is due and
-// returns how long to sleep until the next tick.
+// returns how long to sleep until the next tick. When the Locker is a
+// BatchLocker and several ticks are due, one handler takes them all, so
+// that their first lock attempts are made in one call.
 //
 // When several ticks of a job are due at once (the process was paused, or
 // the clock stepped forward), only the latest is handled; the earlier ones
@@ -76,9 +78,16 @@ func (s *Scheduler) dispatch(rn *runner) time.Duration {
 	}
 	s.mu.Unlock()
 
+	bl, batch := s.locker.(BatchLocker)
+	batch = batch && len(due) > 1
 	for _, d := range due {
 		s.skipMissed(d)
-		rn.wg.Go(func() { s.handleTick(rn, d) })
+		if !batch {
+			rn.wg.Go(func() { s.handleTick(rn, d) })
+		}
+	}
+	if batch {
+		rn.wg.Go(func() { s.handleBatch(rn, bl, due) })
 	}
 	return max(wait, 0)
 }

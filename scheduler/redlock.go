@@ -15,8 +15,9 @@ import (
 // occurrence (mutex.Occurrence), so no two replicas ever win the same tick
 // and a tick at or before one already run is refused; the scheduler's
 // instance id is stored as the lock's owner. The Locker also publishes
-// heartbeats on every node (Heartbeater) and checks names and TTLs at Add
-// (RequestChecker).
+// heartbeats on every node (Heartbeater), checks names and TTLs at Add
+// (RequestChecker), and makes the first lock attempts of ticks due at the
+// same instant in one batch (BatchLocker, with mutex.Redlock.TryLockAll).
 func NewRedlockLocker(r *mutex.Redlock) Locker {
 	return &redlockLocker{r: r}
 }
@@ -25,6 +26,13 @@ type redlockLocker struct {
 	r *mutex.Redlock
 }
 
+var (
+	_ BatchLocker    = (*redlockLocker)(nil)
+	_ Heartbeater    = (*redlockLocker)(nil)
+	_ RequestChecker = (*redlockLocker)(nil)
+	_ LeakScanner    = (*redlockLocker)(nil)
+)
+
 // CheckRequest implements RequestChecker.
 func (a *redlockLocker) CheckRequest(req LockRequest) error {
 	return a.r.Check(req.Job, req.TTL)
@@ -32,8 +40,33 @@ func (a *redlockLocker) CheckRequest(req LockRequest) error {
 
 // Acquire implements Locker.
 func (a *redlockLocker) Acquire(ctx context.Context, req LockRequest) (Lease, error) {
-	opts := []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick)}
-	l, err := a.r.TryLock(ctx, req.Job, req.TTL, opts...)
+	l, err := a.r.TryLock(ctx, req.Job, req.TTL, lockOptions(req)...)
+	return leaseOf(l, err, req)
+}
+
+// AcquireAll implements BatchLocker with one TryLockAll, which makes one
+// attempt at every lock at once.
+func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []LockResult {
+	mreqs := make([]mutex.Request, len(reqs))
+	for i, req := range reqs {
+		mreqs[i] = mutex.Request{Name: req.Job, TTL: req.TTL, Options: lockOptions(req)}
+	}
+	res := a.r.TryLockAll(ctx, mreqs)
+	out := make([]LockResult, min(len(res), len(reqs)))
+	for i := range out {
+		out[i].Lease, out[i].Err = leaseOf(res[i].Lock, res[i].Err, reqs[i])
+	}
+	return out
+}
+
+// lockOptions returns the Redlock options of req: its owner and its tick
+// as the lock's occurrence.
+func lockOptions(req LockRequest) []mutex.LockOption {
+	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick)}
+}
+
+// leaseOf maps the outcome of a Redlock attempt for req to Acquire's.
+func leaseOf(l *mutex.Lock, err error, req LockRequest) (Lease, error) {
 	if err != nil {
 		return nil, lockError(err, req.Tick)
 	}

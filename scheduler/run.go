@@ -33,6 +33,90 @@ var errGoexit = errors.New("scheduler: job called runtime.Goexit")
 // the job.
 func (s *Scheduler) handleTick(rn *runner, d dueTick) {
 	defer d.cancel(nil)
+	req, ok := s.checkTick(d)
+	if !ok {
+		return
+	}
+	s.lockAndRun(rn, d, req, nil)
+}
+
+// handleBatch handles ticks of several jobs that came due together, with a
+// BatchLocker: it checks each tick as handleTick does, makes the first lock
+// attempt of the remaining ones in one call of AcquireAll, then goes on for
+// each tick as handleTick does after its first attempt: a run or an
+// undecided attempt's retries in a goroutine of its own, a refusal here.
+func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
+	var (
+		ticks []dueTick
+		reqs  []LockRequest
+	)
+	for _, d := range due {
+		req, ok := s.checkTick(d)
+		if !ok {
+			d.cancel(nil)
+			continue
+		}
+		ticks = append(ticks, d)
+		reqs = append(reqs, req)
+	}
+	switch len(ticks) {
+	case 0:
+		return
+	case 1:
+		defer ticks[0].cancel(nil)
+		s.lockAndRun(rn, ticks[0], reqs[0], nil)
+		return
+	}
+
+	timeout := maxAttemptTimeout
+	for _, req := range reqs {
+		timeout = min(timeout, attemptTimeout(req.TTL))
+	}
+	ctx, cancel := context.WithTimeout(rn.loopCtx, timeout)
+	results := bl.AcquireAll(ctx, reqs)
+	cancel()
+	results = s.alignResults(rn, results, len(reqs))
+
+	for i, d := range ticks {
+		first := results[i]
+		if refused(first.Err) {
+			// Decided: acquire returns at once, and lockFailed reports it.
+			s.lockAndRun(rn, d, reqs[i], &first)
+			d.cancel(nil)
+			continue
+		}
+		rn.wg.Go(func() {
+			defer d.cancel(nil)
+			s.lockAndRun(rn, d, reqs[i], &first)
+		})
+	}
+}
+
+// alignResults returns n results: those of a BatchLocker that returned
+// one per request, or else its first n results, completed with errors for
+// the missing ones; it releases the leases of any results beyond n.
+func (s *Scheduler) alignResults(rn *runner, results []LockResult, n int) []LockResult {
+	if len(results) == n {
+		return results
+	}
+	for _, r := range results[min(n, len(results)):] {
+		if r.Lease != nil {
+			s.releaseUnused(rn, "", time.Time{}, r.Lease)
+		}
+	}
+	out := make([]LockResult, n)
+	copy(out, results)
+	err := fmt.Errorf("scheduler: BatchLocker returned %d results for %d requests", len(results), n)
+	for i := len(results); i < n; i++ {
+		out[i].Err = err
+	}
+	return out
+}
+
+// checkTick records d's tick as handled and checks that it is not later
+// than its grace and that its job is not running here; if so, it returns
+// the tick's lock request. Otherwise it reports the tick as skipped.
+func (s *Scheduler) checkTick(d dueTick) (LockRequest, bool) {
 	e, tick := d.e, d.tick
 	s.mu.Lock()
 	e.prev = tick
@@ -43,22 +127,47 @@ func (s *Scheduler) handleTick(rn *runner, d dueTick) {
 		s.skip(e, tick, SkipMisfire, 0, nil)
 		s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: later than its grace",
 			tickAttrs(e.name, tick, slog.Duration("late", late))...)
-		return
+		return LockRequest{}, false
 	}
 	if running {
 		s.skip(e, tick, SkipOverlap, 0, nil)
 		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped: previous run still going here",
 			tickAttrs(e.name, tick)...)
-		return
+		return LockRequest{}, false
 	}
+	return LockRequest{Job: e.name, Tick: tick, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID}, true
+}
 
-	req := LockRequest{Job: e.name, Tick: tick, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID}
-	lease, attempts, err := s.acquire(d.ctx, e, req, tick.Add(e.cfg.lateLimit()))
+// lockAndRun acquires the lease of req for d's tick and runs the job, or
+// reports why the tick was not run. first, if not nil, is the result of a
+// first attempt already made in a batch. It does not call d.cancel.
+func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *LockResult) {
+	e, tick := d.e, d.tick
+	lease, attempts, err := s.acquire(d.ctx, e, req, tick.Add(e.cfg.lateLimit()), first)
+	if err == nil && first != nil && attempts == 1 && d.ctx.Err() != nil {
+		// The batch's attempt was not bounded by d.ctx: the tick was
+		// abandoned (a newer tick, the job removed, or the scheduler
+		// stopping) while its lease was being won.
+		s.releaseUnused(rn, e.name, tick, lease)
+		err = fmt.Errorf("scheduler: lease won after the tick was abandoned, released: %w", context.Cause(d.ctx))
+	}
 	if err != nil {
 		s.lockFailed(rn, d, attempts, err)
 		return
 	}
 	s.finishRun(rn, s.startRun(rn, e, lease, tick, attempts))
+}
+
+// releaseUnused releases a lease that no run will use.
+func (s *Scheduler) releaseUnused(rn *runner, job string, tick time.Time, lease Lease) {
+	ctx := context.WithoutCancel(rn.jobCtx)
+	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	err := lease.Release(rctx)
+	cancel()
+	if err != nil && !errors.Is(err, ErrLockLost) {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "lease release failed; the lock expires with its TTL",
+			tickAttrs(job, tick, slog.Any("error", err))...)
+	}
 }
 
 // lockFailed reports a tick that could not be locked.
@@ -99,21 +208,29 @@ func (s *Scheduler) skip(e *entry, tick time.Time, reason SkipReason, attempts i
 // refusal (ErrHeld, ErrTickDone, ErrOverlap), or ctx is done. Undecided
 // attempts are retried after a random delay, as long as the retry starts
 // before the deadline (by the scheduler's clock); the first attempt is
-// always made. It returns the number of attempts made.
-func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, deadline time.Time) (Lease, int, error) {
+// always made, or, if first is not nil, was already made (in a batch) with
+// that result. It returns the number of attempts made.
+func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, deadline time.Time, first *LockResult) (Lease, int, error) {
 	retryUntil := time.Now().Add(deadline.Sub(s.cfg.clock())) // by the monotonic clock
-	attemptTimeout := min(maxAttemptTimeout, req.TTL/3)
 	var lastErr error
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		lease, err := s.locker.Acquire(actx, req)
-		cancel()
+		var (
+			lease Lease
+			err   error
+		)
+		if attempt == 1 && first != nil {
+			lease, err = first.Lease, first.Err
+		} else {
+			actx, cancel := context.WithTimeout(ctx, attemptTimeout(req.TTL))
+			lease, err = s.locker.Acquire(actx, req)
+			cancel()
+		}
 		switch {
 		case err == nil && lease != nil:
 			return lease, attempt, nil
 		case err == nil:
 			err = errors.New("scheduler: Locker returned neither a Lease nor an error")
-		case errors.Is(err, ErrHeld), errors.Is(err, ErrTickDone), errors.Is(err, ErrOverlap):
+		case refused(err):
 			return nil, attempt, err
 		}
 		// Keep the locker's own error rather than the one caused by the end
@@ -132,6 +249,17 @@ func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, dead
 			return nil, attempt, lastErr
 		}
 	}
+}
+
+// attemptTimeout bounds one lock attempt for a lease of the given TTL.
+func attemptTimeout(ttl time.Duration) time.Duration {
+	return min(maxAttemptTimeout, ttl/3)
+}
+
+// refused reports whether err is a definite refusal of a lock attempt,
+// which is not retried.
+func refused(err error) bool {
+	return errors.Is(err, ErrHeld) || errors.Is(err, ErrTickDone) || errors.Is(err, ErrOverlap)
 }
 
 // retryDelay returns a random delay before the attempt after attempt.

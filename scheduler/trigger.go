@@ -51,7 +51,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	defer cancel()
 	defer context.AfterFunc(rn.loopCtx, cancel)()
 	req := LockRequest{Job: name, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID}
-	lease, attempts, err := s.acquire(ctx, e, req, s.cfg.clock().Add(e.cfg.misfireGrace))
+	lease, attempts, err := s.acquire(ctx, e, req, s.cfg.clock().Add(e.cfg.misfireGrace), nil)
 	if err != nil {
 		if rn.loopCtx.Err() != nil {
 			return RunInfo{}, ErrClosed

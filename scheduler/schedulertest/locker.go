@@ -13,11 +13,11 @@ import (
 	"github.com/redcron/redcron/scheduler"
 )
 
-// Locker is an in-memory scheduler.Locker, scheduler.Heartbeater and
-// scheduler.RequestChecker with
-// the semantics of the Redis one, for a single process. Time is read from
-// time.Now, so it works under testing/synctest's fake clock. It is safe for
-// concurrent use; create it with NewLocker.
+// Locker is an in-memory scheduler.Locker, scheduler.BatchLocker,
+// scheduler.Heartbeater and scheduler.RequestChecker with the semantics of
+// the Redis one, for a single process. Time is read from time.Now, so it
+// works under testing/synctest's fake clock. It is safe for concurrent use;
+// create it with NewLocker.
 //
 // Per job it keeps one lock, a fencing counter and an occurrence mark:
 //   - While the lock is held, Acquire fails with ErrOverlap if it is held
@@ -33,15 +33,17 @@ import (
 //     stays valid until it is released or lost (as if its keepalive always
 //     succeeded). LoseLease simulates a loss.
 type Locker struct {
-	mu         sync.Mutex
-	jobs       map[string]*jobState
-	failNext   int
-	grants     []Grant
-	heartbeats []Heartbeat
+	mu              sync.Mutex
+	jobs            map[string]*jobState
+	failNext        int
+	acquireAllCalls int
+	grants          []Grant
+	heartbeats      []Heartbeat
 }
 
 var (
 	_ scheduler.Locker         = (*Locker)(nil)
+	_ scheduler.BatchLocker    = (*Locker)(nil)
 	_ scheduler.Heartbeater    = (*Locker)(nil)
 	_ scheduler.RequestChecker = (*Locker)(nil)
 )
@@ -52,7 +54,8 @@ type jobState struct {
 	fence  uint64
 }
 
-// Grant is the record of one successful Acquire.
+// Grant is the record of one successful lock attempt (by Acquire or
+// AcquireAll).
 type Grant struct {
 	Job   string
 	Tick  time.Time // zero for a triggered run
@@ -103,6 +106,40 @@ func (l *Locker) Acquire(ctx context.Context, req scheduler.LockRequest) (schedu
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.acquireLocked(req)
+}
+
+// AcquireAll implements scheduler.BatchLocker: it makes one attempt at each
+// request, in order, as Acquire would, and counts the call (see
+// AcquireAllCalls). Each request is one attempt for FailNext.
+func (l *Locker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	out := make([]scheduler.LockResult, len(reqs))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.acquireAllCalls++
+	for i, req := range reqs {
+		if err := ctx.Err(); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if err := l.CheckRequest(req); err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].Lease, out[i].Err = l.acquireLocked(req)
+	}
+	return out
+}
+
+// AcquireAllCalls returns the number of calls of AcquireAll so far.
+func (l *Locker) AcquireAllCalls() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acquireAllCalls
+}
+
+// acquireLocked makes one attempt at a checked request. l.mu must be held.
+func (l *Locker) acquireLocked(req scheduler.LockRequest) (scheduler.Lease, error) {
 	if l.failNext > 0 {
 		l.failNext--
 		return nil, fmt.Errorf("schedulertest: job %q: injected failure: %w", req.Job, scheduler.ErrNoQuorum)
@@ -152,9 +189,10 @@ func (l *Locker) Heartbeat(ctx context.Context, owner string, ttl time.Duration)
 	return nil
 }
 
-// FailNext makes the next n calls of Acquire fail with an error matching
-// scheduler.ErrNoQuorum, as if no quorum of nodes could be reached. It
-// replaces any previous count; FailNext(0) ends the failures.
+// FailNext makes the next n lock attempts (calls of Acquire, or requests of
+// AcquireAll, in order) fail with an error matching scheduler.ErrNoQuorum,
+// as if no quorum of nodes could be reached. It replaces any previous
+// count; FailNext(0) ends the failures.
 func (l *Locker) FailNext(n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -211,7 +249,7 @@ func (l *Locker) Mark(job string) time.Time {
 	return time.Time{}
 }
 
-// Grants returns the record of every successful Acquire, in order.
+// Grants returns the record of every successful lock attempt, in order.
 func (l *Locker) Grants() []Grant {
 	l.mu.Lock()
 	defer l.mu.Unlock()

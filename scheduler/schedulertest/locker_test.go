@@ -261,3 +261,53 @@ func TestCheckRequest(t *testing.T) {
 		t.Errorf("CheckRequest: %v", err)
 	}
 }
+
+// TestAcquireAll checks that each request of AcquireAll gets what Acquire
+// would give it, in order, that FailNext counts requests and that the calls
+// are counted.
+func TestAcquireAll(t *testing.T) {
+	l := schedulertest.NewLocker()
+	ctx := context.Background()
+	mustAcquire(t, l, req("held", t1))
+	mustAcquire(t, l, req("overlap", t1))
+	if err := mustAcquire(t, l, req("done", t1)).Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.FailNext(1)
+	reqs := []scheduler.LockRequest{
+		req("failed", t1), req("won", t1), req("held", t1), req("overlap", t2), req("done", t1), req("", t1),
+	}
+	res := l.AcquireAll(ctx, reqs)
+	if len(res) != len(reqs) {
+		t.Fatalf("%d results for %d requests", len(res), len(reqs))
+	}
+	wantErrs := []error{scheduler.ErrNoQuorum, nil, scheduler.ErrHeld, scheduler.ErrOverlap, scheduler.ErrTickDone}
+	for i, want := range wantErrs {
+		r := res[i]
+		switch {
+		case want == nil && (r.Err != nil || r.Lease == nil):
+			t.Errorf("%s: %v, %v; want a lease", reqs[i].Job, r.Lease, r.Err)
+		case want != nil && (r.Lease != nil || !errors.Is(r.Err, want)):
+			t.Errorf("%s: %v, %v; want %v", reqs[i].Job, r.Lease, r.Err, want)
+		}
+	}
+	if r := res[5]; r.Lease != nil || r.Err == nil {
+		t.Errorf("empty job name: %v, %v; want an error", r.Lease, r.Err)
+	}
+	if g, held := l.Held("won"); !held || !g.Tick.Equal(t1) || g.Fence != res[1].Lease.Fence() {
+		t.Errorf("Held(won) = %+v, %v; want the lease of the batch", g, held)
+	}
+	// The failed request's job is free: the failure was the injected one.
+	mustAcquire(t, l, req("failed", t1))
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, r := range l.AcquireAll(cctx, []scheduler.LockRequest{req("other", t1)}) {
+		if r.Lease != nil || !errors.Is(r.Err, context.Canceled) {
+			t.Errorf("AcquireAll with a cancelled context: %v, %v; want context.Canceled", r.Lease, r.Err)
+		}
+	}
+	if n := l.AcquireAllCalls(); n != 2 {
+		t.Errorf("AcquireAllCalls() = %d, want 2", n)
+	}
+}
