@@ -24,7 +24,8 @@ func quick(context.Context, scheduler.RunInfo, int) error {
 	return nil
 }
 
-// TestExactlyOncePerTick: every tick in a 20 s window runs exactly once,
+// TestExactlyOncePerTick: every tick of 40 jobs (locked in one batch per
+// tick and replica) in a 20 s window runs exactly once,
 // with replica clocks in agreement and with replica clocks 150 ms and
 // 400 ms fast.
 func TestExactlyOncePerTick(t *testing.T) {
@@ -39,11 +40,18 @@ func TestExactlyOncePerTick(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, offsets: tc.offsets, trusted: true})
-			f.add("tick", everySecond, quick, scheduler.WithLockTTL(2*time.Second))
+			// Many jobs on one schedule: each tick's locks go in one batch.
+			jobs := make([]string, 40)
+			for i := range jobs {
+				jobs[i] = fmt.Sprintf("tick-%02d", i)
+				f.add(jobs[i], everySecond, quick, scheduler.WithLockTTL(2*time.Second))
+			}
 			f.start()
 			from := time.Now().Add(time.Second)
 			f.wait(22 * time.Second)
-			f.checkOncePerTick("tick", from, time.Now().Add(-time.Second))
+			for _, job := range jobs {
+				f.checkOncePerTick(job, from, time.Now().Add(-time.Second))
+			}
 			if n := f.skipCount(scheduler.SkipNoQuorum); n != 0 {
 				t.Errorf("%d ticks skipped for want of a quorum, with every node up", n)
 			}
