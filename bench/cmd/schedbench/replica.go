@@ -119,27 +119,27 @@ func (c *cmdCounter) add(cmds []redis.Cmder) {
 }
 
 // scriptOp tells which of the library's lock scripts an EVALSHA runs, from
-// the shape of its arguments (store/lua): acquire has 2 keys and 4
-// arguments, the last "0" or "1"; commit has 2 keys and 4 arguments, the
-// last the state TTL in ms; release has 2 keys and 3 arguments; extend has
-// 1 key and 2 arguments.
+// the shape of its arguments (store/lua): acquire and commit carry k locks
+// as 2k keys and 1+3k arguments, the first "0" or "1" for acquire and the
+// state TTL in ms for commit; release has 2 keys and 3 arguments; extend
+// has 1 key and 2 arguments.
 func scriptOp(args []any) string {
 	// evalsha sha numkeys key... arg...
-	if len(args) < 3 {
+	if len(args) < 4 {
 		return "other"
 	}
 	nkeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
 	nargs := len(args) - 3 - nkeys
 	switch {
-	case nkeys == 2 && nargs == 4:
-		if last := fmt.Sprint(args[len(args)-1]); last == "0" || last == "1" {
-			return "acquire"
-		}
-		return "commit"
 	case nkeys == 2 && nargs == 3:
 		return "release"
 	case nkeys == 1 && nargs == 2:
 		return "extend"
+	case nkeys > 0 && nkeys%2 == 0 && nargs == 1+3*nkeys/2:
+		if first := fmt.Sprint(args[3+nkeys]); first == "0" || first == "1" {
+			return "acquire"
+		}
+		return "commit"
 	}
 	return "other"
 }
