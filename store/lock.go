@@ -196,8 +196,9 @@ type CommitResult struct {
 
 // Commit runs the commit script, the second phase of an acquisition: while
 // the lock still holds value, it raises the fence counter to fence and the
-// occurrence mark to occurrence (0 leaves either unchanged) and gives the
-// state a TTL of stateTTL. It reports whether the lock held value.
+// occurrence mark to occurrence (0 leaves either unchanged; neither is ever
+// lowered) and, when it raised either, gives the state a TTL of stateTTL.
+// It reports whether the lock held value.
 func (n *Node) Commit(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration) (bool, error) {
 	return wait(func(done func(bool, error)) { n.CommitAsync(ctx, k, value, fence, occurrence, stateTTL, done) })
 }

@@ -82,6 +82,7 @@ func TestNodeAcquireAll(t *testing.T) {
 		t.Errorf("lock 4, already ours, keeps a TTL of %v, want it renewed to a minute", ttl)
 	}
 
+	rc.Set(ctx, keys[3].Lock, "v3", time.Minute) // ours, so that the commit reads the bad state
 	commits := make([]store.CommitRequest, count)
 	for i := range commits {
 		commits[i] = store.CommitRequest{Keys: keys[i], Value: fmt.Sprintf("v%d", i), Fence: 100, Occurrence: 6000}

@@ -33,19 +33,18 @@ end
 for i = 1, #KEYS / 2 do
   local lock, state = KEYS[2 * i - 1], KEYS[2 * i]
   local value, ttl, occ = ARGV[3 * i - 1], ARGV[3 * i], tonumber(ARGV[3 * i + 1])
-  local fence = redis.pcall("HGET", state, "fence")
+  local st = redis.pcall("HMGET", state, "fence", "mark")
   local cur = redis.pcall("GET", lock)
-  if failed(fence) then
-    answer(-1, "0", fence.err)
+  if failed(st) then
+    answer(-1, "0", st.err)
   elseif failed(cur) then
     answer(-1, "0", cur.err)
   else
-    fence = fence or "0"
-    local mark = occ > 0 and redis.call("HGET", state, "mark")
+    local fence, mark = st[1] or "0", st[2]
     if cur == value then
       redis.call("PEXPIRE", lock, ttl)
       answer(1, fence, "")
-    elseif mark and tonumber(mark) >= occ then
+    elseif occ > 0 and mark and tonumber(mark) >= occ then
       answer(2, fence, mark)
     elseif cur then
       answer(0, fence, cur)
