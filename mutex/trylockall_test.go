@@ -169,3 +169,49 @@ func TestTryLockAllRace(t *testing.T) {
 		}
 	}
 }
+
+// TestTryLockAllNodeFaults: a batch is decided without a paused node, and
+// with a second node killed, every lock of it fails with a tally that
+// names both, in about a node timeout, leaving no key behind.
+func TestTryLockAllNodeFaults(t *testing.T) {
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c, mutex.WithNodeTimeout(300*time.Millisecond))
+	ctx := ctxTimeout(t, time.Minute)
+	c.Node(1).Pause()
+	t.Cleanup(c.Node(1).Resume)
+	reqs := make([]mutex.Request, 300)
+	for j := range reqs {
+		reqs[j] = mutex.Request{Name: fmt.Sprintf("job%d", j), TTL: 2 * time.Second}
+	}
+	var wg sync.WaitGroup
+	for j, res := range r.TryLockAll(ctx, reqs) {
+		if res.Err != nil {
+			t.Fatalf("lock %d, one node of 3 paused: %v", j, res.Err)
+		}
+		wg.Go(func() {
+			if err := res.Lock.Release(ctx); err != nil {
+				t.Errorf("release %d: %v", j, err)
+			}
+		})
+	}
+	wg.Wait()
+
+	c.Node(2).Kill()
+	start := time.Now()
+	results := r.TryLockAll(ctx, reqs)
+	took := time.Since(start)
+	live := c.Node(0).Client(t)
+	for j, res := range results {
+		var qe *mutex.QuorumError
+		if !errors.As(res.Err, &qe) || !errors.Is(res.Err, mutex.ErrNoQuorum) || !qe.Nodes[1].Vote.Failed() || !qe.Nodes[2].Vote.Failed() {
+			t.Fatalf("lock %d, two nodes of 3 down: %v, want ErrNoQuorum with nodes 1 and 2 failed", j, res.Err)
+		}
+		if n := live.Exists(ctx, lockKey(t, r, reqs[j].Name).Lock).Val(); n != 0 {
+			t.Fatalf("lock %d left on the live node", j)
+		}
+	}
+	// One node timeout for the votes, one for releasing where we may hold.
+	if took > 2*300*time.Millisecond+500*time.Millisecond {
+		t.Errorf("a failed batch took %v, want about two node timeouts (300ms each)", took)
+	}
+}
