@@ -68,20 +68,28 @@ func lockOptions(req LockRequest) []mutex.LockOption {
 // leaseOf maps the outcome of a Redlock attempt for req to Acquire's.
 func leaseOf(l *mutex.Lock, err error, req LockRequest) (Lease, error) {
 	if err != nil {
-		return nil, lockError(err, req.Tick)
+		return nil, lockError(err, req)
 	}
 	return &redlockLease{l: l}, nil
 }
 
-// lockError maps a Redlock error to the scheduler's outcomes, keeping it
-// as the cause.
-func lockError(err error, tick time.Time) error {
+// lockError maps a Redlock error for req to the scheduler's outcomes,
+// keeping it as the cause.
+func lockError(err error, req LockRequest) error {
 	switch {
 	case errors.Is(err, mutex.ErrAlreadyRun):
 		return fmt.Errorf("%w: %w", ErrTickDone, err)
 	case errors.Is(err, mutex.ErrHeld):
-		if heldForEarlierTick(err, tick) {
+		holder, ok := holderOf(err)
+		switch {
+		case ok && !req.Tick.IsZero() && holder.Occurrence < req.Tick.UnixMilli():
+			// The previous run is still going.
 			return fmt.Errorf("%w: %w", ErrOverlap, err)
+		case ok && !req.Tick.IsZero() && holder.Occurrence == req.Tick.UnixMilli() && holder.Owner == req.Owner:
+			// An earlier attempt of this replica at this very tick, given
+			// up (its answers came too late) and being released: whoever
+			// gets the lock next runs the tick, so this is not a refusal.
+			return fmt.Errorf("%w: held by this replica's own abandoned attempt at the tick: %w", ErrNoQuorum, err)
 		}
 		return fmt.Errorf("%w: %w", ErrHeld, err)
 	case errors.Is(err, mutex.ErrNoQuorum):
@@ -90,16 +98,15 @@ func lockError(err error, tick time.Time) error {
 	return err
 }
 
-// heldForEarlierTick reports whether the value holding the lock on a
-// quorum holds it for a tick before tick (or for a manual run): the
-// previous run is still going.
-func heldForEarlierTick(err error, tick time.Time) bool {
+// holderOf returns the value holding the lock on a quorum, from a Redlock
+// error matching mutex.ErrHeld.
+func holderOf(err error) (store.Value, bool) {
 	var qe *mutex.QuorumError
-	if tick.IsZero() || !errors.As(err, &qe) {
-		return false
+	if !errors.As(err, &qe) {
+		return store.Value{}, false
 	}
 	v, perr := store.ParseValue(qe.Holder)
-	return perr == nil && v.Occurrence < tick.UnixMilli()
+	return v, perr == nil
 }
 
 // Heartbeat implements Heartbeater.
@@ -116,7 +123,7 @@ const leakScanLock = "_leakscan"
 func (a *redlockLocker) ScanLeaks(ctx context.Context) (map[string]int, error) {
 	l, err := a.r.TryLock(ctx, leakScanLock, a.r.MaxTTL())
 	if err != nil {
-		return nil, lockError(err, time.Time{})
+		return nil, lockError(err, LockRequest{Job: leakScanLock})
 	}
 	defer l.Release(context.WithoutCancel(ctx))
 	kept, stop := l.KeepAlive(ctx)

@@ -1,0 +1,71 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
+)
+
+// TestRedlockLockerHolders: the Redlock adapter tells apart what holds a
+// job's lock on a quorum: another replica at this tick (ErrHeld), a run of
+// an earlier tick (ErrOverlap), or this replica's own abandoned attempt at
+// this tick, which is being released and so is worth retrying
+// (ErrNoQuorum).
+func TestRedlockLockerHolders(t *testing.T) {
+	c := redistest.Start(t, 3)
+	var nodes []*store.Node
+	for _, s := range c.Nodes() {
+		n, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	locker := scheduler.NewRedlockLocker(r)
+	ctx := context.Background()
+	tick := time.Now().Truncate(time.Second)
+	for _, tc := range []struct {
+		name         string
+		owner        string
+		occurrence   time.Time
+		want, notWant error
+	}{
+		{"another replica, this tick", "replica-b", tick, scheduler.ErrHeld, scheduler.ErrNoQuorum},
+		{"this replica, an earlier tick", "replica-a", tick.Add(-time.Second), scheduler.ErrOverlap, scheduler.ErrHeld},
+		{"this replica, this tick", "replica-a", tick, scheduler.ErrNoQuorum, scheduler.ErrHeld},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := "job-" + tc.name
+			// The first phase of an acquisition on every node, as left by an
+			// attempt whose answers came too late to be counted.
+			keys, err := r.Keyspace().Lock(job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := store.Value{Token: store.NewToken(), Acquired: time.Now(), Occurrence: tc.occurrence.UnixMilli(), Owner: tc.owner}
+			for _, s := range c.Nodes() {
+				if err := s.Client(t).Set(ctx, keys.Lock, v.String(), 5*time.Second).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := scheduler.LockRequest{Job: job, Tick: tick, TTL: 5 * time.Second, Owner: "replica-a"}
+			_, err = locker.Acquire(ctx, req)
+			if !errors.Is(err, tc.want) || errors.Is(err, tc.notWant) || !errors.Is(err, mutex.ErrHeld) {
+				t.Fatalf("Acquire: %v, want %v (and the cause, mutex.ErrHeld)", err, tc.want)
+			}
+			if res := locker.(scheduler.BatchLocker).AcquireAll(ctx, []scheduler.LockRequest{req}); !errors.Is(res[0].Err, tc.want) {
+				t.Fatalf("AcquireAll: %v, want %v", res[0].Err, tc.want)
+			}
+		})
+	}
+}
