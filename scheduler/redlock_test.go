@@ -35,9 +35,9 @@ func TestRedlockLockerHolders(t *testing.T) {
 	ctx := context.Background()
 	tick := time.Now().Truncate(time.Second)
 	for _, tc := range []struct {
-		name         string
-		owner        string
-		occurrence   time.Time
+		name          string
+		owner         string
+		occurrence    time.Time
 		want, notWant error
 	}{
 		{"another replica, this tick", "replica-b", tick, scheduler.ErrHeld, scheduler.ErrNoQuorum},
