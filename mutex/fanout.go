@@ -32,8 +32,12 @@ func (r *Redlock) fanout(ctx context.Context, op nodeOp, decided decider, late f
 	if late != nil {
 		lateAll = func(_ int, res NodeResult) { late(res) }
 	}
+	buf := make([]NodeResult, len(r.nodes)) // each node's one-result batch; each is written once
 	return r.fanoutAll(ctx, 1, func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult)) {
-		op(ctx, i, n, func(res NodeResult) { deliver([]NodeResult{res}) })
+		op(ctx, i, n, func(res NodeResult) {
+			buf[i] = res
+			deliver(buf[i : i+1 : i+1])
+		})
 	}, decided, lateAll)[0]
 }
 
