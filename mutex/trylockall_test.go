@@ -22,11 +22,21 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 	// commit time out and ask again.
 	r := newRedlock(t, c, mutex.WithNodeTimeout(5*time.Second), mutex.WithMaxTTL(time.Minute))
 	ctx := ctxTimeout(t, time.Minute)
-	warm, err := r.TryLock(ctx, "warm", 30*time.Second, mutex.Occurrence(time.Now())) // loads the scripts
-	if err != nil {
-		t.Fatal(err)
+	// Every node loads the scripts first (a lock decided at quorum may
+	// leave the last node without a call), so that no call below is sent
+	// twice for NOSCRIPT.
+	warm := lockKey(t, r, "warm")
+	for _, n := range r.Nodes() {
+		if _, err := n.Acquire(ctx, store.AcquireRequest{Keys: warm, Value: "w", TTL: time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.Commit(ctx, warm, "w", 1, 0, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.Release(ctx, warm, "w", 0, time.Second); err != nil {
+			t.Fatal(err)
+		}
 	}
-	_ = warm.Release(ctx)
 
 	const count = 600
 	reqs := make([]mutex.Request, count)
@@ -44,7 +54,8 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 	for i, n := range r.Nodes() {
 		// Calls to a node are answered in order: once this one is, the
 		// batch's commit (which waited for a quorum, not this node) is too.
-		if _, err := n.Commit(ctx, probe, "v", 0, 0, time.Second); err != nil {
+		// (A release: a script call of its own, never merged with the commits.)
+		if _, err := n.Release(ctx, probe, "v", 0, time.Second); err != nil {
 			t.Fatal(err)
 		}
 		st := n.Stats()
@@ -68,8 +79,10 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 		if rs.Err != nil || rs.Lock == nil || rs.Lock.Name() != reqs[j].Name || rs.Lock.Fence() == 0 {
 			t.Fatalf("request %d: %+v", j, rs)
 		}
-		if held := keysOn(t, c, lockKey(t, r, reqs[j].Name).Lock); slices.Contains(held, false) {
-			t.Fatalf("lock %d is on %v, want every node", j, held)
+		// (Calls still queued when a quorum answered are dropped unsent.)
+		held := keysOn(t, c, lockKey(t, r, reqs[j].Name).Lock)
+		if on := len(held) - len(slices.DeleteFunc(held, func(b bool) bool { return b })); on < r.Quorum() {
+			t.Fatalf("lock %d is on %v, want a quorum", j, held)
 		}
 	}
 	var wg sync.WaitGroup

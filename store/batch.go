@@ -26,9 +26,10 @@ const (
 // call is one script invocation waiting for the node's worker.
 type call struct {
 	ctx    context.Context
-	script script
+	script *script
 	keys   []string
-	args   []any
+	args   []any            // the script's leading argument, then the locks' arguments
+	items  int              // the number of locks the call carries
 	done   func(*redis.Cmd) // called once, from the worker or from submit; must not block
 	// cleanup calls (releases) are sent even while the node backs off: a
 	// key left behind blocks others until it expires.
@@ -172,6 +173,9 @@ func (b *batcher) flush(batch []*call) {
 		return
 	}
 	batch = live
+	if b.n.singleServer() {
+		batch = mergeCalls(batch)
+	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	cmds := b.exec(ctx, batch, false)
@@ -216,7 +220,7 @@ func (b *batcher) exec(ctx context.Context, calls []*call, load bool) []*redis.C
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := b.n.client.Pipeline()
 	if load {
-		var loaded []script
+		var loaded []*script
 		for _, c := range calls {
 			if !slices.Contains(loaded, c.script) {
 				loaded = append(loaded, c.script)

@@ -231,7 +231,7 @@ func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTT
 		for i := lo; i < hi; i++ {
 			ierr := err
 			if ierr == nil {
-				out[i].Held, ierr = parseCommit(res[2*(i-lo):][:2])
+				out[i].Held, ierr = parseBool(res[2*(i-lo):][:2])
 			}
 			if ierr != nil {
 				out[i].Err = n.fail("commit", reqs[i].Keys.Lock, ierr)
@@ -240,8 +240,12 @@ func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTT
 	}, func() { done(out) })
 }
 
-// parseCommit reads one lock's answer to a commit script.
-func parseCommit(res []any) (bool, error) {
+// parseBool reads one lock's answer to a compare-and-act script (commit,
+// extend, release): 1 or 0, or -1 with the server's error.
+func parseBool(res []any) (bool, error) {
+	if len(res) != 2 {
+		return false, fmt.Errorf("unexpected reply %v", res)
+	}
 	result, ok1 := res[0].(int64)
 	detail, ok2 := res[1].(string)
 	switch {
@@ -261,7 +265,7 @@ func (n *Node) Extend(ctx context.Context, k LockKeys, value string, ttl time.Du
 
 // ExtendAsync is Extend, with the answer passed to done (see AcquireAsync).
 func (n *Node) ExtendAsync(ctx context.Context, k LockKeys, value string, ttl time.Duration, done func(bool, error)) {
-	n.boolCall(ctx, "extend", false, extendScript, []string{k.Lock}, []any{value, millis(ttl)}, done)
+	n.boolCall(ctx, "extend", false, extendScript, []string{k.Lock}, []any{"", value, millis(ttl)}, done)
 }
 
 // Release deletes the lock while it holds value (compare and delete),
@@ -280,7 +284,7 @@ func (n *Node) Release(ctx context.Context, k LockKeys, value string, occurrence
 // acquisition may have set.
 func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration, done func(bool, error)) {
 	n.boolCall(ctx, "release", true, releaseScript, []string{k.Lock, k.State},
-		[]any{value, occurrence, millis(stateTTL)}, done)
+		[]any{millis(stateTTL), value, occurrence}, done)
 }
 
 // DeleteIfValue deletes the string key while it holds value, and reports
@@ -288,18 +292,22 @@ func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occur
 // changed since it was scanned is never touched.
 func (n *Node) DeleteIfValue(ctx context.Context, key, value string) (bool, error) {
 	return wait(func(done func(bool, error)) {
-		n.boolCall(ctx, "delete", true, releaseScript, []string{key, key}, []any{value, 0, 1}, done)
+		n.boolCall(ctx, "delete", true, releaseScript, []string{key, key}, []any{millis(time.Millisecond), value, 0}, done)
 	})
 }
 
-// boolCall queues a compare-and-act script whose answer is 1 or 0; a
-// cleanup call is sent even while the node backs off.
-func (n *Node) boolCall(ctx context.Context, op string, cleanup bool, s script, keys []string, args []any, done func(bool, error)) {
-	n.batch.submit(&call{ctx: ctx, script: s, keys: keys, args: args, cleanup: cleanup, done: func(cmd *redis.Cmd) {
+// boolCall queues a compare-and-act script on one lock, whose answer is 1
+// or 0; a cleanup call is sent even while the node backs off.
+func (n *Node) boolCall(ctx context.Context, op string, cleanup bool, s *script, keys []string, args []any, done func(bool, error)) {
+	n.batch.submit(&call{ctx: ctx, script: s, keys: keys, args: args, items: 1, cleanup: cleanup, done: func(cmd *redis.Cmd) {
 		if done == nil {
 			return
 		}
-		ok, err := cmd.Bool()
+		res, err := cmd.Slice()
+		var ok bool
+		if err == nil {
+			ok, err = parseBool(res)
+		}
 		if err != nil {
 			done(false, n.fail(op, keys[0], err))
 			return

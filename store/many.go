@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -17,13 +19,13 @@ const maxItems = 256
 // call's answer to decode. done is called once, after every decode. A
 // client that may spread keys over several servers (Cluster, Ring) gets one
 // item per call, since a script's keys must live on one server.
-func (n *Node) submitAll(ctx context.Context, s script, count int, encode func(lo, hi int) ([]string, []any), decode func(lo, hi int, cmd *redis.Cmd), done func()) {
+func (n *Node) submitAll(ctx context.Context, s *script, count int, encode func(lo, hi int) ([]string, []any), decode func(lo, hi int, cmd *redis.Cmd), done func()) {
 	if count == 0 {
 		done()
 		return
 	}
 	size := 1
-	if _, single := n.client.(*redis.Client); single {
+	if n.singleServer() {
 		size = maxItems
 	}
 	var left atomic.Int32
@@ -32,7 +34,7 @@ func (n *Node) submitAll(ctx context.Context, s script, count int, encode func(l
 	for lo := 0; lo < count; lo += size {
 		hi := min(lo+size, count)
 		keys, args := encode(lo, hi)
-		calls = append(calls, &call{ctx: ctx, script: s, keys: keys, args: args, done: func(cmd *redis.Cmd) {
+		calls = append(calls, &call{ctx: ctx, script: s, keys: keys, args: args, items: hi - lo, done: func(cmd *redis.Cmd) {
 			decode(lo, hi, cmd)
 			if left.Add(-1) == 0 {
 				done()
@@ -40,6 +42,71 @@ func (n *Node) submitAll(ctx context.Context, s script, count int, encode func(l
 		}})
 	}
 	n.batch.submit(calls...) // in one pipeline, unless there are more than maxBatch
+}
+
+// singleServer reports whether every key of the node lives on one server,
+// so that one script call may act on any of them: not on a Cluster or
+// Ring client, or a client of a kind the node does not know.
+func (n *Node) singleServer() bool {
+	_, ok := n.client.(*redis.Client)
+	return ok
+}
+
+// mergeCalls returns batch with every run of adjacent calls of the same
+// script and leading argument combined into calls of up to maxItems locks
+// each, in the same order: the releases (or extensions) of many locks that
+// end at the same moment cost one script call. A combined call splits its
+// answer among the calls it carries.
+func mergeCalls(batch []*call) []*call {
+	out := make([]*call, 0, len(batch))
+	for i := 0; i < len(batch); {
+		first, items, j := batch[i], batch[i].items, i+1
+		for ; j < len(batch); j++ {
+			c := batch[j]
+			if c.script != first.script || c.args[0] != first.args[0] || items+c.items > maxItems {
+				break
+			}
+			items += c.items
+		}
+		if j == i+1 {
+			out = append(out, first)
+		} else {
+			out = append(out, combine(batch[i:j], items))
+		}
+		i = j
+	}
+	return out
+}
+
+// combine returns one call carrying the locks of parts, all calls of one
+// script with one leading argument.
+func combine(parts []*call, items int) *call {
+	s := parts[0].script
+	keys := make([]string, 0, len(parts)*len(parts[0].keys))
+	args := make([]any, 1, 1+len(parts)*(len(parts[0].args)-1))
+	args[0] = parts[0].args[0]
+	for _, p := range parts {
+		keys = append(keys, p.keys...)
+		args = append(args, p.args[1:]...)
+	}
+	return &call{ctx: parts[0].ctx, script: s, keys: keys, args: args, items: items, done: func(cmd *redis.Cmd) {
+		res, err := cmd.Slice()
+		if err == nil && len(res) != s.head+items*s.width {
+			err = fmt.Errorf("unexpected reply of %d values for %d locks", len(res), items)
+		}
+		off := s.head
+		for _, p := range parts {
+			pc := redis.NewCmd(p.ctx)
+			if err != nil {
+				pc.SetErr(err)
+			} else {
+				n := p.items * s.width
+				pc.SetVal(append(slices.Clip(res[:s.head]), res[off:off+n]...))
+				off += n
+			}
+			p.done(pc)
+		}
+	}}
 }
 
 // replyError is an error a script reported for one of the locks it was

@@ -203,33 +203,69 @@ func TestFencedSet(t *testing.T) {
 	}
 }
 
-// TestNodePipelining: concurrent calls on one node share round trips.
+// TestNodePipelining: concurrent calls on one node share round trips, and
+// adjacent calls of one script share script calls; each still gets its
+// own answer.
 func TestNodePipelining(t *testing.T) {
-	n, _, _ := setup(t)
+	n, s, _ := setup(t)
 	ctx := context.Background()
 	ks, _ := store.NewKeyspace("t")
 	const calls = 400
-	errs := make(chan error, calls)
-	var wg sync.WaitGroup
-	for i := range calls {
-		wg.Go(func() {
-			k, _ := ks.Lock(fmt.Sprintf("p%d", i))
-			_, err := n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: "v", TTL: time.Minute})
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
+	rc := s.Client(t)
+	keys := make([]store.LockKeys, calls)
+	for i := range keys {
+		keys[i], _ = ks.Lock(fmt.Sprintf("p%d", i))
+		if i%3 == 0 {
+			rc.Set(ctx, keys[i].Lock, "other", time.Minute)
 		}
 	}
+	value := func(i int) string { return fmt.Sprintf("v%d", i) }
+	run := func(op func(i int) error) {
+		t.Helper()
+		errs := make(chan error, calls)
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() { errs <- op(i) })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	run(func(i int) error {
+		rep, err := n.Acquire(ctx, store.AcquireRequest{Keys: keys[i], Value: value(i), TTL: time.Minute})
+		switch {
+		case err != nil:
+			return err
+		case i%3 == 0 && (rep.Status != store.Held || rep.Holder != "other"):
+			return fmt.Errorf("lock %d, held by another value: %+v", i, rep)
+		case i%3 != 0 && rep.Status != store.Acquired:
+			return fmt.Errorf("lock %d: %+v", i, rep)
+		}
+		return nil
+	})
 	st := n.Stats()
-	// A fresh server answers the first pipeline with NOSCRIPT: those calls
-	// are sent again (counted again) after SCRIPT LOAD.
-	if st.Calls < calls || st.Pipelines >= calls/2 {
-		t.Errorf("stats %+v: %d concurrent calls should share round trips", st, calls)
+	if st.Calls >= calls/2 || st.Pipelines >= calls/2 {
+		t.Errorf("stats %+v: %d concurrent calls should share round trips and script calls", st, calls)
+	}
+	run(func(i int) error {
+		ok, err := n.Release(ctx, keys[i], value(i), 0, time.Hour)
+		if err == nil && ok != (i%3 != 0) {
+			err = fmt.Errorf("release of lock %d: %v", i, ok)
+		}
+		return err
+	})
+	for i := range keys {
+		want := int64(0)
+		if i%3 == 0 {
+			want = 1 // another value's: not released
+		}
+		if got := rc.Exists(ctx, keys[i].Lock).Val(); got != want {
+			t.Fatalf("lock %d: exists %d after the releases, want %d", i, got, want)
+		}
 	}
 }
 

@@ -19,16 +19,24 @@ var (
 	//go:embed lua/release.lua
 	releaseSrc string
 
-	acquireScript = newScript(acquireSrc)
-	commitScript  = newScript(commitSrc)
-	extendScript  = newScript(extendSrc)
-	releaseScript = newScript(releaseSrc)
+	acquireScript = newScript("acquire", acquireSrc, 1, 3)
+	commitScript  = newScript("commit", commitSrc, 0, 2)
+	extendScript  = newScript("extend", extendSrc, 0, 2)
+	releaseScript = newScript("release", releaseSrc, 0, 2)
 )
 
-// script is a Lua script with its source, which SCRIPT LOAD needs.
+// script is a lock script with its source, which SCRIPT LOAD needs. Every
+// lock script acts on any number of locks: a call passes one leading
+// argument, then each lock's keys and arguments, and the answer is head
+// values, then width values per lock. Calls of one script with the same
+// leading argument can thus be merged into one (mergeCalls).
 type script struct {
 	*redis.Script
-	src string
+	name        string
+	src         string
+	head, width int
 }
 
-func newScript(src string) script { return script{redis.NewScript(src), src} }
+func newScript(name, src string, head, width int) *script {
+	return &script{Script: redis.NewScript(src), name: name, src: src, head: head, width: width}
+}

@@ -1,7 +1,23 @@
--- Compare-and-pexpire: while KEYS[1] holds value ARGV[1], set its TTL to
--- ARGV[2] ms. Returns 1 if the value held, else 0.
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-  redis.call("PEXPIRE", KEYS[1], ARGV[2])
-  return 1
+-- Compare-and-pexpire, any number of locks in one call: while the lock
+-- KEYS[i] holds value ARGV[2i], set its TTL to ARGV[2i+1] ms. ARGV[1] is
+-- unused (every lock script has one leading argument).
+-- Returns {result_1, detail_1, result_2, ...}: result 1 if the value held,
+-- 0 if not, -1 if the lock could not be read (detail = the server's error).
+local out = {}
+local function answer(result, detail)
+  out[#out + 1] = result
+  out[#out + 1] = detail
 end
-return 0
+
+for i = 1, #KEYS do
+  local cur = redis.pcall("GET", KEYS[i])
+  if type(cur) == "table" and cur.err then
+    answer(-1, cur.err)
+  elseif cur == ARGV[2 * i] then
+    redis.call("PEXPIRE", KEYS[i], ARGV[2 * i + 1])
+    answer(1, "")
+  else
+    answer(0, "")
+  end
+end
+return out

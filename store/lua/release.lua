@@ -1,17 +1,35 @@
--- Compare-and-delete: while KEYS[1] holds value ARGV[1], raise the
--- occurrence mark in the state hash KEYS[2] to ARGV[2] ("0" to leave it;
--- when raised, the state hash gets a TTL of ARGV[3] ms) and delete KEYS[1].
--- Returns 1 if the value held and was deleted, else 0.
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
-  return 0
+-- Compare-and-delete, any number of locks in one call. Lock i has the lock
+-- key KEYS[2i-1] and the state hash KEYS[2i]: while the lock holds value
+-- ARGV[2i], raise the state's occurrence mark to ARGV[2i+1] ("0" to leave
+-- it; when raised, the state gets a TTL of ARGV[1] ms) and delete the
+-- lock.
+-- Returns {result_1, detail_1, result_2, ...}: result 1 if the value held
+-- and was deleted, 0 if not, -1 if the lock could not be read (detail =
+-- the server's error).
+local out = {}
+local function answer(result, detail)
+  out[#out + 1] = result
+  out[#out + 1] = detail
 end
-local o = tonumber(ARGV[2])
-if o > 0 then
-  local mark = tonumber(redis.call("HGET", KEYS[2], "mark") or "0")
-  if mark < o then
-    redis.call("HSET", KEYS[2], "mark", ARGV[2])
-    redis.call("PEXPIRE", KEYS[2], ARGV[3])
+
+for i = 1, #KEYS / 2 do
+  local lock, state = KEYS[2 * i - 1], KEYS[2 * i]
+  local value, o = ARGV[2 * i], tonumber(ARGV[2 * i + 1])
+  local cur = redis.pcall("GET", lock)
+  if type(cur) == "table" and cur.err then
+    answer(-1, cur.err)
+  elseif cur ~= value then
+    answer(0, "")
+  else
+    if o > 0 then
+      local mark = tonumber(redis.call("HGET", state, "mark") or "0")
+      if mark < o then
+        redis.call("HSET", state, "mark", ARGV[2 * i + 1])
+        redis.call("PEXPIRE", state, ARGV[1])
+      end
+    end
+    redis.call("DEL", lock)
+    answer(1, "")
   end
 end
-redis.call("DEL", KEYS[1])
-return 1
+return out

@@ -119,23 +119,26 @@ func (c *cmdCounter) add(cmds []redis.Cmder) {
 }
 
 // scriptOp tells which of the library's lock scripts an EVALSHA runs, from
-// the shape of its arguments (store/lua): acquire and commit carry k locks
-// as 2k keys and 1+3k arguments, the first "0" or "1" for acquire and the
-// state TTL in ms for commit; release has 2 keys and 3 arguments; extend
-// has 1 key and 2 arguments.
+// the shape of its arguments (store/lua): every script carries k locks
+// after one leading argument; acquire and commit as 2k keys and 3k
+// arguments (the leading one "0" or "1" for acquire, the state TTL in ms
+// for commit), release as 2k keys and 2k arguments, extend as k keys and
+// 2k arguments.
 func scriptOp(args []any) string {
 	// evalsha sha numkeys key... arg...
 	if len(args) < 4 {
 		return "other"
 	}
 	nkeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
-	nargs := len(args) - 3 - nkeys
+	nargs := len(args) - 3 - nkeys - 1 // after the leading argument
 	switch {
-	case nkeys == 2 && nargs == 3:
+	case nkeys <= 0:
+		return "other"
+	case nargs == nkeys && nkeys%2 == 0:
 		return "release"
-	case nkeys == 1 && nargs == 2:
+	case nargs == 2*nkeys:
 		return "extend"
-	case nkeys > 0 && nkeys%2 == 0 && nargs == 1+3*nkeys/2:
+	case nkeys%2 == 0 && nargs == 3*nkeys/2:
 		if first := fmt.Sprint(args[3+nkeys]); first == "0" || first == "1" {
 			return "acquire"
 		}
