@@ -14,7 +14,8 @@ import (
 // The node's lock scripts are pipelined: calls from any number of
 // goroutines queue up, and one worker goroutine per node sends whatever is
 // queued as one pipeline, so concurrent lock operations on a node share a
-// round trip, and a caller costs no goroutine. The worker starts with the
+// round trip (and adjacent calls of one script share a script call,
+// mergeCalls), and a caller costs no goroutine. The worker starts with the
 // first call and ends after idleTimeout without calls; nothing needs to be
 // closed.
 const (
