@@ -44,7 +44,7 @@ func (r *Redlock) fanout(ctx context.Context, op nodeOp, decided decider, late f
 // fanoutAll is fanout for a batch of count operations that each node
 // answers together: it returns each operation's results, per node, once
 // decided is true for every operation, every node answered, or the
-// timeout passed. Late answers are passed to late with their operation's
+// timeout (nodeTimeoutFor) passed. Late answers are passed to late with their operation's
 // index.
 func (r *Redlock) fanoutAll(ctx context.Context, count int, op batchOp, decided decider, late func(int, NodeResult)) [][]NodeResult {
 	type answer struct {
@@ -65,7 +65,7 @@ func (r *Redlock) fanoutAll(ctx context.Context, count int, op batchOp, decided 
 		mu   sync.Mutex
 		done bool
 	)
-	nctx, cancel := context.WithTimeout(ctx, r.cfg.nodeTimeout)
+	nctx, cancel := context.WithTimeout(ctx, r.nodeTimeoutFor(count))
 	defer cancel()
 	start := time.Now()
 	for i, node := range r.nodes {
@@ -125,6 +125,19 @@ func (r *Redlock) fanoutAll(ctx context.Context, count int, op batchOp, decided 
 		}
 	}
 	return results
+}
+
+// perLockAllowance is how much longer than the node timeout a node may
+// take to answer a batch, per operation after the first: a batch of n
+// locks is n scripts' worth of work for a server that is also answering
+// every other replica's batch.
+const perLockAllowance = 50 * time.Microsecond
+
+// nodeTimeoutFor returns how long fanoutAll waits for the nodes' answers to
+// a batch of count operations: the node timeout, plus perLockAllowance per
+// operation after the first.
+func (r *Redlock) nodeTimeoutFor(count int) time.Duration {
+	return r.cfg.nodeTimeout + time.Duration(max(count-1, 0))*perLockAllowance
 }
 
 // undecided returns the operations of open that decided does not decide,
