@@ -52,3 +52,63 @@ func benchAcquireRelease(b *testing.B, r *mutex.Redlock, goroutines int) {
 		}
 	})
 }
+
+// BenchmarkTryLockAll measures a tick's worth of locks on 5 nodes: one
+// TryLockAll of n locks with occurrences, then their releases, against n
+// TryLocks made one after another (the sequential baseline, in the same
+// run). It reports the time per lock.
+func BenchmarkTryLockAll(b *testing.B) {
+	c := redistest.Start(b, 5)
+	r := newRedlock(b, c)
+	ctx := context.Background()
+	for _, n := range []int{1, 100, 1000} {
+		names := make([]string, n)
+		for j := range names {
+			names[j] = fmt.Sprintf("tick-%d-%d", n, j)
+		}
+		release := func(b *testing.B, locks []*mutex.Lock) {
+			errs := make(chan error, len(locks))
+			for _, l := range locks {
+				go func() { errs <- l.Release(ctx) }()
+			}
+			for range locks {
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.Run(fmt.Sprintf("locks=%d/batch", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				reqs := make([]mutex.Request, n)
+				at := time.UnixMilli(int64(1 + i))
+				for j := range reqs {
+					reqs[j] = mutex.Request{Name: names[j], TTL: 10 * time.Second, Options: []mutex.LockOption{mutex.Occurrence(at)}}
+				}
+				locks := make([]*mutex.Lock, 0, n)
+				for _, res := range r.TryLockAll(ctx, reqs) {
+					if res.Err != nil {
+						b.Fatal(res.Err)
+					}
+					locks = append(locks, res.Lock)
+				}
+				release(b, locks)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/lock")
+		})
+		b.Run(fmt.Sprintf("locks=%d/sequential", n), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				at := time.UnixMilli(int64(1_000_000 + i))
+				locks := make([]*mutex.Lock, 0, n)
+				for _, name := range names {
+					l, err := r.TryLock(ctx, name, 10*time.Second, mutex.Occurrence(at))
+					if err != nil {
+						b.Fatal(err)
+					}
+					locks = append(locks, l)
+				}
+				release(b, locks)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/lock")
+		})
+	}
+}
