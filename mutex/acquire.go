@@ -94,18 +94,28 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 			occurrence: q.lc.occurrence, ttl: q.ttl, acquired: start, until: until}
 		r.observe(Event{Kind: EventAcquire, Name: q.keys.Name, Fence: fences[j], Duration: time.Since(start), Nodes: votes[j]})
 	}
-	// The abandoned attempts are released together, so that their
-	// releases share round trips.
-	if len(abandons) == 1 {
-		j := abandons[0]
-		out[j].Err = r.abandon(ctx, strags[j], failed[j], start)
-		return out
-	}
-	var wg sync.WaitGroup
+	// The abandoned attempts are released together, where they may hold
+	// their value, so that their releases share round trips; then they are
+	// reported.
+	var releases []func()
 	for _, j := range abandons {
-		wg.Go(func() { out[j].Err = r.abandon(ctx, strags[j], failed[j], start) })
+		s := strags[j]
+		if targets := s.abandon(failed[j].Nodes); targets != nil {
+			releases = append(releases, func() { s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl, allAnswered) })
+		}
 	}
-	wg.Wait()
+	if len(releases) == 1 {
+		releases[0]()
+	} else {
+		var wg sync.WaitGroup
+		for _, release := range releases {
+			wg.Go(release)
+		}
+		wg.Wait()
+	}
+	for _, j := range abandons {
+		out[j].Err = r.failed(ctx, failed[j], start)
+	}
 	return out
 }
 
@@ -191,7 +201,7 @@ func (r *Redlock) commitAll(ctx context.Context, items []commitItem) []commitIte
 				items[k].ok = true
 			case count(rs, VoteNotOwner)+count(rs, VoteError) > n-r.quorum, // definite
 				ctx.Err() != nil,
-				!time.Now().Add(r.cfg.nodeTimeout).Before(items[k].until):
+				!time.Now().Add(r.nodeTimeoutFor(len(open))).Before(items[k].until):
 			default:
 				next = append(next, k)
 			}
@@ -268,13 +278,11 @@ func acquireReason(rs []NodeResult, quorum int) (reason error, holder string) {
 	return ErrNoQuorum, ""
 }
 
-// abandon releases a failed attempt on every node, reports it and returns
-// its error.
-func (r *Redlock) abandon(ctx context.Context, s *stragglers, qerr *QuorumError, start time.Time) error {
+// failed reports a failed attempt and returns its error.
+func (r *Redlock) failed(ctx context.Context, qerr *QuorumError, start time.Time) error {
 	if err := ctx.Err(); err != nil {
 		qerr.Cause = context.Cause(ctx)
 	}
-	s.abandon(ctx, qerr.Nodes)
 	r.observe(Event{Kind: EventAcquire, Name: qerr.Name, Err: qerr, Duration: time.Since(start), Nodes: qerr.Nodes})
 	return qerr
 }
@@ -311,10 +319,11 @@ func (s *stragglers) late(res NodeResult) {
 	}
 }
 
-// abandon releases the attempt on every node that may hold its value.
-// Nodes that had not answered when the round was decided are left to late,
-// which releases them when (and if) their answer says they may hold it.
-func (s *stragglers) abandon(ctx context.Context, rs []NodeResult) {
+// abandon marks the attempt abandoned and returns the nodes that may hold
+// its value, to be released, or nil if none may. Nodes that had not
+// answered when the round was decided are left to late, which releases
+// them when (and if) their answer says they may hold it.
+func (s *stragglers) abandon(rs []NodeResult) []bool {
 	s.mu.Lock()
 	s.abandoned = true
 	early := s.early
@@ -330,9 +339,10 @@ func (s *stragglers) abandon(ctx context.Context, rs []NodeResult) {
 		}
 		some = some || targets[i]
 	}
-	if some {
-		s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl, allAnswered)
+	if !some {
+		return nil
 	}
+	return targets
 }
 
 // mayHold reports whether a node that gave res to an acquisition may hold

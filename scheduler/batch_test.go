@@ -177,9 +177,11 @@ func TestBatchedLocking(t *testing.T) {
 		}) {
 			t.Errorf("AcquireAll calls %+v, want one with %+v", batches, want)
 		}
-		// The attempt is bounded as a single one is: min(5s, TTL/3).
-		if len(timeouts) == 0 || timeouts[0] != time.Second {
-			t.Errorf("AcquireAll's contexts had %v left, want 1s (the smallest TTL/3)", timeouts)
+		// The batch is bounded by the longest of its attempts' bounds,
+		// min(5s, TTL/3): 5s for the default TTL of 30s, not the 1s of the
+		// job with a 3s TTL.
+		if len(timeouts) == 0 || timeouts[0] != 5*time.Second {
+			t.Errorf("AcquireAll's contexts had %v left, want 5s (the largest min(5s, TTL/3))", timeouts)
 		}
 		// Only the undecided tick is retried alone (besides the trigger).
 		var retried []string

@@ -68,9 +68,12 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 		return
 	}
 
-	timeout := maxAttemptTimeout
+	// The longest of the attempts' bounds: a batch takes longer than one
+	// lock, and a lock won too late for its TTL is refused by the locker
+	// (its validity has run out), not cut short for the others.
+	var timeout time.Duration
 	for _, req := range reqs {
-		timeout = min(timeout, attemptTimeout(req.TTL))
+		timeout = max(timeout, attemptTimeout(req.TTL))
 	}
 	ctx, cancel := context.WithTimeout(rn.loopCtx, timeout)
 	results := bl.AcquireAll(ctx, reqs)

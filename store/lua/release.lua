@@ -4,8 +4,13 @@
 -- it; when raised, the state gets a TTL of ARGV[1] ms) and delete the
 -- lock.
 -- Returns {result_1, detail_1, result_2, ...}: result 1 if the value held
--- and was deleted, 0 if not, -1 if the lock could not be read (detail =
--- the server's error).
+-- and was deleted, 0 if not, -1 if the lock or its state could not be read
+-- (detail = the server's error; the lock is then left as it is). One
+-- lock's error does not stop the others.
+local function failed(r)
+  return type(r) == "table" and r.err ~= nil
+end
+
 local out = {}
 local function answer(result, detail)
   out[#out + 1] = result
@@ -16,17 +21,17 @@ for i = 1, #KEYS / 2 do
   local lock, state = KEYS[2 * i - 1], KEYS[2 * i]
   local value, o = ARGV[2 * i], tonumber(ARGV[2 * i + 1])
   local cur = redis.pcall("GET", lock)
-  if type(cur) == "table" and cur.err then
+  local mark = cur == value and o > 0 and redis.pcall("HGET", state, "mark")
+  if failed(cur) then
     answer(-1, cur.err)
   elseif cur ~= value then
     answer(0, "")
+  elseif failed(mark) then
+    answer(-1, mark.err) -- the lock is left to its TTL
   else
-    if o > 0 then
-      local mark = tonumber(redis.call("HGET", state, "mark") or "0")
-      if mark < o then
-        redis.call("HSET", state, "mark", ARGV[2 * i + 1])
-        redis.call("PEXPIRE", state, ARGV[1])
-      end
+    if o > 0 and tonumber(mark or "0") < o then
+      redis.call("HSET", state, "mark", ARGV[2 * i + 1])
+      redis.call("PEXPIRE", state, ARGV[1])
     end
     redis.call("DEL", lock)
     answer(1, "")
