@@ -10,6 +10,8 @@ import (
 // with EVALSHA; a server that answers NOSCRIPT gets SCRIPT LOAD and the
 // call again, in one round trip.
 var (
+	//go:embed lua/prelude.lua
+	preludeSrc string
 	//go:embed lua/acquire.lua
 	acquireSrc string
 	//go:embed lua/commit.lua
@@ -37,6 +39,9 @@ type script struct {
 	head, width int
 }
 
+// newScript returns the lock script whose body is src, after the prelude
+// the lock scripts share (lua/prelude.lua).
 func newScript(name, src string, head, width int) *script {
+	src = preludeSrc + src
 	return &script{Script: redis.NewScript(src), name: name, src: src, head: head, width: width}
 }

@@ -18,17 +18,7 @@ if ARGV[1] == "1" then
   local info = redis.call("INFO", "server")
   uptime = tonumber(string.match(info, "uptime_in_seconds:(%d+)")) or -1
 end
-
-local function failed(r)
-  return type(r) == "table" and r.err ~= nil
-end
-
-local out = {uptime}
-local function answer(status, fence, detail)
-  out[#out + 1] = status
-  out[#out + 1] = fence
-  out[#out + 1] = detail
-end
+answer(uptime)
 
 for i = 1, #KEYS / 2 do
   local lock, state = KEYS[2 * i - 1], KEYS[2 * i]

@@ -5,16 +5,6 @@
 -- lowered), and when either is raised give the state a TTL of ARGV[1] ms.
 -- Returns {result_1, detail_1, result_2, ...}: result 1 if the value held,
 -- 0 if not, -1 if the keys could not be read (detail = the server's error).
-local function failed(r)
-  return type(r) == "table" and r.err ~= nil
-end
-
-local out = {}
-local function answer(result, detail)
-  out[#out + 1] = result
-  out[#out + 1] = detail
-end
-
 for i = 1, #KEYS / 2 do
   local lock, state = KEYS[2 * i - 1], KEYS[2 * i]
   local value, f, o = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])

@@ -3,15 +3,9 @@
 -- unused (every lock script has one leading argument).
 -- Returns {result_1, detail_1, result_2, ...}: result 1 if the value held,
 -- 0 if not, -1 if the lock could not be read (detail = the server's error).
-local out = {}
-local function answer(result, detail)
-  out[#out + 1] = result
-  out[#out + 1] = detail
-end
-
 for i = 1, #KEYS do
   local cur = redis.pcall("GET", KEYS[i])
-  if type(cur) == "table" and cur.err then
+  if failed(cur) then
     answer(-1, cur.err)
   elseif cur == ARGV[2 * i] then
     redis.call("PEXPIRE", KEYS[i], ARGV[2 * i + 1])

@@ -7,16 +7,6 @@
 -- and was deleted, 0 if not, -1 if the lock or its state could not be read
 -- (detail = the server's error; the lock is then left as it is). One
 -- lock's error does not stop the others.
-local function failed(r)
-  return type(r) == "table" and r.err ~= nil
-end
-
-local out = {}
-local function answer(result, detail)
-  out[#out + 1] = result
-  out[#out + 1] = detail
-end
-
 for i = 1, #KEYS / 2 do
   local lock, state = KEYS[2 * i - 1], KEYS[2 * i]
   local value, o = ARGV[2 * i], tonumber(ARGV[2 * i + 1])
