@@ -53,7 +53,7 @@ func TestMergedCallsFailAlone(t *testing.T) {
 				answers[i] <- answer{ok, err}
 			}}
 	}
-	n.batch.flush(calls) // as the worker sends a batch: merged into one script call
+	n.batch.flush(calls)                                 // as the worker sends a batch: merged into one script call
 	if st := n.Stats(); st.Calls != 1 && st.Calls != 2 { // 2: sent again after NOSCRIPT
 		t.Errorf("stats %+v: want the 4 releases in one script call", st)
 	}
