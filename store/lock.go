@@ -106,11 +106,7 @@ func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done 
 			}
 		}
 		return keys, args
-	}, func(lo, hi int, cmd *redis.Cmd) {
-		res, err := cmd.Slice()
-		if err == nil && (len(res) != 1+3*(hi-lo)) {
-			err = fmt.Errorf("unexpected reply %v", res)
-		}
+	}, func(lo, hi int, res []any, err error) {
 		var uptime time.Duration = -1
 		if err == nil {
 			uptime, err = parseUptime(res[0])
@@ -223,11 +219,7 @@ func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTT
 			args = append(args, r.Value, r.Fence, r.Occurrence)
 		}
 		return keys, args
-	}, func(lo, hi int, cmd *redis.Cmd) {
-		res, err := cmd.Slice()
-		if err == nil && len(res) != 2*(hi-lo) {
-			err = fmt.Errorf("unexpected reply %v", res)
-		}
+	}, func(lo, hi int, res []any, err error) {
 		for i := lo; i < hi; i++ {
 			ierr := err
 			if ierr == nil {
@@ -240,12 +232,9 @@ func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTT
 	}, func() { done(out) })
 }
 
-// parseBool reads one lock's answer to a compare-and-act script (commit,
-// extend, release): 1 or 0, or -1 with the server's error.
+// parseBool reads one lock's two answer values from a compare-and-act
+// script (commit, extend, release): 1 or 0, or -1 with the server's error.
 func parseBool(res []any) (bool, error) {
-	if len(res) != 2 {
-		return false, fmt.Errorf("unexpected reply %v", res)
-	}
 	result, ok1 := res[0].(int64)
 	detail, ok2 := res[1].(string)
 	switch {
@@ -303,7 +292,7 @@ func (n *Node) boolCall(ctx context.Context, op string, cleanup bool, s *script,
 		if done == nil {
 			return
 		}
-		res, err := cmd.Slice()
+		res, err := s.answer(cmd, 1)
 		var ok bool
 		if err == nil {
 			ok, err = parseBool(res)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync/atomic"
 
@@ -16,10 +15,10 @@ const maxItems = 256
 
 // submitAll queues count items as script calls of s, each carrying the
 // items lo..hi that encode turns into keys and arguments, and passes each
-// call's answer to decode. done is called once, after every decode. A
+// call's answer (checked against the script's layout) or error to decode. done is called once, after every decode. A
 // client that may spread keys over several servers (Cluster, Ring) gets one
 // item per call, since a script's keys must live on one server.
-func (n *Node) submitAll(ctx context.Context, s *script, count int, encode func(lo, hi int) ([]string, []any), decode func(lo, hi int, cmd *redis.Cmd), done func()) {
+func (n *Node) submitAll(ctx context.Context, s *script, count int, encode func(lo, hi int) ([]string, []any), decode func(lo, hi int, res []any, err error), done func()) {
 	if count == 0 {
 		done()
 		return
@@ -35,7 +34,8 @@ func (n *Node) submitAll(ctx context.Context, s *script, count int, encode func(
 		hi := min(lo+size, count)
 		keys, args := encode(lo, hi)
 		calls = append(calls, &call{ctx: ctx, script: s, keys: keys, args: args, items: hi - lo, done: func(cmd *redis.Cmd) {
-			decode(lo, hi, cmd)
+			res, err := s.answer(cmd, hi-lo)
+			decode(lo, hi, res, err)
 			if left.Add(-1) == 0 {
 				done()
 			}
@@ -90,10 +90,7 @@ func combine(parts []*call, items int) *call {
 		args = append(args, p.args[1:]...)
 	}
 	return &call{ctx: parts[0].ctx, script: s, keys: keys, args: args, items: items, done: func(cmd *redis.Cmd) {
-		res, err := cmd.Slice()
-		if err == nil && len(res) != s.head+items*s.width {
-			err = fmt.Errorf("unexpected reply of %d values for %d locks", len(res), items)
-		}
+		res, err := s.answer(cmd, items)
 		off := s.head
 		for _, p := range parts {
 			pc := redis.NewCmd(p.ctx)

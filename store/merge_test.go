@@ -45,7 +45,7 @@ func TestMergedCallsFailAlone(t *testing.T) {
 		}
 		calls[i] = &call{ctx: ctx, script: releaseScript, keys: []string{keys[i].Lock, keys[i].State},
 			args: []any{int64(60000), value, int64(1000)}, items: 1, done: func(cmd *redis.Cmd) {
-				res, err := cmd.Slice()
+				res, err := releaseScript.answer(cmd, 1)
 				var ok bool
 				if err == nil {
 					ok, err = parseBool(res)

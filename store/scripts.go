@@ -2,6 +2,7 @@ package store
 
 import (
 	_ "embed"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -44,4 +45,14 @@ type script struct {
 func newScript(name, src string, head, width int) *script {
 	src = preludeSrc + src
 	return &script{Script: redis.NewScript(src), name: name, src: src, head: head, width: width}
+}
+
+// answer returns the answer of a call of s carrying items locks: head
+// values, then width values per lock, or the call's error.
+func (s *script) answer(cmd *redis.Cmd, items int) ([]any, error) {
+	res, err := cmd.Slice()
+	if err == nil && len(res) != s.head+items*s.width {
+		err = fmt.Errorf("unexpected %s reply of %d values for %d locks: %v", s.name, len(res), items, res)
+	}
+	return res, err
 }
