@@ -114,7 +114,7 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 		wg.Wait()
 	}
 	for _, j := range abandons {
-		out[j].Err = r.failed(ctx, failed[j], start)
+		out[j].Err = r.reportFailure(ctx, failed[j], start)
 	}
 	return out
 }
@@ -278,8 +278,8 @@ func acquireReason(rs []NodeResult, quorum int) (reason error, holder string) {
 	return ErrNoQuorum, ""
 }
 
-// failed reports a failed attempt and returns its error.
-func (r *Redlock) failed(ctx context.Context, qerr *QuorumError, start time.Time) error {
+// reportFailure reports a failed attempt and returns its error.
+func (r *Redlock) reportFailure(ctx context.Context, qerr *QuorumError, start time.Time) error {
 	if err := ctx.Err(); err != nil {
 		qerr.Cause = context.Cause(ctx)
 	}
