@@ -26,20 +26,23 @@ func quick(context.Context, scheduler.RunInfo, int) error {
 
 // TestExactlyOncePerTick: every tick of 40 jobs (locked in one batch per
 // tick and replica) in a 20 s window runs exactly once,
-// with replica clocks in agreement and with replica clocks 150 ms and
-// 400 ms fast.
+// with replica clocks in agreement, with replica clocks 150 ms and
+// 400 ms fast, and so with the ticks locked 300 ms ahead (WithLockAhead).
 func TestExactlyOncePerTick(t *testing.T) {
 	t.Parallel()
+	skewed := []time.Duration{0, 150 * time.Millisecond, 400 * time.Millisecond}
 	for _, tc := range []struct {
 		name    string
 		offsets []time.Duration
+		options []scheduler.Option
 	}{
-		{"no skew", nil},
-		{"clocks +0 +150ms +400ms", []time.Duration{0, 150 * time.Millisecond, 400 * time.Millisecond}},
+		{"no skew", nil, nil},
+		{"clocks +0 +150ms +400ms", skewed, nil},
+		{"lock-ahead 300ms, clocks +0 +150ms +400ms", skewed, []scheduler.Option{scheduler.WithLockAhead(300 * time.Millisecond)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, offsets: tc.offsets, trusted: true})
+			f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, offsets: tc.offsets, trusted: true, options: tc.options})
 			// Many jobs on one schedule: each tick's locks go in one batch.
 			jobs := make([]string, 40)
 			for i := range jobs {
@@ -60,34 +63,43 @@ func TestExactlyOncePerTick(t *testing.T) {
 }
 
 // TestOverlap: a job that takes 2.5 s on a 1 s schedule never runs twice at
-// once; the ticks it cannot take are counted as overlap skips.
+// once, with its ticks locked at the tick or 400 ms ahead; the ticks it
+// cannot take are counted as overlap skips.
 func TestOverlap(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, trusted: true})
-	f.add("slow", everySecond, func(ctx context.Context, _ scheduler.RunInfo, _ int) error {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(2500 * time.Millisecond):
-			return nil
-		}
-	}, scheduler.WithLockTTL(time.Second))
-	f.start()
-	f.wait(20 * time.Second)
-	f.checkNoOverlap("slow")
-	f.checkFences("slow")
-	execs := f.executions()
-	if len(execs) < 5 {
-		t.Fatalf("only %d runs in 20 s", len(execs))
-	}
-	for _, e := range execs {
-		if e.cause != nil && !e.end.After(time.Now().Add(-time.Second)) {
-			t.Errorf("run of tick %s was cancelled: %v", e.tick.Format("15:04:05"), e.cause)
-		}
-	}
-	// Each replica sees about two overlapping ticks per run.
-	if n := f.skipCount(scheduler.SkipOverlap); n < len(execs) {
-		t.Errorf("%d overlap skips for %d runs of a 2.5 s job every second", n, len(execs))
+	for name, options := range map[string][]scheduler.Option{
+		"at the tick":      nil,
+		"lock-ahead 400ms": {scheduler.WithLockAhead(400 * time.Millisecond)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFleet(t, fleetConfig{nodes: 5, replicas: 3, trusted: true, options: options})
+			f.add("slow", everySecond, func(ctx context.Context, _ scheduler.RunInfo, _ int) error {
+				select {
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				case <-time.After(2500 * time.Millisecond):
+					return nil
+				}
+			}, scheduler.WithLockTTL(time.Second))
+			f.start()
+			f.wait(20 * time.Second)
+			f.checkNoOverlap("slow")
+			f.checkFences("slow")
+			execs := f.executions()
+			if len(execs) < 5 {
+				t.Fatalf("only %d runs in 20 s", len(execs))
+			}
+			for _, e := range execs {
+				if e.cause != nil && !e.end.After(time.Now().Add(-time.Second)) {
+					t.Errorf("run of tick %s was cancelled: %v", e.tick.Format("15:04:05"), e.cause)
+				}
+			}
+			// Each replica sees about two overlapping ticks per run.
+			if n := f.skipCount(scheduler.SkipOverlap); n < len(execs) {
+				t.Errorf("%d overlap skips for %d runs of a 2.5 s job every second", n, len(execs))
+			}
+		})
 	}
 }
 

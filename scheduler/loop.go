@@ -50,21 +50,23 @@ func (s *Scheduler) loop(rn *runner) {
 // BatchLocker and several ticks are due, one handler takes them all, so
 // that their first lock attempts are made in one call.
 //
-// When several ticks of a job are due at once (the process was paused, or
-// the clock stepped forward), only the latest is handled; the earlier ones
-// are skipped as misfires.
+// A tick is due lock-ahead before it (WithLockAhead). When several ticks of
+// a job are due at once (the process was paused, or the clock stepped
+// forward), only the latest is handled; the earlier ones are skipped as
+// misfires.
 func (s *Scheduler) dispatch(rn *runner) time.Duration {
 	now := s.cfg.clock()
 	wait := maxSleep
 	var due []dueTick
 	s.mu.Lock()
 	for _, e := range s.jobs {
-		if !e.next.IsZero() && !e.next.After(now) {
+		if !e.next.IsZero() && !e.at.After(now) {
 			d := dueTick{e: e, missed: e.next, tick: e.next}
-			for t := e.sched.Next(d.tick); !t.IsZero() && !t.After(now); t = e.sched.Next(t) {
+			for t := e.sched.Next(d.tick); !t.IsZero() && !s.dispatchAt(d.tick, t).After(now); t = e.sched.Next(t) {
 				d.tick = t
 			}
 			e.next = e.sched.Next(d.tick)
+			e.at = s.dispatchAt(d.tick, e.next)
 			if e.abandon != nil {
 				e.abandon(errNewerTick)
 			}
@@ -73,7 +75,7 @@ func (s *Scheduler) dispatch(rn *runner) time.Duration {
 			due = append(due, d)
 		}
 		if !e.next.IsZero() {
-			wait = min(wait, e.next.Sub(now))
+			wait = min(wait, e.at.Sub(now))
 		}
 	}
 	s.mu.Unlock()
@@ -90,6 +92,16 @@ func (s *Scheduler) dispatch(rn *runner) time.Duration {
 		rn.wg.Go(func() { s.handleBatch(rn, bl, due) })
 	}
 	return max(wait, 0)
+}
+
+// dispatchAt returns when to dispatch next, the tick after prev (or the
+// first tick, computed at prev): next less the lock-ahead, which is at most
+// half the time from prev to next.
+func (s *Scheduler) dispatchAt(prev, next time.Time) time.Time {
+	if next.IsZero() {
+		return next
+	}
+	return next.Add(-max(0, min(s.cfg.lockAhead, next.Sub(prev)/2)))
 }
 
 // skipMissed reports the ticks of d skipped because a later one was due.

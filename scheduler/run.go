@@ -30,11 +30,18 @@ var errGoexit = errors.New("scheduler: job called runtime.Goexit")
 
 // handleTick handles one tick of one job: it checks that the tick is not
 // late and that the job is not running here, acquires the lease and runs
-// the job.
+// the job at the tick.
 func (s *Scheduler) handleTick(rn *runner, d dueTick) {
 	defer d.cancel(nil)
-	req, ok := s.checkTick(d)
-	if !ok {
+	req, v := s.checkTick(d)
+	if v == tickLater {
+		if !s.sleepUntil(d.ctx, d.tick) {
+			s.lockFailed(rn, d, 0, context.Cause(d.ctx))
+			return
+		}
+		req, v = s.checkTick(d)
+	}
+	if v != tickGo {
 		return
 	}
 	s.lockAndRun(rn, d, req, nil)
@@ -51,13 +58,15 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 		reqs  []LockRequest
 	)
 	for _, d := range due {
-		req, ok := s.checkTick(d)
-		if !ok {
+		switch req, v := s.checkTick(d); v {
+		case tickGo:
+			ticks = append(ticks, d)
+			reqs = append(reqs, req)
+		case tickLater:
+			rn.wg.Go(func() { s.handleTick(rn, d) })
+		default:
 			d.cancel(nil)
-			continue
 		}
-		ticks = append(ticks, d)
-		reqs = append(reqs, req)
 	}
 	switch len(ticks) {
 	case 0:
@@ -82,7 +91,7 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 
 	for i, d := range ticks {
 		first := results[i]
-		if refused(first.Err) {
+		if refused(first.Err) && !s.askAgain(d.tick, first.Err) {
 			// Decided: acquire returns at once, and lockFailed reports it.
 			s.lockAndRun(rn, d, reqs[i], &first)
 			d.cancel(nil)
@@ -116,49 +125,129 @@ func (s *Scheduler) alignResults(rn *runner, results []LockResult, n int) []Lock
 	return out
 }
 
+// tickVerdict is checkTick's answer.
+type tickVerdict int
+
+const (
+	tickSkip  tickVerdict = iota // the tick is skipped (and reported)
+	tickGo                       // go on with the tick's lock attempts
+	tickLater                    // check again at the tick
+)
+
 // checkTick records d's tick as handled and checks that it is not later
 // than its grace and that its job is not running here; if so, it returns
-// the tick's lock request. Otherwise it reports the tick as skipped.
-func (s *Scheduler) checkTick(d dueTick) (LockRequest, bool) {
+// the tick's lock request. Otherwise it reports the tick as skipped, except
+// that a tick dispatched ahead (WithLockAhead) while its job runs here is
+// to be checked again at the tick, when the run may be over.
+func (s *Scheduler) checkTick(d dueTick) (LockRequest, tickVerdict) {
 	e, tick := d.e, d.tick
 	s.mu.Lock()
 	e.prev = tick
 	running := e.running > 0
 	s.mu.Unlock()
 
-	if late := s.cfg.clock().Sub(tick); late > e.cfg.lateLimit() {
+	late := s.cfg.clock().Sub(tick)
+	if late > e.cfg.lateLimit() {
 		s.skip(e, tick, SkipMisfire, 0, nil)
 		s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: later than its grace",
 			tickAttrs(e.name, tick, slog.Duration("late", late))...)
-		return LockRequest{}, false
+		return LockRequest{}, tickSkip
 	}
 	if running {
+		if late < 0 {
+			return LockRequest{}, tickLater
+		}
 		s.skip(e, tick, SkipOverlap, 0, nil)
 		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped: previous run still going here",
 			tickAttrs(e.name, tick)...)
-		return LockRequest{}, false
+		return LockRequest{}, tickSkip
 	}
-	return LockRequest{Job: e.name, Tick: tick, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID}, true
+	return LockRequest{Job: e.name, Tick: tick, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID}, tickGo
 }
 
-// lockAndRun acquires the lease of req for d's tick and runs the job, or
-// reports why the tick was not run. first, if not nil, is the result of a
-// first attempt already made in a batch. It does not call d.cancel.
+// askAgain reports whether a refusal err of a lock attempt for tick is to
+// be asked again at the tick: an overlap found ahead of the tick, as the
+// previous run may be over by then.
+func (s *Scheduler) askAgain(tick time.Time, err error) bool {
+	return errors.Is(err, ErrOverlap) && tick.After(s.cfg.clock())
+}
+
+// lockAndRun acquires the lease of req for d's tick and runs the job at the
+// tick, or reports why the tick was not run. first, if not nil, is the
+// result of a first attempt already made in a batch. A tick attempted ahead
+// of time whose previous run is still going, or whose lease is lost before
+// the tick, is attempted again, once, at the tick. It does not call
+// d.cancel.
 func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *LockResult) {
 	e, tick := d.e, d.tick
-	lease, attempts, err := s.acquire(d.ctx, e, req, tick.Add(e.cfg.lateLimit()), first)
-	if err == nil && first != nil && attempts == 1 && d.ctx.Err() != nil {
-		// The batch's attempt was not bounded by d.ctx: the tick was
-		// abandoned (a newer tick, the job removed, or the scheduler
-		// stopping) while its lease was being won.
-		s.releaseUnused(rn, e.name, tick, lease)
-		err = fmt.Errorf("scheduler: lease won after the tick was abandoned, released: %w", context.Cause(d.ctx))
+	total := 0
+	for again := true; ; again = false {
+		lease, attempts, err := s.acquire(d.ctx, e, req, tick.Add(e.cfg.lateLimit()), first)
+		total += attempts
+		if err == nil && first != nil && attempts == 1 && d.ctx.Err() != nil {
+			// The batch's attempt was not bounded by d.ctx: the tick was
+			// abandoned (a newer tick, the job removed, or the scheduler
+			// stopping) while its lease was being won.
+			s.releaseUnused(rn, e.name, tick, lease)
+			err = fmt.Errorf("scheduler: lease won after the tick was abandoned, released: %w", context.Cause(d.ctx))
+		}
+		first = nil
+		if err != nil && !(again && s.askAgain(tick, err)) {
+			s.lockFailed(rn, d, total, err)
+			return
+		}
+		if err == nil {
+			kept, lost := s.awaitTick(rn, d, lease)
+			if lost == nil {
+				s.finishRun(rn, s.startRun(rn, e, lease, kept, tick, total))
+				return
+			}
+			if !again || d.ctx.Err() != nil {
+				s.lockFailed(rn, d, total, lost)
+				return
+			}
+			s.log.LogAttrs(d.ctx, slog.LevelWarn, "lease lost before its tick; trying again at the tick",
+				tickAttrs(e.name, tick, slog.Any("error", lost))...)
+		}
+		if !s.sleepUntil(d.ctx, tick) {
+			s.lockFailed(rn, d, total, context.Cause(d.ctx))
+			return
+		}
 	}
-	if err != nil {
-		s.lockFailed(rn, d, attempts, err)
-		return
+}
+
+// awaitTick keeps lease alive and waits for d's tick, if it is still to
+// come, and returns the lease's kept context (see Lease.Keep). If the tick
+// is abandoned or the lease lost before the tick, it releases the lease and
+// returns why instead.
+func (s *Scheduler) awaitTick(rn *runner, d dueTick, lease Lease) (context.Context, error) {
+	kept := lease.Keep(rn.jobCtx)
+	wait := d.tick.Sub(s.cfg.clock())
+	if wait <= 0 {
+		return kept, nil
 	}
-	s.finishRun(rn, s.startRun(rn, e, lease, tick, attempts))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var err error
+	select {
+	case <-t.C:
+		return kept, nil
+	case <-kept.Done():
+		err = context.Cause(kept)
+	case <-d.ctx.Done():
+		err = fmt.Errorf("scheduler: tick abandoned before it came, lease released: %w", context.Cause(d.ctx))
+	}
+	s.releaseUnused(rn, d.e.name, d.tick, lease)
+	return nil, err
+}
+
+// sleepUntil waits until tick by the scheduler's clock, or until ctx is
+// done, and reports whether it waited until tick.
+func (s *Scheduler) sleepUntil(ctx context.Context, tick time.Time) bool {
+	if wait := tick.Sub(s.cfg.clock()); wait > 0 {
+		return sleep(ctx, wait)
+	}
+	return ctx.Err() == nil
 }
 
 // releaseUnused releases a lease that no run will use.
@@ -306,8 +395,9 @@ type outcome struct {
 	abandoned bool  // the job did not return within stopGrace of its cancellation
 }
 
-// startRun starts the job of e under lease in its own goroutine.
-func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, tick time.Time, attempts int) *run {
+// startRun starts the job of e under lease in its own goroutine; kept is
+// the context returned by the lease's Keep.
+func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, kept context.Context, tick time.Time, attempts int) *run {
 	r := &run{
 		e:        e,
 		lease:    lease,
@@ -333,7 +423,7 @@ func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, tick time.Time, 
 		StartDelay: startDelay, Attempts: attempts})
 	s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
 
-	ctx := lease.Keep(rn.jobCtx)
+	ctx := kept
 	cancelTimeout := context.CancelFunc(func() {})
 	if d := e.cfg.runTimeout; d > 0 {
 		ctx, cancelTimeout = context.WithTimeoutCause(ctx, d, ErrRunTimeout)

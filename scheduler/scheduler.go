@@ -56,6 +56,7 @@ type entry struct {
 
 	// Guarded by Scheduler.mu.
 	next       time.Time               // the next tick to dispatch; zero if none
+	at         time.Time               // when to dispatch next: next, less the lock-ahead
 	prev       time.Time               // the latest tick handled
 	running    int                     // runs in progress on this replica
 	lastResult Result                  // outcome of the latest finished handling: a run...
@@ -175,8 +176,9 @@ func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrDuplicateJob, name)
 	}
-	next := firstTick(e, s.cfg.clock())
-	e.next = next
+	now := s.cfg.clock()
+	next := firstTick(e, now)
+	e.next, e.at = next, s.dispatchAt(now, next)
 	// Reported before the loop can see the job, so that observers know it
 	// before any of its other events.
 	s.emit(Event{Kind: EventJobAdded, Job: name})

@@ -271,6 +271,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"WithClock", scheduler.WithClock(nil)},
 		{"WithHeartbeat", scheduler.WithHeartbeat(0, time.Second)},
 		{"WithHeartbeat", scheduler.WithHeartbeat(time.Second, time.Second)},
+		{"WithLockAhead", scheduler.WithLockAhead(-time.Millisecond)},
+		{"WithLockAhead", scheduler.WithLockAhead(time.Minute + time.Millisecond)},
 		{"nil Option", nil},
 	}
 	for _, tt := range tests {
@@ -303,6 +305,7 @@ func TestNewAcceptsGoodOptions(t *testing.T) {
 		scheduler.WithClock(time.Now),
 		scheduler.WithHeartbeat(time.Millisecond, 2*time.Millisecond),
 		scheduler.WithSeconds(),
+		scheduler.WithLockAhead(time.Minute),
 	)
 	err := s.Add("job", "* * * * * *", noop,
 		scheduler.WithLockTTL(time.Second), scheduler.WithRunTimeout(0), scheduler.WithMisfireGrace(time.Millisecond),

@@ -69,7 +69,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 		return RunInfo{}, ErrClosed
 	}
 	rn.wg.Go(func() {
-		r := s.startRun(rn, e, lease, time.Time{}, attempts)
+		r := s.startRun(rn, e, lease, lease.Keep(rn.jobCtx), time.Time{}, attempts)
 		started <- r.info
 		s.finishRun(rn, r)
 	})
