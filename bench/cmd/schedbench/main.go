@@ -4,11 +4,12 @@
 // reports the start delay of the runs (p50, p99), whether every tick of
 // every job ran exactly once (duplicates, misses), the Redis calls the
 // replicas sent per job and tick, and the CPU the servers and the process
-// used.
+// used. With -ahead, each number of jobs is also run with the ticks locked
+// that long before they come (scheduler.WithLockAhead).
 //
 // Usage:
 //
-//	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-replicas 3] [-nodes 5]
+//	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-ahead 0,400ms] [-replicas 3] [-nodes 5]
 //	    [-warmup 3s] [-measure 8s] [-rounds 3] [-settle 10s]
 //	    [-cpuprofile file [-profile-jobs 1000]]
 package main
@@ -27,6 +28,7 @@ import (
 
 type config struct {
 	jobs        []int
+	aheads      []time.Duration
 	replicas    int
 	nodes       int
 	warmup      time.Duration
@@ -42,6 +44,7 @@ func main() { cli.Main("schedbench", parseFlags, run) }
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := cli.NewFlagSet("schedbench", stderr)
 	jobs := fs.String("jobs", "1,100,1000,5000", "comma-separated numbers of jobs, each due every second")
+	aheads := fs.String("ahead", "0", "comma-separated lock-ahead leads (scheduler.WithLockAhead), each run with every number of jobs")
 	var c config
 	fs.IntVar(&c.replicas, "replicas", 3, "scheduler replicas, each with its own clients, nodes and Redlock")
 	fs.IntVar(&c.nodes, "nodes", 5, "redis-servers")
@@ -56,6 +59,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	var err error
 	if c.jobs, err = cli.PositiveInts("jobs", *jobs); err != nil {
+		return config{}, err
+	}
+	if c.aheads, err = cli.Durations("ahead", *aheads, 0, 900*time.Millisecond); err != nil {
 		return config{}, err
 	}
 	c.warmup, c.measure = c.warmup.Round(time.Second), c.measure.Round(time.Second)
@@ -78,13 +84,14 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	base := runtime.NumGoroutine()
 
 	var results []result
+	setups := cfg.setups()
 	for r := range cfg.rounds {
-		for k := range cfg.jobs {
-			j := cfg.jobs[(r+k)%len(cfg.jobs)]
-			fmt.Fprintf(stderr, "round %d/%d: %d jobs\n", r+1, cfg.rounds, j)
-			res, err := runOnce(ctx, cfg, servers, admin, j, r, prof, stderr)
+		for k := range setups {
+			su := setups[(r+k)%len(setups)]
+			fmt.Fprintf(stderr, "round %d/%d: %s\n", r+1, cfg.rounds, su)
+			res, err := runOnce(ctx, cfg, servers, admin, su, r, prof, stderr)
 			if err != nil {
-				return fmt.Errorf("%d jobs, round %d: %w", j, r+1, err)
+				return fmt.Errorf("%s, round %d: %w", su, r+1, err)
 			}
 			fmt.Fprintf(stderr, "  %s\n", res.brief())
 			results = append(results, res)
@@ -97,4 +104,28 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	}
 	writeReport(stdout, env.Machine, cfg, results)
 	return nil
+}
+
+// setup is one configuration measured: a number of jobs and a lock-ahead.
+type setup struct {
+	jobs  int
+	ahead time.Duration
+}
+
+func (su setup) String() string {
+	if su.ahead == 0 {
+		return fmt.Sprintf("%d jobs", su.jobs)
+	}
+	return fmt.Sprintf("%d jobs, ahead %v", su.jobs, su.ahead)
+}
+
+// setups returns every pair of a number of jobs and a lead, by lead.
+func (c config) setups() []setup {
+	var out []setup
+	for _, a := range c.aheads {
+		for _, j := range c.jobs {
+			out = append(out, setup{jobs: j, ahead: a})
+		}
+	}
+	return out
 }

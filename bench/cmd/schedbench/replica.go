@@ -27,9 +27,10 @@ type replica struct {
 	runErr  error
 }
 
-// newReplica builds replica id over the servers, with jobs trivial jobs
-// due every second, named j0, j1, ...; its events go to col.
-func newReplica(id int, servers []*redisproc.Server, prefix string, jobs int, col *collector) (*replica, error) {
+// newReplica builds replica id over the servers, with su.jobs trivial jobs
+// due every second, named j0, j1, ..., locked su.ahead before their ticks;
+// its events go to col.
+func newReplica(id int, servers []*redisproc.Server, prefix string, su setup, col *collector) (*replica, error) {
 	rep := &replica{id: id, counter: newCmdCounter()}
 	for _, s := range servers {
 		c := redisnode.NewClient(s.Addr())
@@ -47,13 +48,14 @@ func newReplica(id int, servers []*redisproc.Server, prefix string, jobs int, co
 		scheduler.WithSeconds(),
 		scheduler.WithObserver(col.observer(id)),
 		scheduler.WithInstanceID(fmt.Sprintf("replica-%d", id)),
-		scheduler.WithLeakScan(0))
+		scheduler.WithLeakScan(0),
+		scheduler.WithLockAhead(su.ahead))
 	if err != nil {
 		rep.close()
 		return nil, err
 	}
 	job := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
-	for j := range jobs {
+	for j := range su.jobs {
 		if err := rep.s.Add("j"+strconv.Itoa(j), "* * * * * *", job); err != nil {
 			rep.close()
 			return nil, err

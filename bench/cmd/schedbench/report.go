@@ -21,9 +21,9 @@ const (
 	goalCallsPerN = 3                      // calls per job and tick ≤ (replicas + goalCallsPerN) × nodes
 )
 
-// summary is the medians over rounds of one number of jobs.
+// summary is the medians over rounds of one setup.
 type summary struct {
-	jobs                        int
+	setup
 	rounds                      []result
 	runsPerTick                 float64
 	duplicates, misses          int // summed over rounds
@@ -51,17 +51,17 @@ type summary struct {
 
 func summarize(cfg config, results []result) []summary {
 	var sums []summary
-	for _, j := range cfg.jobs {
+	for _, su := range cfg.setups() {
 		var rs []result
 		for _, r := range results {
-			if r.jobs == j {
+			if r.jobs == su.jobs && r.ahead == su.ahead {
 				rs = append(rs, r)
 			}
 		}
-		if len(rs) == 0 || slices.ContainsFunc(sums, func(s summary) bool { return s.jobs == j }) {
+		if len(rs) == 0 || slices.ContainsFunc(sums, func(s summary) bool { return s.setup == su }) {
 			continue
 		}
-		s := summary{jobs: j, rounds: rs, skips: map[string]int{}, failedRuns: map[string]int{}, perReplica: make([]int, cfg.replicas)}
+		s := summary{setup: su, rounds: rs, skips: map[string]int{}, failedRuns: map[string]int{}, perReplica: make([]int, cfg.replicas)}
 		med := func(f func(result) float64) float64 { return stats.MedianOf(rs, f) }
 		s.runsPerTick = med(func(r result) float64 { return float64(r.runs) / float64(r.ticks) })
 		s.p50 = time.Duration(med(func(r result) float64 { return float64(r.p50) }))
@@ -129,15 +129,15 @@ func summarize(cfg config, results []result) []summary {
 func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 	m.WriteHeader(w)
 	fmt.Fprintf(w, "run:     %d replicas (one process) × %d redis-servers; jobs due every second (\"* * * * * *\", WithSeconds), trivial;\n", cfg.replicas, cfg.nodes)
-	fmt.Fprintf(w, "         per number of jobs: %d rounds of %v warm-up + %v measured ticks, interleaved; medians over rounds (sums for counts)\n\n",
+	fmt.Fprintf(w, "         per number of jobs and lock-ahead: %d rounds of %v warm-up + %v measured ticks, interleaved; medians over rounds (sums for counts)\n\n",
 		cfg.rounds, cfg.warmup, cfg.measure)
 	sums := summarize(cfg, results)
 
 	tw := table.New(w)
-	fmt.Fprintln(tw, "jobs\truns/tick\tduplicates\tmisses\tunhandled\tstart p50\tstart p99\tmax\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\tprocess CPU\tredis µs/job/tick\tprocess µs/job/tick")
+	fmt.Fprintln(tw, "jobs\tahead\truns/tick\tduplicates\tmisses\tunhandled\tstart p50\tstart p99\tmax\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\tprocess CPU\tredis µs/job/tick\tprocess µs/job/tick")
 	for _, s := range sums {
-		fmt.Fprintf(tw, "%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
-			s.jobs, s.runsPerTick, s.duplicates, s.misses, s.unhandled, ms(s.p50), ms(s.p99), ms(s.maxDelay),
+		fmt.Fprintf(tw, "%d\t%v\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
+			s.jobs, s.ahead, s.runsPerTick, s.duplicates, s.misses, s.unhandled, ms(s.p50), ms(s.p99), ms(s.maxDelay),
 			s.calls, s.scripts, s.plain, s.pipe, s.server, s.redisCores, s.procCores, s.redisUs, s.procUs)
 	}
 	tw.Flush()
@@ -165,8 +165,8 @@ and the benchmark itself).`)
 		for i, n := range s.perReplica {
 			share[i] = fmt.Sprintf("%d", n)
 		}
-		fmt.Fprintf(w, "  %5d jobs: skipped: %s; lock retries %d; runs by replica %s\n",
-			s.jobs, strings.Join(parts, ", "), s.retries, strings.Join(share, "/"))
+		fmt.Fprintf(w, "  %s: skipped: %s; lock retries %d; runs by replica %s\n",
+			s.setup, strings.Join(parts, ", "), s.retries, strings.Join(share, "/"))
 		fmt.Fprintf(w, "             runs won at the first attempt %.1f%% (start p50 %s, p99 %s); after retries: p50 %s, p99 %s\n",
 			100*s.firstShare, ms(s.firstP50), ms(s.firstP99), ms(s.retriedP50), ms(s.retriedP99))
 		var lf []string
@@ -185,19 +185,33 @@ and the benchmark itself).`)
 
 	fmt.Fprintln(w, "\ncommands per job and tick, median over rounds (client: sent by the replicas' clients; server: INFO commandstats, incl. inside scripts):")
 	for _, s := range sums {
-		fmt.Fprintf(w, "  %5d jobs: client %s\n", s.jobs, perJobTick(s.rounds, func(r result) map[string]uint64 { return r.cmds }))
+		fmt.Fprintf(w, "  %s: client %s\n", s.setup, perJobTick(s.rounds, func(r result) map[string]uint64 { return r.cmds }))
 		fmt.Fprintf(w, "  %5s       server %s\n", "", perJobTick(s.rounds, func(r result) map[string]uint64 { return r.server }))
 	}
 
 	fmt.Fprintln(w, "\ngoals:")
+	for _, ahead := range cfg.aheads {
+		writeGoals(w, cfg, sums, ahead)
+	}
+}
+
+// writeGoals evaluates the goals on the summaries of runs with the given
+// lock-ahead.
+func writeGoals(w io.Writer, cfg config, sums []summary, ahead time.Duration) {
 	var one, goal *summary
 	for i := range sums {
+		if sums[i].ahead != ahead {
+			continue
+		}
 		switch sums[i].jobs {
 		case 1:
 			one = &sums[i]
 		case goalJobs:
 			goal = &sums[i]
 		}
+	}
+	if len(cfg.aheads) > 1 {
+		fmt.Fprintf(w, " lock-ahead %v:\n", ahead)
 	}
 	if goal == nil {
 		fmt.Fprintf(w, "  (not evaluated: no run with %d jobs)\n", goalJobs)

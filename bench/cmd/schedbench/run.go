@@ -66,6 +66,7 @@ func processCPU() time.Duration {
 // result is what one run of J jobs measured over its window.
 type result struct {
 	jobs, round int
+	ahead       time.Duration
 	ticks       int
 	window      time.Duration // wall time between the two snapshots
 
@@ -131,8 +132,9 @@ func (r result) brief() string {
 
 // runOnce runs J jobs on the replicas for the warm-up and the window, then
 // waits for the window's ticks to be handled and shuts the replicas down.
-func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin []*redis.Client, jobs, round int, prof *profiler, progress io.Writer) (result, error) {
-	prefix := fmt.Sprintf("sb-r%d-j%d", round, jobs)
+func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin []*redis.Client, su setup, round int, prof *profiler, progress io.Writer) (result, error) {
+	jobs := su.jobs
+	prefix := fmt.Sprintf("sb-r%d-j%d-a%d", round, jobs, su.ahead.Milliseconds())
 	start := time.Now()
 	w0 := start.Truncate(time.Second).Add(time.Second + cfg.warmup)
 	w1 := w0.Add(cfg.measure)
@@ -145,7 +147,7 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 		}
 	}()
 	for i := range cfg.replicas {
-		r, err := newReplica(i, servers, prefix, jobs, col)
+		r, err := newReplica(i, servers, prefix, su, col)
 		if err != nil {
 			return result{}, err
 		}
@@ -169,11 +171,12 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 		wg.Wait()
 	}
 
-	// Snapshots half a second before the window's first tick and half a
-	// second before the tick after its last, so that the traffic between
-	// them is that of the window's ticks (for ticks handled within half a
-	// second), heartbeats included.
-	if !sleepUntil(ctx, w0.Add(-500*time.Millisecond)) {
+	// Snapshots midway between a tick and the lock-ahead of the next,
+	// before the window's first tick and before the tick after its last,
+	// so that the traffic between them is that of the window's ticks (for
+	// ticks handled within that gap), heartbeats included.
+	gap := (time.Second + su.ahead) / 2
+	if !sleepUntil(ctx, w0.Add(-gap)) {
 		stopAll()
 		return result{}, ctx.Err()
 	}
@@ -185,7 +188,7 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 		stopAll()
 		return result{}, err
 	}
-	if !sleepUntil(ctx, w1.Add(-500*time.Millisecond)) {
+	if !sleepUntil(ctx, w1.Add(-gap)) {
 		stopAll()
 		return result{}, ctx.Err()
 	}
@@ -222,7 +225,7 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 	}
 	reps = nil
 	res := analyze(col, jobs, cfg.replicas, ticks)
-	res.round = round
+	res.round, res.ahead = round, su.ahead
 	res.window = b.at.Sub(a.at)
 	res.nodes = store.Stats{Calls: b.nodes.Calls - a.nodes.Calls, Pipelines: b.nodes.Pipelines - a.nodes.Pipelines,
 		Failed: b.nodes.Failed - a.nodes.Failed, Skipped: b.nodes.Skipped - a.nodes.Skipped}

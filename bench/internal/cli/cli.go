@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/redcron/redcron/bench/internal/machine"
 	"github.com/redcron/redcron/bench/internal/redisnode"
@@ -100,6 +101,20 @@ func PositiveInts(name, list string) ([]int, error) {
 		ns = append(ns, n)
 	}
 	return ns, nil
+}
+
+// Durations parses the value of the flag called name: a comma-separated
+// list of durations, each between lo and hi.
+func Durations(name, list string, lo, hi time.Duration) ([]time.Duration, error) {
+	var ds []time.Duration
+	for _, f := range strings.Split(list, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d < lo || d > hi {
+			return nil, fmt.Errorf("-%s: %q is not a duration between %v and %v", name, f, lo, hi)
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
 }
 
 // locate finds the redis-server binary and describes the machine.
