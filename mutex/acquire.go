@@ -96,11 +96,13 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 	}
 	// The abandoned attempts are released together, where they may hold
 	// their value, so that their releases share round trips; then they are
-	// reported.
+	// reported. Where they may hold it is told by the votes, which set it,
+	// not by a failed commit's answers: a commit never sent to a node says
+	// nothing of the value its vote set there.
 	var releases []func()
 	for _, j := range abandons {
 		s := strags[j]
-		if targets := s.abandon(failed[j].Nodes); targets != nil {
+		if targets := s.abandon(votes[j]); targets != nil {
 			releases = append(releases, func() { s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl, allAnswered) })
 		}
 	}

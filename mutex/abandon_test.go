@@ -1,0 +1,88 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// dropCommits is a go-redis hook that fails every pipeline carrying a
+// commit script call without sending it, as the store fails a call whose
+// context ended in its queue or whose node is backing off.
+type dropCommits struct{}
+
+func (dropCommits) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (dropCommits) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (dropCommits) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, isCommit) {
+			return next(ctx, cmds)
+		}
+		err := fmt.Errorf("test: commit dropped: %w", store.ErrNotSent)
+		for _, c := range cmds {
+			c.SetErr(err)
+		}
+		return err
+	}
+}
+
+// isCommit reports whether c calls the commit script: "evalsha sha numkeys
+// keys... stateTTL (value fence occurrence)...", a shape the acquire
+// script's matches too, but whose leading argument is "0" or "1".
+func isCommit(c redis.Cmder) bool {
+	args := c.Args()
+	if name := fmt.Sprint(args[0]); (name != "evalsha" && name != "eval") || len(args) < 4 {
+		return false
+	}
+	var nkeys int
+	if _, err := fmt.Sscan(fmt.Sprint(args[2]), &nkeys); err != nil || nkeys <= 0 || nkeys%2 != 0 {
+		return false
+	}
+	if len(args) != 3+nkeys+1+3*nkeys/2 {
+		return false
+	}
+	lead := fmt.Sprint(args[3+nkeys])
+	return lead != "0" && lead != "1"
+}
+
+// TestCommitFailureReleasesVotes: an acquisition granted by every node but
+// whose commit never reaches a majority (it is not sent to three nodes of
+// five) fails, and leaves no key behind: every node that granted the vote
+// is released, also those the commit never reached.
+func TestCommitFailureReleasesVotes(t *testing.T) {
+	c := redistest.Start(t, 5)
+	var nodes []*store.Node
+	for i, s := range c.Nodes() {
+		cl := s.Client(t)
+		if i >= 2 {
+			cl.AddHook(dropCommits{})
+		}
+		n, err := store.NewNode(s.Addr(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	l, err := r.TryLock(ctxTimeout(t, 10*time.Second), "victim", time.Second, mutex.Occurrence(time.Now()))
+	var qe *mutex.QuorumError
+	if !errors.As(err, &qe) || qe.Op != "commit" {
+		t.Fatalf("TryLock = %v, %v; want a commit QuorumError", l, err)
+	}
+	if held := keysOn(t, c, lockKey(t, r, "victim").Lock); slices.Contains(held, true) {
+		t.Errorf("lock key left on nodes %v after the failed acquisition", held)
+	}
+}
