@@ -117,3 +117,43 @@ func ExampleNew() {
 	// Output:
 	// true scheduler: invalid option: WithHeartbeat: ttl 5s is not longer than interval 10s
 }
+
+// With lock-ahead, the lease of each tick is won before the tick and the run
+// starts at the tick, so that the lock's round trips (many of them, when
+// many jobs are due at once) do not delay it.
+func ExampleWithLockAhead() {
+	locker := schedulertest.NewLocker()
+	s, err := scheduler.New(locker, scheduler.WithSeconds(), scheduler.WithLockAhead(200*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	type start struct {
+		info scheduler.RunInfo
+		at   time.Time
+	}
+	started := make(chan start, 2)
+	err = s.Add("every-second", "* * * * * *", scheduler.JobFunc(func(ctx context.Context, info scheduler.RunInfo) error {
+		select {
+		case started <- start{info, time.Now()}:
+		default:
+		}
+		return nil
+	}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	go s.Run(context.Background())
+	<-started // the first tick may come too soon after Run to be locked ahead
+	run := <-started
+	_ = s.Shutdown(context.Background())
+
+	for _, g := range locker.Grants() {
+		if g.Fence == run.info.Fence {
+			fmt.Println("lease won before the tick:", g.Acquired.Before(run.info.Tick))
+		}
+	}
+	fmt.Println("run started at or after the tick:", !run.at.Before(run.info.Tick))
+	// Output:
+	// lease won before the tick: true
+	// run started at or after the tick: true
+}
