@@ -47,7 +47,7 @@
 //   - result of runs: success, failure, panic, lock_lost, timeout, canceled
 //     (scheduler.Result).
 //   - reason of skips: held_elsewhere, already_ran (both normal: another
-//     replica ran the tick), overlap, misfire, no_quorum
+//     replica ran the tick), overlap, misfire, no_quorum, lease_lost
 //     (scheduler.SkipReason).
 //   - result of acquire attempts: acquired, held, already_run, no_quorum;
 //     of extensions: extended, lost, no_quorum; of releases: released, lost,

@@ -134,6 +134,7 @@ redcron_scheduler_runs_total{job_name="j",result="timeout"} 0
 # TYPE redcron_scheduler_skips_total counter
 redcron_scheduler_skips_total{job_name="j",reason="already_ran"} 0
 redcron_scheduler_skips_total{job_name="j",reason="held_elsewhere"} 0
+redcron_scheduler_skips_total{job_name="j",reason="lease_lost"} 0
 redcron_scheduler_skips_total{job_name="j",reason="misfire"} 0
 redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 0
 redcron_scheduler_skips_total{job_name="j",reason="overlap"} 0
@@ -324,8 +325,8 @@ func TestJobSeriesLifecycle(t *testing.T) {
 	if n := testutil.CollectAndCount(m, "redcron_scheduler_runs_total"); n != 12 {
 		t.Errorf("%d runs_total series for 2 jobs, want 2×6", n)
 	}
-	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 10 {
-		t.Errorf("%d skips_total series for 2 jobs, want 2×5", n)
+	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 12 {
+		t.Errorf("%d skips_total series for 2 jobs, want 2×6", n)
 	}
 
 	if err := s1.Remove("a"); err != nil {
@@ -392,6 +393,7 @@ func TestEventMapping(t *testing.T) {
 		redcron_scheduler_runs_total{job_name="j",result="timeout"} 5
 		redcron_scheduler_runs_total{job_name="j",result="canceled"} 6
 		redcron_scheduler_skips_total{job_name="j",reason="held_elsewhere"} 1
+		redcron_scheduler_skips_total{job_name="j",reason="lease_lost"} 0
 		redcron_scheduler_skips_total{job_name="j",reason="already_ran"} 2
 		redcron_scheduler_skips_total{job_name="j",reason="overlap"} 3
 		redcron_scheduler_skips_total{job_name="j",reason="misfire"} 4

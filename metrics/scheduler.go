@@ -19,7 +19,7 @@ func allResults() []scheduler.Result {
 func allSkipReasons() []scheduler.SkipReason {
 	return []scheduler.SkipReason{
 		scheduler.SkipHeld, scheduler.SkipAlreadyRun, scheduler.SkipOverlap,
-		scheduler.SkipMisfire, scheduler.SkipNoQuorum,
+		scheduler.SkipMisfire, scheduler.SkipNoQuorum, scheduler.SkipLeaseLost,
 	}
 }
 

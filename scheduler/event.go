@@ -140,6 +140,11 @@ const (
 	// SkipNoQuorum: no lock attempt reached a decision before the retry
 	// deadline.
 	SkipNoQuorum
+	// SkipLeaseLost: the lease of the tick, won ahead of it (WithLockAhead),
+	// was lost before the tick came, or given up by a hard stop (the
+	// context given to Run, or Shutdown's, done); Err says why. The tick is
+	// claimed by the lost lease, so no replica runs it.
+	SkipLeaseLost
 )
 
 var skipReasonNames = [...]string{
@@ -148,6 +153,7 @@ var skipReasonNames = [...]string{
 	SkipOverlap:    "overlap",
 	SkipMisfire:    "misfire",
 	SkipNoQuorum:   "no_quorum",
+	SkipLeaseLost:  "lease_lost",
 }
 
 // String returns the reason's snake_case label, such as "held_elsewhere".

@@ -157,8 +157,9 @@ func (s *Scheduler) drain(ctx context.Context, rn *runner) {
 }
 
 // Shutdown stops the scheduler gracefully: no new tick is started and
-// pending lock attempts are abandoned; Shutdown waits for running jobs
-// until ctx is done, then cancels their contexts with cause ErrShutdown and
+// pending lock attempts are abandoned; Shutdown waits for running jobs, and
+// for ticks whose lease is already won (ahead of the tick, with
+// WithLockAhead, they run at their tick), until ctx is done, then cancels their contexts with cause ErrShutdown and
 // waits at most 5s more for them to return. The leases are released as the
 // jobs return, or abandoned jobs' leases once that wait is over (on a
 // context detached from ctx, with a timeout). So Shutdown returns at most

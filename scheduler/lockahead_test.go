@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -70,6 +71,8 @@ func TestLockAhead(t *testing.T) {
 // TestLockAheadPreviousRun checks that a tick whose previous run is still
 // going when its lock-ahead begins, here or on another replica, is decided
 // at the tick, when that run is over, rather than skipped as an overlap.
+// Another job due at the same instants makes the ticks go through the
+// batch.
 func TestLockAheadPreviousRun(t *testing.T) {
 	t.Run("here", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -79,14 +82,18 @@ func TestLockAheadPreviousRun(t *testing.T) {
 			s := newScheduler(t, locker(), scheduler.WithSeconds(), scheduler.WithObserver(obs),
 				scheduler.WithLockAhead(300*time.Millisecond))
 			// Each run is still going 300ms before the next tick.
+			var other runLog
 			mustAdd(t, s, "job", "* * * * * *", log.job(900*time.Millisecond))
+			mustAdd(t, s, "other", "* * * * * *", other.job(0))
 			stop := start(t, s)
 			sleepUntil(t0.Add(4500 * time.Millisecond))
 			stop()
 
 			want := expectTicks(t0, t0.Add(4500*time.Millisecond), time.Second)
-			if got := log.ticks(); !slices.EqualFunc(got, want, time.Time.Equal) {
-				t.Errorf("ticks run %v, want %v", got, want)
+			for name, l := range map[string]*runLog{"job": &log, "other": &other} {
+				if got := l.ticks(); !slices.EqualFunc(got, want, time.Time.Equal) {
+					t.Errorf("ticks run by %s %v, want %v", name, got, want)
+				}
 			}
 			if skips := obs.of(scheduler.EventSkipped); len(skips) != 0 {
 				t.Errorf("skipped ticks: %+v", skips)
@@ -117,27 +124,32 @@ func TestLockAheadPreviousRun(t *testing.T) {
 			s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
 				scheduler.WithLockAhead(300*time.Millisecond))
 			mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
+			mustAdd(t, s, "other", "*/2 * * * * *", log.job(0))
 			stop := start(t, s)
 			sleepUntil(tick.Add(time.Second))
 			stop()
 
-			if got := log.ticks(); len(got) != 1 || !got[0].Equal(tick) {
-				t.Errorf("ticks run %v, want [%v]", got, tick)
+			if got := log.ticks(); len(got) != 2 || !got[0].Equal(tick) || !got[1].Equal(tick) {
+				t.Errorf("ticks run %v, want [%v] by each job", got, tick)
 			}
 			if skips := obs.of(scheduler.EventSkipped); len(skips) != 0 {
 				t.Errorf("skipped ticks: %+v", skips)
 			}
-			started := obs.of(scheduler.EventRunStarted)
-			if len(started) != 1 || started[0].StartDelay != 0 || started[0].Attempts != 2 {
-				t.Errorf("runs started %+v, want one at the tick after 2 attempts", started)
+			started := byJob(t, obs, scheduler.EventRunStarted, tick)
+			if ev := started["job"]; ev.StartDelay != 0 || ev.Attempts != 2 {
+				t.Errorf("job's run started %+v, want at the tick after 2 attempts", ev)
+			}
+			if n := l.AcquireAllCalls(); n != 1 {
+				t.Errorf("%d AcquireAll calls, want 1", n)
 			}
 		})
 	})
 }
 
 // TestLockAheadLeaseLost checks that a lease lost between its lock-ahead and
-// its tick runs no job: it is released and the tick is attempted again at
-// the tick, where the locker decides (here: already claimed).
+// its tick runs no job: it is released, the tick is attempted again at the
+// tick, where the locker refuses it (claimed by the lost lease), and the
+// tick is reported as skipped for its lost lease.
 func TestLockAheadLeaseLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
@@ -162,9 +174,10 @@ func TestLockAheadLeaseLost(t *testing.T) {
 		if grants := l.Grants(); len(grants) != 1 || !grants[0].Lost || !grants[0].Acquired.Equal(tick.Add(-300*time.Millisecond)) {
 			t.Errorf("grants %+v, want one, won 300ms ahead and lost", grants)
 		}
-		skips := obs.skips(scheduler.SkipAlreadyRun)
-		if len(skips) != 1 || skips[0].Attempts != 2 {
-			t.Errorf("already-run skips %+v, want one after 2 attempts", skips)
+		skips := obs.of(scheduler.EventSkipped)
+		if len(skips) != 1 || skips[0].Skip != scheduler.SkipLeaseLost || skips[0].Attempts != 2 ||
+			!errors.Is(skips[0].Err, scheduler.ErrLockLost) || !errors.Is(skips[0].Err, scheduler.ErrTickDone) {
+			t.Errorf("skips %+v, want one lease_lost after 2 attempts, with the loss and the refusal", skips)
 		}
 	})
 }
@@ -193,6 +206,98 @@ func TestLockAheadRemoved(t *testing.T) {
 		stop()
 		if runs := log.all(); len(runs) != 0 {
 			t.Errorf("runs %+v, want none", runs)
+		}
+	})
+}
+
+// TestLockAheadStop checks a stop between a tick's lock-ahead and the tick:
+// Shutdown waits for the tick and runs it, as the tick is claimed for every
+// replica; a hard stop (Run's context done) gives the lease up and reports
+// the tick as skipped for it.
+func TestLockAheadStop(t *testing.T) {
+	t.Run("Shutdown", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			t0 := time.Now()
+			tick := t0.Add(2 * time.Second)
+			l := locker()
+			obs := &recorder{}
+			var log runLog
+			s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
+				scheduler.WithLockAhead(300*time.Millisecond))
+			mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
+			stop := start(t, s)
+			sleepUntil(tick.Add(-100 * time.Millisecond))
+			stop() // waits for the run
+			if !time.Now().Equal(tick) {
+				t.Errorf("Shutdown returned %v after the tick, want at it", time.Since(tick))
+			}
+			if got := log.ticks(); len(got) != 1 || !got[0].Equal(tick) {
+				t.Errorf("ticks run %v, want [%v]", got, tick)
+			}
+			if grants := l.Grants(); len(grants) != 1 || !grants[0].Released.Equal(tick) {
+				t.Errorf("grants %+v, want one, released after the run", grants)
+			}
+		})
+	})
+	t.Run("hard stop", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			t0 := time.Now()
+			tick := t0.Add(2 * time.Second)
+			l := locker()
+			obs := &recorder{}
+			var log runLog
+			s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
+				scheduler.WithLockAhead(300*time.Millisecond))
+			mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() { errc <- s.Run(ctx) }()
+			sleepUntil(tick.Add(-100 * time.Millisecond))
+			cancel()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				t.Errorf("Run returned %v, want context.Canceled", err)
+			}
+			if runs := log.all(); len(runs) != 0 {
+				t.Errorf("runs %+v, want none", runs)
+			}
+			if grants := l.Grants(); len(grants) != 1 || !grants[0].Released.Equal(tick.Add(-100*time.Millisecond)) {
+				t.Errorf("grants %+v, want one, released at the stop", grants)
+			}
+			skips := obs.of(scheduler.EventSkipped)
+			if len(skips) != 1 || skips[0].Skip != scheduler.SkipLeaseLost || !skips[0].Tick.Equal(tick) {
+				t.Errorf("skips %+v, want the tick skipped as lease_lost", skips)
+			}
+		})
+	})
+}
+
+// TestLockAheadCatchUp checks that lock-ahead leaves catch-up alone: a
+// replica started 40s after a minute's tick, with a catch-up window of 5
+// minutes, runs that tick at once, then locks the next one ahead, by at
+// most half the 20s left to it.
+func TestLockAheadCatchUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now() // a whole minute in the bubble
+		l := locker()
+		obs := &recorder{}
+		var log runLog
+		s := newScheduler(t, l, scheduler.WithObserver(obs), scheduler.WithLockAhead(30*time.Second))
+		mustAdd(t, s, "job", "* * * * *", log.job(0), scheduler.WithCatchUp(5*time.Minute))
+		sleepUntil(t0.Add(40 * time.Second))
+		stop := start(t, s)
+		sleepUntil(t0.Add(80 * time.Second)) // before the next lock-ahead, at 1:30
+		stop()
+
+		want := []time.Time{t0, t0.Add(time.Minute)}
+		if got := log.ticks(); !slices.EqualFunc(got, want, time.Time.Equal) {
+			t.Errorf("ticks run %v, want %v", got, want)
+		}
+		if skips := obs.of(scheduler.EventSkipped); len(skips) != 0 {
+			t.Errorf("skipped ticks: %+v", skips)
+		}
+		grants := l.Grants()
+		if len(grants) != 2 || !grants[1].Acquired.Equal(t0.Add(50*time.Second)) {
+			t.Errorf("grants %+v, want the second won at 0:50", grants)
 		}
 	})
 }

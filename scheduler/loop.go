@@ -51,9 +51,8 @@ func (s *Scheduler) loop(rn *runner) {
 // that their first lock attempts are made in one call.
 //
 // A tick is due lock-ahead before it (WithLockAhead). When several ticks of
-// a job are due at once (the process was paused, or the clock stepped
-// forward), only the latest is handled; the earlier ones are skipped as
-// misfires.
+// a job are past (the process was paused, or the clock stepped forward),
+// only the latest is handled; the earlier ones are skipped as misfires.
 func (s *Scheduler) dispatch(rn *runner) time.Duration {
 	now := s.cfg.clock()
 	wait := maxSleep
@@ -62,11 +61,13 @@ func (s *Scheduler) dispatch(rn *runner) time.Duration {
 	for _, e := range s.jobs {
 		if !e.next.IsZero() && !e.at.After(now) {
 			d := dueTick{e: e, missed: e.next, tick: e.next}
-			for t := e.sched.Next(d.tick); !t.IsZero() && !s.dispatchAt(d.tick, t).After(now); t = e.sched.Next(t) {
+			for t := e.sched.Next(d.tick); !t.IsZero() && !t.After(now); t = e.sched.Next(t) {
 				d.tick = t
 			}
 			e.next = e.sched.Next(d.tick)
-			e.at = s.dispatchAt(d.tick, e.next)
+			// From the later of the tick and now: a tick handled late
+			// keeps at least half the time to the next one.
+			e.at = s.dispatchAt(later(d.tick, now), e.next)
 			if e.abandon != nil {
 				e.abandon(errNewerTick)
 			}
@@ -92,6 +93,14 @@ func (s *Scheduler) dispatch(rn *runner) time.Duration {
 		rn.wg.Go(func() { s.handleBatch(rn, bl, due) })
 	}
 	return max(wait, 0)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // dispatchAt returns when to dispatch next, the tick after prev (or the

@@ -171,12 +171,23 @@ func WithLeakScan(every time.Duration) Option {
 // alive, and the job starts at the tick. With many jobs due at the same
 // instant, this takes their lock attempts off the path of their start.
 //
-// The lead is at most half the time since the previous tick of the job, so
-// a tick is never attempted before the previous one has come due. A tick
-// whose previous run is still going when its attempt would start is
-// attempted at the tick instead, as without lock-ahead, and so is a tick
-// whose lease is lost before it. The price is that the lock of a tick is
-// held from d before it: a manual Trigger in that window finds it held.
+// The lead is at most half the time since the previous tick of the job (or,
+// for a tick handled late, since it was handled), so a tick is never
+// attempted before the previous one has come due. A tick whose previous run
+// is still going when its attempt would start is attempted at the tick
+// instead, as without lock-ahead.
+//
+// A lease won ahead claims its tick for every replica, as a running job
+// does: Shutdown waits for the tick and its run. If the lease is lost before
+// the tick (its nodes failed), or given up by a hard stop, no job runs
+// under it: the tick is attempted again at the tick, which normally finds
+// it claimed, and is reported with SkipLeaseLost. A job removed before its
+// tick releases the lease, and the tick runs nowhere.
+//
+// The price: the lock of a tick is held from d before it, so a manual
+// Trigger in that window finds it held (ErrHeld, even on this replica), and
+// refusals (SkipHeld, SkipAlreadyRun) are reported when known, ahead of the
+// tick.
 //
 // d must be between 0 and one minute; 0, the default, starts the attempts
 // at the tick.

@@ -33,13 +33,13 @@ var errGoexit = errors.New("scheduler: job called runtime.Goexit")
 // the job at the tick.
 func (s *Scheduler) handleTick(rn *runner, d dueTick) {
 	defer d.cancel(nil)
-	req, v := s.checkTick(d)
+	req, v := s.checkTick(d, true)
 	if v == tickLater {
 		if !s.sleepUntil(d.ctx, d.tick) {
 			s.lockFailed(rn, d, 0, context.Cause(d.ctx))
 			return
 		}
-		req, v = s.checkTick(d)
+		req, v = s.checkTick(d, false)
 	}
 	if v != tickGo {
 		return
@@ -58,7 +58,7 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 		reqs  []LockRequest
 	)
 	for _, d := range due {
-		switch req, v := s.checkTick(d); v {
+		switch req, v := s.checkTick(d, true); v {
 		case tickGo:
 			ticks = append(ticks, d)
 			reqs = append(reqs, req)
@@ -137,9 +137,10 @@ const (
 // checkTick records d's tick as handled and checks that it is not later
 // than its grace and that its job is not running here; if so, it returns
 // the tick's lock request. Otherwise it reports the tick as skipped, except
-// that a tick dispatched ahead (WithLockAhead) while its job runs here is
-// to be checked again at the tick, when the run may be over.
-func (s *Scheduler) checkTick(d dueTick) (LockRequest, tickVerdict) {
+// that, if recheck is true, a tick dispatched ahead (WithLockAhead) while
+// its job runs here is to be checked again at the tick, when the run may be
+// over.
+func (s *Scheduler) checkTick(d dueTick, recheck bool) (LockRequest, tickVerdict) {
 	e, tick := d.e, d.tick
 	s.mu.Lock()
 	e.prev = tick
@@ -154,7 +155,7 @@ func (s *Scheduler) checkTick(d dueTick) (LockRequest, tickVerdict) {
 		return LockRequest{}, tickSkip
 	}
 	if running {
-		if late < 0 {
+		if recheck && late < 0 {
 			return LockRequest{}, tickLater
 		}
 		s.skip(e, tick, SkipOverlap, 0, nil)
@@ -176,50 +177,82 @@ func (s *Scheduler) askAgain(tick time.Time, err error) bool {
 // tick, or reports why the tick was not run. first, if not nil, is the
 // result of a first attempt already made in a batch. A tick attempted ahead
 // of time whose previous run is still going, or whose lease is lost before
-// the tick, is attempted again, once, at the tick. It does not call
-// d.cancel.
+// the tick, is attempted again, once, at the tick. A lease won is run even
+// if the scheduler is stopping (Shutdown waits for it), unless the job was
+// removed or a newer tick came. It does not call d.cancel.
 func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *LockResult) {
 	e, tick := d.e, d.tick
 	total := 0
+	var lost error // why a lease won ahead was lost before the tick
 	for again := true; ; again = false {
 		lease, attempts, err := s.acquire(d.ctx, e, req, tick.Add(e.cfg.lateLimit()), first)
 		total += attempts
-		if err == nil && first != nil && attempts == 1 && d.ctx.Err() != nil {
-			// The batch's attempt was not bounded by d.ctx: the tick was
-			// abandoned (a newer tick, the job removed, or the scheduler
-			// stopping) while its lease was being won.
+		if err == nil && first != nil && attempts == 1 && abandoned(d) {
+			// The batch's attempt was not bounded by d.ctx: the job was
+			// removed, or a newer tick came, while its lease was being won.
 			s.releaseUnused(rn, e.name, tick, lease)
 			err = fmt.Errorf("scheduler: lease won after the tick was abandoned, released: %w", context.Cause(d.ctx))
 		}
 		first = nil
-		if err != nil && !(again && s.askAgain(tick, err)) {
-			s.lockFailed(rn, d, total, err)
-			return
-		}
-		if err == nil {
-			kept, lost := s.awaitTick(rn, d, lease)
-			if lost == nil {
+		switch {
+		case err == nil:
+			kept, lerr := s.awaitTick(rn, d, lease)
+			if lerr == nil {
 				s.finishRun(rn, s.startRun(rn, e, lease, kept, tick, total))
 				return
 			}
-			if !again || d.ctx.Err() != nil {
-				s.lockFailed(rn, d, total, lost)
+			if abandoned(d) {
+				s.lockFailed(rn, d, total, lerr)
+				return
+			}
+			lost = lerr
+			if !again || rn.jobCtx.Err() != nil {
+				s.leaseLost(d, total, lost)
 				return
 			}
 			s.log.LogAttrs(d.ctx, slog.LevelWarn, "lease lost before its tick; trying again at the tick",
 				tickAttrs(e.name, tick, slog.Any("error", lost))...)
+		case lost != nil:
+			// Most often refused by the tick's own mark, set when the lost
+			// lease was won.
+			s.leaseLost(d, total, errors.Join(lost, err))
+			return
+		case !again || !s.askAgain(tick, err):
+			s.lockFailed(rn, d, total, err)
+			return
 		}
 		if !s.sleepUntil(d.ctx, tick) {
+			if lost != nil {
+				s.leaseLost(d, total, lost)
+				return
+			}
 			s.lockFailed(rn, d, total, context.Cause(d.ctx))
 			return
 		}
 	}
 }
 
+// abandoned reports whether d's tick was abandoned: its job removed, or a
+// newer tick of it dispatched.
+func abandoned(d dueTick) bool {
+	cause := context.Cause(d.ctx)
+	return errors.Is(cause, errRemoved) || errors.Is(cause, errNewerTick)
+}
+
+// leaseLost reports a tick whose lease, won ahead of it, was lost or given
+// up (a hard stop) before it came: nobody runs the tick.
+func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
+	s.skip(d.e, d.tick, SkipLeaseLost, attempts, err)
+	s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: its lease, won ahead, was lost before it came",
+		tickAttrs(d.e.name, d.tick, slog.Any("error", err))...)
+}
+
 // awaitTick keeps lease alive and waits for d's tick, if it is still to
-// come, and returns the lease's kept context (see Lease.Keep). If the tick
-// is abandoned or the lease lost before the tick, it releases the lease and
-// returns why instead.
+// come, and returns the lease's kept context (see Lease.Keep). The wait
+// goes on when the scheduler stops gracefully: the tick is claimed, and
+// Shutdown waits for it as for a running job. If the tick is abandoned
+// (see abandoned) or the lease lost before the tick, including by a hard
+// stop, it releases the lease and returns why instead.
 func (s *Scheduler) awaitTick(rn *runner, d dueTick, lease Lease) (context.Context, error) {
 	kept := lease.Keep(rn.jobCtx)
 	wait := d.tick.Sub(s.cfg.clock())
@@ -229,13 +262,18 @@ func (s *Scheduler) awaitTick(rn *runner, d dueTick, lease Lease) (context.Conte
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	var err error
-	select {
-	case <-t.C:
-		return kept, nil
-	case <-kept.Done():
-		err = context.Cause(kept)
-	case <-d.ctx.Done():
-		err = fmt.Errorf("scheduler: tick abandoned before it came, lease released: %w", context.Cause(d.ctx))
+	for stop := d.ctx.Done(); err == nil; {
+		select {
+		case <-t.C:
+			return kept, nil
+		case <-kept.Done():
+			err = context.Cause(kept)
+		case <-stop:
+			if abandoned(d) {
+				err = fmt.Errorf("scheduler: tick abandoned before it came, lease released: %w", context.Cause(d.ctx))
+			}
+			stop = nil // the scheduler is stopping: wait for the tick
+		}
 	}
 	s.releaseUnused(rn, d.e.name, d.tick, lease)
 	return nil, err

@@ -70,11 +70,13 @@ type Entry struct {
 	// Name and Spec are the job's name and spec, as given to Add.
 	Name string
 	Spec string
-	// Next is the next tick; zero if the schedule has none within five
-	// years.
+	// Next is the next tick not yet handled; zero if the schedule has none
+	// within five years. With WithLockAhead, a tick is handled from its
+	// lock-ahead on, so Next is then the tick after it.
 	Next time.Time
 	// Prev is the latest tick this replica handled (ran, skipped or tried
-	// to lock); zero if none.
+	// to lock, which with WithLockAhead starts before the tick); zero if
+	// none.
 	Prev time.Time
 	// Running reports whether a run of the job is in progress here.
 	Running bool

@@ -22,7 +22,8 @@ import (
 // attempts that reach no decision are retried with jitter for up to the
 // job's misfire grace, within ctx. The returned error matches ErrOverlap
 // if a run of the job is in progress on this replica; the Locker's refusal
-// (ErrHeld or ErrOverlap) if the lock is held elsewhere; the Locker's error
+// (ErrHeld or ErrOverlap) if the lock is held elsewhere (or here, for a
+// tick locked ahead with WithLockAhead); the Locker's error
 // (ErrNoQuorum) if no decision was reached; ErrUnknownJob if no job is
 // called name; and ErrClosed if the Scheduler is closed.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
