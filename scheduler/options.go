@@ -269,8 +269,8 @@ func WithRunTimeout(d time.Duration) JobOption {
 // noticed later than tick+d (after a pause of the process, a clock step or a
 // stalled replica) is skipped with SkipMisfire. It also bounds how long a
 // lock attempt that reached no decision (ErrNoQuorum) is retried: until
-// tick+d or the job's next tick, whichever comes first. d must be positive;
-// the default is one minute.
+// tick+d or the job's next tick (its lock-ahead, with WithLockAhead),
+// whichever comes first. d must be positive; the default is one minute.
 func WithMisfireGrace(d time.Duration) JobOption {
 	return func(c *jobConfig) error {
 		if d <= 0 {
