@@ -315,7 +315,11 @@ func (s *stragglers) late(res NodeResult) {
 		for _, n := range s.r.nodes {
 			if n.Name() == res.Node {
 				ctx, cancel := context.WithTimeout(context.Background(), s.r.releaseBound(s.ttl))
-				n.ReleaseAsync(ctx, s.keys, s.value, 0, s.r.cfg.stateTTL, func(bool, error) { cancel() })
+				s.r.pending.add(1)
+				n.ReleaseAsync(ctx, s.keys, s.value, 0, s.r.cfg.stateTTL, func(bool, error) {
+					s.r.pending.done()
+					cancel()
+				})
 			}
 		}
 	}

@@ -104,14 +104,15 @@ func (l *Lock) Extend(ctx context.Context) error {
 // never touched. If the lock had an occurrence, the occurrence mark is
 // raised again on those nodes first.
 //
-// Release waits for the nodes' answers up to the node timeout; ctx's
-// cancellation does not cut it short, and a node that answers later (or is
-// backing off after a failure) still gets the release, until the lock
-// would have expired by itself. Release returns nil when a majority of nodes deleted
-// the lock; an error matching ErrLost when the lock had already expired or
-// been taken over on a majority; an error matching ErrNoQuorum when too few
-// nodes answered (the rest expires with the TTL); ErrReleased on a second
-// call.
+// Release returns as soon as the outcome is known from a majority of
+// nodes, or after the node timeout; ctx's cancellation does not cut it
+// short. The other nodes still get the release, even a node that answers
+// later (or is backing off after a failure), until the lock would have
+// expired by itself: Flush waits for those. Release returns nil when a
+// majority of nodes deleted the lock; an error matching ErrLost when the
+// lock had already expired or been taken over on a majority; an error
+// matching ErrNoQuorum when too few nodes answered (the rest expires with
+// the TTL); ErrReleased on a second call.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
@@ -126,7 +127,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	start := time.Now()
 	r := l.r
-	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, allAnswered)
+	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, quorumDecider(len(r.nodes), r.quorum))
 	var err error
 	if count(results, VoteYes) < r.quorum {
 		qerr := r.ownershipError("release", l.keys.Name, results)

@@ -15,10 +15,11 @@ import (
 // Redlock acquires locks on a majority of independent Redis masters. It is
 // safe for concurrent use; create it with New.
 type Redlock struct {
-	nodes  []*store.Node
-	keys   store.Keyspace
-	quorum int
-	cfg    config
+	nodes   []*store.Node
+	keys    store.Keyspace
+	quorum  int
+	cfg     config
+	pending *releases // release calls under way, for Flush
 }
 
 // New returns a Redlock over nodes: 1, 3 or 5 independent masters are the
@@ -51,7 +52,7 @@ func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg}, nil
+	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}}, nil
 }
 
 // Nodes returns the nodes, in the order given to New.
@@ -180,7 +181,7 @@ func (r *Redlock) unanswered() []NodeResult {
 // when targets is nil), and waits for the answers until decided says the
 // outcome is known, or up to the node timeout. The calls stay queued
 // longer, whatever ctx does (see releaseBound), since a key left behind
-// blocks others. Nodes not targeted get no vote.
+// blocks others; Flush waits for them. Nodes not targeted get no vote.
 func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.LockKeys, value string, occurrence int64, ttl time.Duration, decided decider) []NodeResult {
 	rctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(ttl))
 	var left atomic.Int32
@@ -196,7 +197,11 @@ func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.Lock
 			done(NodeResult{})
 			return
 		}
-		n.ReleaseAsync(rctx, keys, value, occurrence, r.cfg.stateTTL, func(ok bool, err error) { done(boolResult(ok, err)) })
+		r.pending.add(1)
+		n.ReleaseAsync(rctx, keys, value, occurrence, r.cfg.stateTTL, func(ok bool, err error) {
+			r.pending.done()
+			done(boolResult(ok, err))
+		})
 	}, decided, nil)
 }
 

@@ -61,7 +61,8 @@ func newRunner(ctx context.Context) *runner {
 // When the Locker implements Heartbeater, Run publishes a heartbeat at once
 // and then at the interval of WithHeartbeat, until it returns. When it
 // implements LeakScanner, Run scans for leaked locks at the interval of
-// WithLeakScan.
+// WithLeakScan. When it implements Flusher, Run waits (at most 5s) for its
+// releases still under way before it returns.
 //
 // Apart from abandoned jobs, no goroutine started by Run outlives it. Run
 // returns ErrClosed if the Scheduler is closed, and an error if it is
@@ -84,6 +85,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.drain(ctx, rn)
 	stopHeartbeat()
 	hbWG.Wait()
+	s.flush(ctx)
 
 	s.mu.Lock()
 	s.run = nil
@@ -120,6 +122,21 @@ func (s *Scheduler) begin(ctx context.Context) (*runner, error) {
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started", slog.Int("jobs", len(s.jobs)))
 	return rn, nil
+}
+
+// flush waits, at most releaseTimeout, for the releases the Locker still
+// has under way, if it is a Flusher.
+func (s *Scheduler) flush(ctx context.Context) {
+	f, ok := s.locker.(Flusher)
+	if !ok {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := f.Flush(fctx); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "releases still under way when the scheduler stopped; their locks expire with their TTL",
+			slog.Any("error", err))
+	}
 }
 
 // drain waits for the tick handlers and runs after the loop stopped. When
@@ -159,11 +176,13 @@ func (s *Scheduler) drain(ctx context.Context, rn *runner) {
 // Shutdown stops the scheduler gracefully: no new tick is started and
 // pending lock attempts are abandoned; Shutdown waits for running jobs, and
 // for ticks whose lease is already won (ahead of the tick, with
-// WithLockAhead, they run at their tick), until ctx is done, then cancels their contexts with cause ErrShutdown and
-// waits at most 5s more for them to return. The leases are released as the
-// jobs return, or abandoned jobs' leases once that wait is over (on a
-// context detached from ctx, with a timeout). So Shutdown returns at most
-// about 10s after ctx is done.
+// WithLockAhead, they run at their tick), until ctx is done, then cancels
+// their contexts with cause ErrShutdown and waits at most 5s more for them
+// to return. The leases are released as the jobs return, or abandoned
+// jobs' leases once that wait is over (on a context detached from ctx, with
+// a timeout); then, if the Locker is a Flusher, Shutdown waits at most 5s
+// for releases still under way on slow nodes. So Shutdown returns at most
+// about 15s after ctx is done.
 //
 // Shutdown returns nil once every job returned, whether or not it had to
 // cancel them, and an error matching both ErrShutdownTimeout and ctx.Err()

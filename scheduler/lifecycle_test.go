@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -317,6 +318,49 @@ func TestNoHeartbeatWithoutHeartbeater(t *testing.T) {
 		}
 		if hbs := l.Heartbeats(); len(hbs) != 0 {
 			t.Errorf("heartbeats %+v", hbs)
+		}
+	})
+}
+
+// flushLocker is an in-memory Locker that is a Flusher and records, at
+// each Flush, whether every lease had been released by then.
+type flushLocker struct {
+	*schedulertest.Locker
+	mu      sync.Mutex
+	flushes []bool
+}
+
+func (f *flushLocker) Flush(context.Context) error {
+	all := true
+	for _, g := range f.Grants() {
+		all = all && (!g.Released.IsZero() || g.Lost)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flushes = append(f.flushes, all)
+	return nil
+}
+
+// TestRunFlushesLocker checks that a Scheduler that stops calls its
+// Locker's Flush once, after the last lease was released.
+func TestRunFlushesLocker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := &flushLocker{Locker: schedulertest.NewLocker()}
+		var log runLog
+		s := newScheduler(t, l)
+		// The run of the 1:00 tick goes on until 2:00, across the Shutdown.
+		mustAdd(t, s, "job", "* * * * *", log.job(time.Minute))
+		stop := start(t, s)
+		sleepUntil(t0.Add(90 * time.Second))
+		stop()
+		if len(log.all()) != 1 || len(l.Grants()) != 1 {
+			t.Fatalf("runs %+v, grants %+v: want one", log.all(), l.Grants())
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.flushes) != 1 || !l.flushes[0] {
+			t.Errorf("Flush calls %v, want one, after every lease was released", l.flushes)
 		}
 	})
 }

@@ -96,6 +96,15 @@ type RequestChecker interface {
 	CheckRequest(req LockRequest) error
 }
 
+// Flusher is implemented by lockers whose releases may still be under way
+// on some nodes when Lease.Release has returned (it returns once a
+// majority answered). Before Run returns, it calls Flush, bounded by 5s, so
+// that a process that exits after Run or Shutdown leaves no lock behind on
+// a slow node.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // LeakScanner is implemented by lockers that can look for leaked locks.
 // With WithLeakScan, Run calls ScanLeaks periodically on every replica; the
 // locker lets one replica scan at a time and returns an error matching

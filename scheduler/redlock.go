@@ -16,8 +16,9 @@ import (
 // and a tick at or before one already run is refused; the scheduler's
 // instance id is stored as the lock's owner. The Locker also publishes
 // heartbeats on every node (Heartbeater), checks names and TTLs at Add
-// (RequestChecker), and makes the first lock attempts of ticks due at the
-// same instant in one batch (BatchLocker, with mutex.Redlock.TryLockAll).
+// (RequestChecker), makes the first lock attempts of ticks due at the
+// same instant in one batch (BatchLocker, with mutex.Redlock.TryLockAll),
+// and waits for releases still under way before Run returns (Flusher).
 func NewRedlockLocker(r *mutex.Redlock) Locker {
 	return &redlockLocker{r: r}
 }
@@ -31,6 +32,7 @@ var (
 	_ Heartbeater    = (*redlockLocker)(nil)
 	_ RequestChecker = (*redlockLocker)(nil)
 	_ LeakScanner    = (*redlockLocker)(nil)
+	_ Flusher        = (*redlockLocker)(nil)
 )
 
 // CheckRequest implements RequestChecker.
@@ -107,6 +109,11 @@ func holderOf(err error) (store.Value, bool) {
 	}
 	v, perr := store.ParseValue(qe.Holder)
 	return v, perr == nil
+}
+
+// Flush implements Flusher with mutex.Redlock.Flush.
+func (a *redlockLocker) Flush(ctx context.Context) error {
+	return a.r.Flush(ctx)
 }
 
 // Heartbeat implements Heartbeater.

@@ -1,0 +1,63 @@
+package mutex
+
+import (
+	"context"
+	"sync"
+)
+
+// releases counts the release calls a Redlock has sent that their node has
+// not answered yet, so that Flush can wait for them: Release returns once
+// a majority answered, and an attempt's clean-up runs in the background.
+type releases struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n falls to 0; replaced when it rises
+}
+
+// add counts k more calls under way.
+func (p *releases) add(k int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		p.idle = make(chan struct{})
+	}
+	p.n += k
+}
+
+// done counts one call answered (or given up by its node).
+func (p *releases) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n--
+	if p.n == 0 {
+		close(p.idle)
+	}
+}
+
+// wait returns nil when no call is under way, or ctx's error first.
+func (p *releases) wait(ctx context.Context) error {
+	p.mu.Lock()
+	idle, n := p.idle, p.n
+	p.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Flush waits until every release this Redlock has sent is answered by its
+// node or given up, or until ctx is done, and then returns ctx's error.
+// Release returns once a majority of nodes answered, and a failed
+// acquisition's clean-up goes on in the background, so a slow node may get
+// its release later; each is given up once the lock would have expired by
+// itself, or after ten node timeouts (at least a second), whichever comes
+// first. Call Flush before the process exits, so that no lock is left
+// behind on a slow node.
+func (r *Redlock) Flush(ctx context.Context) error {
+	return r.pending.wait(ctx)
+}
