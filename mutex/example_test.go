@@ -15,9 +15,12 @@ import (
 
 // Build a Redlock over three independent Redis masters, take a lock, keep
 // it alive while working, and pass the fencing token to the storage.
+// Before the process exits, Flush waits for releases a slow node has not
+// answered yet.
 func Example() {
 	ctx := context.Background()
 	locks := connect()
+	defer locks.Flush(ctx)
 
 	l, err := locks.Lock(ctx, "invoice-run", 30*time.Second)
 	if err != nil {
