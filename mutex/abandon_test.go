@@ -60,18 +60,11 @@ func isCommit(c redis.Cmder) bool {
 // is released, also those the commit never reached.
 func TestCommitFailureReleasesVotes(t *testing.T) {
 	c := redistest.Start(t, 5)
-	var nodes []*store.Node
-	for i, s := range c.Nodes() {
-		cl := s.Client(t)
+	nodes := nodesWith(t, c, func(i int, cl *redis.Client) {
 		if i >= 2 {
 			cl.AddHook(dropCommits{})
 		}
-		n, err := store.NewNode(s.Addr(), cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
+	})
 	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
 	if err != nil {
 		t.Fatal(err)

@@ -9,14 +9,26 @@ import (
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
+	"github.com/redis/go-redis/v9"
 )
 
 // nodesOf returns a store.Node per server of c, each with its own client.
 func nodesOf(t testing.TB, c *redistest.Cluster) []*store.Node {
 	t.Helper()
+	return nodesWith(t, c, nil)
+}
+
+// nodesWith is nodesOf, calling prepare (if not nil) with each server's
+// index and client before the node is built on it.
+func nodesWith(t testing.TB, c *redistest.Cluster, prepare func(i int, cl *redis.Client)) []*store.Node {
+	t.Helper()
 	var nodes []*store.Node
-	for _, s := range c.Nodes() {
-		n, err := store.NewNode(s.Addr(), s.Client(t))
+	for i, s := range c.Nodes() {
+		cl := s.Client(t)
+		if prepare != nil {
+			prepare(i, cl)
+		}
+		n, err := store.NewNode(s.Addr(), cl)
 		if err != nil {
 			t.Fatal(err)
 		}

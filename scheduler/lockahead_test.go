@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // TestLockAhead checks that with WithLockAhead the ticks of jobs due
@@ -146,21 +147,35 @@ func TestLockAheadPreviousRun(t *testing.T) {
 	})
 }
 
+// aheadJob is a Scheduler with lock-ahead 300ms and one job, "job", due
+// every 2s, whose first tick is 2s into the synctest bubble; the job
+// records its runs in log.
+type aheadJob struct {
+	tick time.Time // the first tick
+	l    *schedulertest.Locker
+	obs  *recorder
+	log  *runLog
+	s    *scheduler.Scheduler
+}
+
+func newAheadJob(t *testing.T) *aheadJob {
+	t.Helper()
+	a := &aheadJob{tick: time.Now().Add(2 * time.Second), l: locker(), obs: &recorder{}, log: &runLog{}}
+	a.s = newScheduler(t, a.l, scheduler.WithSeconds(), scheduler.WithObserver(a.obs),
+		scheduler.WithLockAhead(300*time.Millisecond))
+	mustAdd(t, a.s, "job", "*/2 * * * * *", a.log.job(0))
+	return a
+}
+
 // TestLockAheadLeaseLost checks that a lease lost between its lock-ahead and
 // its tick runs no job: it is released, the tick is attempted again at the
 // tick, where the locker refuses it (claimed by the lost lease), and the
 // tick is reported as skipped for its lost lease.
 func TestLockAheadLeaseLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		tick := t0.Add(2 * time.Second)
-		l := locker()
-		obs := &recorder{}
-		var log runLog
-		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
-			scheduler.WithLockAhead(300*time.Millisecond))
-		mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
-		stop := start(t, s)
+		a := newAheadJob(t)
+		tick, l, obs, log := a.tick, a.l, a.obs, a.log
+		stop := start(t, a.s)
 		sleepUntil(tick.Add(-100 * time.Millisecond))
 		if !l.LoseLease("job") {
 			t.Fatal("no lease held 100ms before the tick")
@@ -186,12 +201,8 @@ func TestLockAheadLeaseLost(t *testing.T) {
 // before its tick is released and runs nothing.
 func TestLockAheadRemoved(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		tick := t0.Add(2 * time.Second)
-		l := locker()
-		var log runLog
-		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithLockAhead(300*time.Millisecond))
-		mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
+		a := newAheadJob(t)
+		tick, l, log, s := a.tick, a.l, a.log, a.s
 		stop := start(t, s)
 		sleepUntil(tick.Add(-100 * time.Millisecond))
 		if err := s.Remove("job"); err != nil {
@@ -217,15 +228,9 @@ func TestLockAheadRemoved(t *testing.T) {
 func TestLockAheadStop(t *testing.T) {
 	t.Run("Shutdown", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			t0 := time.Now()
-			tick := t0.Add(2 * time.Second)
-			l := locker()
-			obs := &recorder{}
-			var log runLog
-			s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
-				scheduler.WithLockAhead(300*time.Millisecond))
-			mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
-			stop := start(t, s)
+			a := newAheadJob(t)
+			tick, l, log := a.tick, a.l, a.log
+			stop := start(t, a.s)
 			sleepUntil(tick.Add(-100 * time.Millisecond))
 			stop() // waits for the run
 			if !time.Now().Equal(tick) {
@@ -241,17 +246,11 @@ func TestLockAheadStop(t *testing.T) {
 	})
 	t.Run("hard stop", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			t0 := time.Now()
-			tick := t0.Add(2 * time.Second)
-			l := locker()
-			obs := &recorder{}
-			var log runLog
-			s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
-				scheduler.WithLockAhead(300*time.Millisecond))
-			mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
+			a := newAheadJob(t)
+			tick, l, obs, log := a.tick, a.l, a.obs, a.log
 			ctx, cancel := context.WithCancel(context.Background())
 			errc := make(chan error, 1)
-			go func() { errc <- s.Run(ctx) }()
+			go func() { errc <- a.s.Run(ctx) }()
 			sleepUntil(tick.Add(-100 * time.Millisecond))
 			cancel()
 			if err := <-errc; !errors.Is(err, context.Canceled) {
