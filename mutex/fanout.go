@@ -178,6 +178,28 @@ func quorumDecider(n, quorum int) decider {
 	}
 }
 
+// releaseDecider decides a release once its outcome is known: deleted on
+// a majority, or no longer ours on more than n-quorum nodes (lost), or
+// neither any more, whatever the nodes yet to answer say. A fast failure
+// (a refused connection) thus does not decide, before a slower node says
+// whether the lock was lost.
+func releaseDecider(n, quorum int) decider {
+	return func(rs []NodeResult) bool {
+		yes, notOwner, pending := 0, 0, 0
+		for _, r := range rs {
+			switch r.Vote {
+			case 0:
+				pending++
+			case VoteYes:
+				yes++
+			case VoteNotOwner:
+				notOwner++
+			}
+		}
+		return yes >= quorum || notOwner > n-quorum || (yes+pending < quorum && notOwner+pending <= n-quorum)
+	}
+}
+
 // allAnswered never decides early: fanout waits for every node (each still
 // bounded by the node timeout).
 func allAnswered([]NodeResult) bool { return false }

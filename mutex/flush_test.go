@@ -9,6 +9,8 @@ import (
 
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestReleaseAtQuorumThenFlush: with one node of five paused, Release
@@ -64,5 +66,49 @@ func TestReleaseAtQuorumThenFlush(t *testing.T) {
 	cancelDone()
 	if err := r.Flush(done); err != nil {
 		t.Errorf("Flush with nothing under way: %v", err)
+	}
+}
+
+// TestReleaseWaitsForTheOutcome: a release that can still turn out lost is
+// not decided by a fast failure. Of three nodes, the lock was taken over on
+// two, one of which is slow, and the third refuses connections: Release
+// waits for the slow node and says lost, not "no quorum".
+func TestReleaseWaitsForTheOutcome(t *testing.T) {
+	c := redistest.Start(t, 3, redistest.WithProxy())
+	var nodes []*store.Node
+	for i, s := range c.Nodes() {
+		cl := s.Client(t)
+		if i == 1 { // no retries: a refused connection fails at once
+			cl = redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+			t.Cleanup(func() { _ = cl.Close() })
+		}
+		n, err := store.NewNode(s.Addr(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxTimeout(t, 30*time.Second)
+	l, err := r.TryLock(ctx, "job", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := lockKey(t, r, "job").Lock
+	for _, i := range []int{0, 2} {
+		if err := c.Node(i).Client(t).Set(ctx, key, "another owner", 10*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Node(1).Cut()
+	c.Node(2).SetLatency(50 * time.Millisecond)
+
+	err = l.Release(ctx)
+	var qe *mutex.QuorumError
+	if !errors.Is(err, mutex.ErrLost) || !errors.As(err, &qe) || qe.Nodes[2].Vote != mutex.VoteNotOwner {
+		t.Errorf("Release = %v; want ErrLost, with the slow node's answer", err)
 	}
 }

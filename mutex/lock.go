@@ -127,7 +127,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	start := time.Now()
 	r := l.r
-	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, quorumDecider(len(r.nodes), r.quorum))
+	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, releaseDecider(len(r.nodes), r.quorum))
 	var err error
 	if count(results, VoteYes) < r.quorum {
 		qerr := r.ownershipError("release", l.keys.Name, results)
