@@ -40,7 +40,11 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 		strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
 	}
 	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, _ int, n *store.Node, deliver func([]NodeResult)) {
+		// Counted for Flush until answered: a late answer of an abandoned
+		// attempt queues a release (stragglers.late) before it is done.
+		r.pending.add(1)
 		n.AcquireAllAsync(ctx, areqs, func(rs []store.AcquireResult) {
+			defer r.pending.done()
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
 				res[j] = r.acquireVote(a)

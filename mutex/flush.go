@@ -5,9 +5,11 @@ import (
 	"sync"
 )
 
-// releases counts the release calls a Redlock has sent that their node has
-// not answered yet, so that Flush can wait for them: Release returns once
-// a majority answered, and an attempt's clean-up runs in the background.
+// releases counts the calls a Redlock has sent that may leave a key behind
+// and that their node has not answered yet (releases, and acquisitions,
+// whose late answers may queue a release), so that Flush can wait for
+// them: Release returns once its outcome is known, and an attempt's
+// clean-up runs in the background.
 type releases struct {
 	mu   sync.Mutex
 	n    int
@@ -50,14 +52,16 @@ func (p *releases) wait(ctx context.Context) error {
 	}
 }
 
-// Flush waits until every release this Redlock has sent is answered by its
-// node or given up, or until ctx is done, and then returns ctx's error.
-// Release returns once a majority of nodes answered, and a failed
-// acquisition's clean-up goes on in the background, so a slow node may get
-// its release later; each is given up once the lock would have expired by
-// itself, or after ten node timeouts (at least a second), whichever comes
-// first. Call Flush before the process exits, so that no lock is left
-// behind on a slow node.
+// Flush waits until every release this Redlock has sent, and every
+// acquisition (whose late answer may call for a release), is answered by
+// its node or given up, or until ctx is done, and then returns ctx's
+// error. Release returns once its outcome is known from a majority of
+// nodes, and a failed acquisition's clean-up goes on in the background, so
+// a slow node may get its release later; each release is given up once the
+// lock would have expired by itself, or after ten node timeouts (at least a
+// second), whichever comes first. Call Flush before the process exits, so
+// that no lock is left behind on a slow node. With other goroutines still
+// locking through the Redlock, Flush waits for their calls too.
 func (r *Redlock) Flush(ctx context.Context) error {
 	return r.pending.wait(ctx)
 }

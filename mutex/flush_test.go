@@ -112,3 +112,37 @@ func TestReleaseWaitsForTheOutcome(t *testing.T) {
 		t.Errorf("Release = %v; want ErrLost, with the slow node's answer", err)
 	}
 }
+
+// TestFlushWaitsForLateAcquisitions: an attempt refused (held on three
+// nodes of five) while a paused node has not answered its acquisition is
+// abandoned; that node's answer, when it comes, calls for a release. Flush
+// waits for the answer and the release: no key of the attempt is left.
+func TestFlushWaitsForLateAcquisitions(t *testing.T) {
+	c := redistest.Start(t, 5)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, 30*time.Second)
+	key := lockKey(t, r, "job").Lock
+	for _, i := range []int{0, 1, 2} {
+		if err := c.Node(i).Client(t).Set(ctx, key, "another owner", 10*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow := c.Node(4)
+	slow.Pause()
+	if _, err := r.TryLock(ctx, "job", 10*time.Second); !errors.Is(err, mutex.ErrHeld) {
+		t.Fatalf("TryLock = %v, want ErrHeld", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err := r.Flush(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Flush with an acquisition under way on a paused node returned %v, want it to wait", err)
+	}
+	slow.Resume()
+	if err := r.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if held := keysOn(t, c, key); held[3] || held[4] {
+		t.Errorf("the refused attempt's key left on nodes 3 or 4: %v", held)
+	}
+}
