@@ -140,10 +140,11 @@ const (
 	// SkipNoQuorum: no lock attempt reached a decision before the retry
 	// deadline.
 	SkipNoQuorum
-	// SkipLeaseLost: the lease of the tick, won ahead of it (WithLockAhead),
-	// was lost before the tick came, or given up by a hard stop (the
-	// context given to Run, or Shutdown's, done); Err says why. The tick is
-	// claimed by the lost lease, so no replica runs it.
+	// SkipLeaseLost: the lease of the tick was won but lost before its run
+	// started (with WithLockAhead, before the tick came), or given up by a
+	// hard stop (the context given to Run, or Shutdown's, done); Err says
+	// why. The tick is normally claimed by the lost lease, so that no
+	// replica runs it (one that wins it instead is reported as SkipHeld).
 	SkipLeaseLost
 )
 

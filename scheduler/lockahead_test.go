@@ -3,7 +3,9 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -297,6 +299,85 @@ func TestLockAheadCatchUp(t *testing.T) {
 		grants := l.Grants()
 		if len(grants) != 2 || !grants[1].Acquired.Equal(t0.Add(50*time.Second)) {
 			t.Errorf("grants %+v, want the second won at 0:50", grants)
+		}
+	})
+}
+
+// TestLockAheadRemovedWhileStopping checks that a job removed after
+// Shutdown began, while its lease won ahead waits for the tick, does not
+// run: the lease is released at the tick.
+func TestLockAheadRemovedWhileStopping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAheadJob(t)
+		stop := start(t, a.s)
+		sleepUntil(a.tick.Add(-200 * time.Millisecond))
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			stop()
+		}()
+		sleepUntil(a.tick.Add(-100 * time.Millisecond))
+		if err := a.s.Remove("job"); err != nil {
+			t.Fatal(err)
+		}
+		<-stopped
+		if runs := a.log.all(); len(runs) != 0 {
+			t.Errorf("runs %+v, want none", runs)
+		}
+		if grants := a.l.Grants(); len(grants) != 1 || grants[0].Released.IsZero() {
+			t.Errorf("grants %+v, want one, released", grants)
+		}
+	})
+}
+
+// heldAgain is a Locker whose attempts made while armed are refused as held
+// by another replica, as when a lease lost before its tick had not put its
+// mark on a majority and another replica won the tick.
+type heldAgain struct {
+	*schedulertest.Locker
+	mu    sync.Mutex
+	armed bool
+}
+
+func (h *heldAgain) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
+	h.mu.Lock()
+	armed := h.armed
+	h.mu.Unlock()
+	if armed {
+		return nil, fmt.Errorf("test: job %q: %w", req.Job, scheduler.ErrHeld)
+	}
+	return h.Locker.Acquire(ctx, req)
+}
+
+// TestLockAheadLeaseLostHeldElsewhere checks that a tick whose lease was
+// lost before it, and which another replica then won, is reported as held
+// elsewhere, not as lost.
+func TestLockAheadLeaseLostHeldElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		tick := t0.Add(2 * time.Second)
+		l := &heldAgain{Locker: locker()}
+		obs := &recorder{}
+		var log runLog
+		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
+			scheduler.WithLockAhead(300*time.Millisecond))
+		mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
+		stop := start(t, s)
+		sleepUntil(tick.Add(-100 * time.Millisecond))
+		l.mu.Lock()
+		l.armed = true
+		l.mu.Unlock()
+		if !l.LoseLease("job") {
+			t.Fatal("no lease held 100ms before the tick")
+		}
+		sleepUntil(tick.Add(time.Second))
+		stop()
+		if runs := log.all(); len(runs) != 0 {
+			t.Errorf("runs %+v, want none", runs)
+		}
+		skips := obs.of(scheduler.EventSkipped)
+		if len(skips) != 1 || skips[0].Skip != scheduler.SkipHeld || skips[0].Attempts != 2 {
+			t.Errorf("skips %+v, want one held_elsewhere after 2 attempts", skips)
 		}
 	})
 }

@@ -201,7 +201,7 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 				s.finishRun(rn, s.startRun(rn, e, lease, kept, tick, total))
 				return
 			}
-			if abandoned(d) {
+			if abandoned(d) || errors.Is(lerr, errRemoved) {
 				s.lockFailed(rn, d, total, lerr)
 				return
 			}
@@ -212,6 +212,11 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 			}
 			s.log.LogAttrs(d.ctx, slog.LevelWarn, "lease lost before its tick; trying again at the tick",
 				tickAttrs(e.name, tick, slog.Any("error", lost))...)
+		case lost != nil && errors.Is(err, ErrHeld):
+			// Another replica won the tick (the lost lease's mark had not
+			// reached a majority): it runs it.
+			s.lockFailed(rn, d, total, err)
+			return
 		case lost != nil:
 			// Most often refused by the tick's own mark, set when the lost
 			// lease was won.
@@ -239,8 +244,8 @@ func abandoned(d dueTick) bool {
 	return errors.Is(cause, errRemoved) || errors.Is(cause, errNewerTick)
 }
 
-// leaseLost reports a tick whose lease, won ahead of it, was lost or given
-// up (a hard stop) before it came: nobody runs the tick.
+// leaseLost reports a tick whose lease was lost before its run started
+// (with lock-ahead, before the tick), or given up by a hard stop.
 func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 	s.skip(d.e, d.tick, SkipLeaseLost, attempts, err)
 	s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: its lease, won ahead, was lost before it came",
@@ -251,32 +256,52 @@ func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 // come, and returns the lease's kept context (see Lease.Keep). The wait
 // goes on when the scheduler stops gracefully: the tick is claimed, and
 // Shutdown waits for it as for a running job. If the tick is abandoned
-// (see abandoned) or the lease lost before the tick, including by a hard
-// stop, it releases the lease and returns why instead.
+// (see abandoned), or its job removed, or the lease lost before the tick
+// or given up by a hard stop, it releases the lease and returns why
+// instead.
 func (s *Scheduler) awaitTick(rn *runner, d dueTick, lease Lease) (context.Context, error) {
 	kept := lease.Keep(rn.jobCtx)
-	wait := d.tick.Sub(s.cfg.clock())
-	if wait <= 0 {
-		return kept, nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	var err error
-	for stop := d.ctx.Done(); err == nil; {
-		select {
-		case <-t.C:
+	err := s.waitTick(d, kept)
+	if err == nil {
+		s.mu.Lock()
+		removed := s.jobs[d.e.name] != d.e // removed once the scheduler was stopping
+		s.mu.Unlock()
+		switch {
+		case removed:
+			err = fmt.Errorf("scheduler: lease released: %w", errRemoved)
+		case rn.jobCtx.Err() != nil:
+			err = fmt.Errorf("scheduler: lease given up: %w", context.Cause(rn.jobCtx))
+		default:
 			return kept, nil
-		case <-kept.Done():
-			err = context.Cause(kept)
-		case <-stop:
-			if abandoned(d) {
-				err = fmt.Errorf("scheduler: tick abandoned before it came, lease released: %w", context.Cause(d.ctx))
-			}
-			stop = nil // the scheduler is stopping: wait for the tick
 		}
 	}
 	s.releaseUnused(rn, d.e.name, d.tick, lease)
 	return nil, err
+}
+
+// waitTick waits for d's tick, if it is still to come, and returns nil; or
+// why not: the lease's kept context done, or the tick abandoned (see
+// abandoned). It goes on waiting when the scheduler stops gracefully.
+func (s *Scheduler) waitTick(d dueTick, kept context.Context) error {
+	wait := d.tick.Sub(s.cfg.clock())
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for stop := d.ctx.Done(); ; {
+		select {
+		case <-t.C:
+			return nil
+		case <-kept.Done():
+			return context.Cause(kept)
+		case <-stop:
+			if abandoned(d) {
+				return fmt.Errorf("scheduler: tick abandoned before it came, lease released: %w", context.Cause(d.ctx))
+			}
+			stop = nil // the scheduler is stopping: wait for the tick
+		}
+	}
 }
 
 // sleepUntil waits until tick by the scheduler's clock, or until ctx is
