@@ -60,15 +60,12 @@ func isCommit(c redis.Cmder) bool {
 // is released, also those the commit never reached.
 func TestCommitFailureReleasesVotes(t *testing.T) {
 	c := redistest.Start(t, 5)
-	nodes := nodesWith(t, c, func(i int, cl *redis.Client) {
+	r := newRedlockOn(t, nodesWith(t, c, func(i int, cl *redis.Client) *redis.Client {
 		if i >= 2 {
 			cl.AddHook(dropCommits{})
 		}
-	})
-	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
-	if err != nil {
-		t.Fatal(err)
-	}
+		return cl
+	}))
 
 	l, err := r.TryLock(ctxTimeout(t, 10*time.Second), "victim", time.Second, mutex.Occurrence(time.Now()))
 	var qe *mutex.QuorumError

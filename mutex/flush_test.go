@@ -9,7 +9,6 @@ import (
 
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
-	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -75,23 +74,15 @@ func TestReleaseAtQuorumThenFlush(t *testing.T) {
 // waits for the slow node and says lost, not "no quorum".
 func TestReleaseWaitsForTheOutcome(t *testing.T) {
 	c := redistest.Start(t, 3, redistest.WithProxy())
-	var nodes []*store.Node
-	for i, s := range c.Nodes() {
-		cl := s.Client(t)
-		if i == 1 { // no retries: a refused connection fails at once
-			cl = redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
-			t.Cleanup(func() { _ = cl.Close() })
+	r := newRedlockOn(t, nodesWith(t, c, func(i int, cl *redis.Client) *redis.Client {
+		if i != 1 {
+			return cl
 		}
-		n, err := store.NewNode(s.Addr(), cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
-	if err != nil {
-		t.Fatal(err)
-	}
+		// No retries: a refused connection fails at once.
+		cl = redis.NewClient(&redis.Options{Addr: c.Node(i).Addr(), MaxRetries: -1})
+		t.Cleanup(func() { _ = cl.Close() })
+		return cl
+	}))
 	ctx := ctxTimeout(t, 30*time.Second)
 	l, err := r.TryLock(ctx, "job", 10*time.Second)
 	if err != nil {

@@ -18,15 +18,15 @@ func nodesOf(t testing.TB, c *redistest.Cluster) []*store.Node {
 	return nodesWith(t, c, nil)
 }
 
-// nodesWith is nodesOf, calling prepare (if not nil) with each server's
-// index and client before the node is built on it.
-func nodesWith(t testing.TB, c *redistest.Cluster, prepare func(i int, cl *redis.Client)) []*store.Node {
+// nodesWith is nodesOf, with prepare (if not nil) given each server's
+// index and client: the node is built on the client it returns.
+func nodesWith(t testing.TB, c *redistest.Cluster, prepare func(i int, cl *redis.Client) *redis.Client) []*store.Node {
 	t.Helper()
 	var nodes []*store.Node
 	for i, s := range c.Nodes() {
 		cl := s.Client(t)
 		if prepare != nil {
-			prepare(i, cl)
+			cl = prepare(i, cl)
 		}
 		n, err := store.NewNode(s.Addr(), cl)
 		if err != nil {
@@ -41,8 +41,15 @@ func nodesWith(t testing.TB, c *redistest.Cluster, prepare func(i int, cl *redis
 // the options say otherwise the nodes are trusted (no restart quarantine).
 func newRedlock(t testing.TB, c *redistest.Cluster, opts ...mutex.Option) *mutex.Redlock {
 	t.Helper()
+	return newRedlockOn(t, nodesOf(t, c), opts...)
+}
+
+// newRedlockOn returns a Redlock over nodes, trusted unless the options
+// say otherwise.
+func newRedlockOn(t testing.TB, nodes []*store.Node, opts ...mutex.Option) *mutex.Redlock {
+	t.Helper()
 	opts = append([]mutex.Option{mutex.WithTrustedNodes()}, opts...)
-	r, err := mutex.New(nodesOf(t, c), opts...)
+	r, err := mutex.New(nodes, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,41 +162,19 @@ type aheadJob struct {
 
 func newAheadJob(t *testing.T) *aheadJob {
 	t.Helper()
-	a := &aheadJob{tick: time.Now().Add(2 * time.Second), l: locker(), obs: &recorder{}, log: &runLog{}}
-	a.s = newScheduler(t, a.l, scheduler.WithSeconds(), scheduler.WithObserver(a.obs),
+	l := locker()
+	return newAheadJobOn(t, l, l)
+}
+
+// newAheadJobOn is newAheadJob with the Scheduler on lk, which is base or
+// wraps it.
+func newAheadJobOn(t *testing.T, lk scheduler.Locker, base *schedulertest.Locker) *aheadJob {
+	t.Helper()
+	a := &aheadJob{tick: time.Now().Add(2 * time.Second), l: base, obs: &recorder{}, log: &runLog{}}
+	a.s = newScheduler(t, lk, scheduler.WithSeconds(), scheduler.WithObserver(a.obs),
 		scheduler.WithLockAhead(300*time.Millisecond))
 	mustAdd(t, a.s, "job", "*/2 * * * * *", a.log.job(0))
 	return a
-}
-
-// TestLockAheadLeaseLost checks that a lease lost between its lock-ahead and
-// its tick runs no job: it is released, the tick is attempted again at the
-// tick, where the locker refuses it (claimed by the lost lease), and the
-// tick is reported as skipped for its lost lease.
-func TestLockAheadLeaseLost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		a := newAheadJob(t)
-		tick, l, obs, log := a.tick, a.l, a.obs, a.log
-		stop := start(t, a.s)
-		sleepUntil(tick.Add(-100 * time.Millisecond))
-		if !l.LoseLease("job") {
-			t.Fatal("no lease held 100ms before the tick")
-		}
-		sleepUntil(tick.Add(time.Second))
-		stop()
-
-		if runs := log.all(); len(runs) != 0 {
-			t.Errorf("runs %+v, want none", runs)
-		}
-		if grants := l.Grants(); len(grants) != 1 || !grants[0].Lost || !grants[0].Acquired.Equal(tick.Add(-300*time.Millisecond)) {
-			t.Errorf("grants %+v, want one, won 300ms ahead and lost", grants)
-		}
-		skips := obs.of(scheduler.EventSkipped)
-		if len(skips) != 1 || skips[0].Skip != scheduler.SkipLeaseLost || skips[0].Attempts != 2 ||
-			!errors.Is(skips[0].Err, scheduler.ErrLockLost) || !errors.Is(skips[0].Err, scheduler.ErrTickDone) {
-			t.Errorf("skips %+v, want one lease_lost after 2 attempts, with the loss and the refusal", skips)
-		}
-	})
 }
 
 // TestLockAheadRemoved checks that a lease won ahead for a job removed
@@ -330,13 +308,19 @@ func TestLockAheadRemovedWhileStopping(t *testing.T) {
 	})
 }
 
-// heldAgain is a Locker whose attempts made while armed are refused as held
+// heldAgain is a Locker whose attempts made once armed are refused as held
 // by another replica, as when a lease lost before its tick had not put its
 // mark on a majority and another replica won the tick.
 type heldAgain struct {
 	*schedulertest.Locker
 	mu    sync.Mutex
 	armed bool
+}
+
+func (h *heldAgain) arm(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.armed = on
 }
 
 func (h *heldAgain) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
@@ -349,35 +333,44 @@ func (h *heldAgain) Acquire(ctx context.Context, req scheduler.LockRequest) (sch
 	return h.Locker.Acquire(ctx, req)
 }
 
-// TestLockAheadLeaseLostHeldElsewhere checks that a tick whose lease was
-// lost before it, and which another replica then won, is reported as held
-// elsewhere, not as lost.
-func TestLockAheadLeaseLostHeldElsewhere(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		tick := t0.Add(2 * time.Second)
-		l := &heldAgain{Locker: locker()}
-		obs := &recorder{}
-		var log runLog
-		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
-			scheduler.WithLockAhead(300*time.Millisecond))
-		mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
-		stop := start(t, s)
-		sleepUntil(tick.Add(-100 * time.Millisecond))
-		l.mu.Lock()
-		l.armed = true
-		l.mu.Unlock()
-		if !l.LoseLease("job") {
-			t.Fatal("no lease held 100ms before the tick")
-		}
-		sleepUntil(tick.Add(time.Second))
-		stop()
-		if runs := log.all(); len(runs) != 0 {
-			t.Errorf("runs %+v, want none", runs)
-		}
-		skips := obs.of(scheduler.EventSkipped)
-		if len(skips) != 1 || skips[0].Skip != scheduler.SkipHeld || skips[0].Attempts != 2 {
-			t.Errorf("skips %+v, want one held_elsewhere after 2 attempts", skips)
-		}
-	})
+// TestLockAheadLeaseLost checks that a lease lost between its lock-ahead and
+// its tick runs no job: it is released and the tick attempted again at the
+// tick. If the locker refuses it as claimed (by the lost lease's mark), the
+// tick is reported as skipped for its lost lease; if another replica won
+// it, as held elsewhere.
+func TestLockAheadLeaseLost(t *testing.T) {
+	for _, elsewhere := range []bool{false, true} {
+		t.Run(map[bool]string{false: "claimed", true: "won elsewhere"}[elsewhere], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := &heldAgain{Locker: locker()}
+				a := newAheadJobOn(t, l, l.Locker)
+				stop := start(t, a.s)
+				sleepUntil(a.tick.Add(-100 * time.Millisecond))
+				l.arm(elsewhere)
+				if !l.LoseLease("job") {
+					t.Fatal("no lease held 100ms before the tick")
+				}
+				sleepUntil(a.tick.Add(time.Second))
+				stop()
+
+				if runs := a.log.all(); len(runs) != 0 {
+					t.Errorf("runs %+v, want none", runs)
+				}
+				if grants := l.Grants(); len(grants) != 1 || !grants[0].Lost || !grants[0].Acquired.Equal(a.tick.Add(-300*time.Millisecond)) {
+					t.Errorf("grants %+v, want one, won 300ms ahead and lost", grants)
+				}
+				skips := a.obs.of(scheduler.EventSkipped)
+				if len(skips) != 1 || skips[0].Attempts != 2 {
+					t.Fatalf("skips %+v, want one after 2 attempts", skips)
+				}
+				switch sk := skips[0]; {
+				case elsewhere && sk.Skip != scheduler.SkipHeld:
+					t.Errorf("skip %+v, want held_elsewhere", sk)
+				case !elsewhere && (sk.Skip != scheduler.SkipLeaseLost ||
+					!errors.Is(sk.Err, scheduler.ErrLockLost) || !errors.Is(sk.Err, scheduler.ErrTickDone)):
+					t.Errorf("skip %+v, want lease_lost, with the loss and the refusal", sk)
+				}
+			})
+		})
+	}
 }
