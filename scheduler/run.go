@@ -248,7 +248,7 @@ func abandoned(d dueTick) bool {
 // (with lock-ahead, before the tick), or given up by a hard stop.
 func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 	s.skip(d.e, d.tick, SkipLeaseLost, attempts, err)
-	s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: its lease, won ahead, was lost before it came",
+	s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: its lease was lost, or given up, before its run started",
 		tickAttrs(d.e.name, d.tick, slog.Any("error", err))...)
 }
 
