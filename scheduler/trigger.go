@@ -67,6 +67,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 		_ = lease.Release(rctx) // the run never started; an error leaves the lock to its TTL
+		s.flush(ctx)            // Run may have flushed already
 		return RunInfo{}, ErrClosed
 	}
 	rn.wg.Go(func() {
