@@ -319,11 +319,7 @@ func (s *stragglers) late(res NodeResult) {
 		for _, n := range s.r.nodes {
 			if n.Name() == res.Node {
 				ctx, cancel := context.WithTimeout(context.Background(), s.r.releaseBound(s.ttl))
-				s.r.pending.add(1)
-				n.ReleaseAsync(ctx, s.keys, s.value, 0, s.r.cfg.stateTTL, func(bool, error) {
-					s.r.pending.done()
-					cancel()
-				})
+				s.r.releaseAsync(ctx, n, s.keys, s.value, 0, func(bool, error) { cancel() })
 			}
 		}
 	}

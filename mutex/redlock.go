@@ -197,12 +197,18 @@ func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.Lock
 			done(NodeResult{})
 			return
 		}
-		r.pending.add(1)
-		n.ReleaseAsync(rctx, keys, value, occurrence, r.cfg.stateTTL, func(ok bool, err error) {
-			r.pending.done()
-			done(boolResult(ok, err))
-		})
+		r.releaseAsync(rctx, n, keys, value, occurrence, func(ok bool, err error) { done(boolResult(ok, err)) })
 	}, decided, nil)
+}
+
+// releaseAsync sends a release to n, counted for Flush until it is
+// answered, then passes the answer to done.
+func (r *Redlock) releaseAsync(ctx context.Context, n *store.Node, keys store.LockKeys, value string, occurrence int64, done func(bool, error)) {
+	r.pending.add(1)
+	n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, func(ok bool, err error) {
+		r.pending.done()
+		done(ok, err)
+	})
 }
 
 // releaseBound is how long a release may wait to be sent: long enough to
