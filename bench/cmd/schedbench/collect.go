@@ -48,11 +48,11 @@ func (c *collector) observer(id int) scheduler.Observer {
 		default:
 			return
 		}
-		job, err := strconv.Atoi(e.Job[1:])
-		if err != nil {
+		job, ok := jobIndex(e.Job)
+		if !ok {
 			return
 		}
-		r := record{kind: e.Kind, skip: e.Skip, result: e.Result, replica: int8(id), job: int32(job),
+		r := record{kind: e.Kind, skip: e.Skip, result: e.Result, replica: int8(id), job: job,
 			attempts: int16(min(e.Attempts, 1<<14)), tick: e.Tick.Unix(), delay: e.StartDelay}
 		if (e.Kind == scheduler.EventRunStarted || e.Kind == scheduler.EventSkipped) && r.tick >= c.w0 && r.tick < c.w1 {
 			c.handled.Add(1)
@@ -61,6 +61,17 @@ func (c *collector) observer(id int) scheduler.Observer {
 		c.recs = append(c.recs, r)
 		c.mu.Unlock()
 	})
+}
+
+// jobIndex returns the number of the benchmark's job called name ("j12"
+// is 12), or false for any other name.
+func jobIndex(name string) (int32, bool) {
+	n, ok := strings.CutPrefix(name, "j")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	return int32(i), err == nil
 }
 
 func (c *collector) records() []record {
@@ -86,14 +97,14 @@ type lockFail struct {
 // lockObserver returns the mutex Observer of replica id.
 func (c *collector) lockObserver(id int) mutex.Observer {
 	return mutex.ObserverFunc(func(e mutex.Event) {
-		if e.Kind != mutex.EventAcquire || e.Err == nil || len(e.Name) < 2 || e.Name[0] != 'j' {
+		if e.Kind != mutex.EventAcquire || e.Err == nil {
 			return
 		}
-		job, err := strconv.Atoi(e.Name[1:])
-		if err != nil {
+		job, ok := jobIndex(e.Name)
+		if !ok {
 			return
 		}
-		f := lockFail{at: time.Now().Unix(), replica: int8(id), job: int32(job), holderOwner: -1}
+		f := lockFail{at: time.Now().Unix(), replica: int8(id), job: job, holderOwner: -1}
 		var qe *mutex.QuorumError
 		if errors.As(e.Err, &qe) {
 			for _, n := range qe.Nodes {
