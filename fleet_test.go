@@ -91,7 +91,7 @@ func (f *fleet) newReplica(i int, cfg fleetConfig) *replica {
 			addr = p.Addr()
 		}
 		c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond,
-			ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: -1})
+			ReadTimeout: time.Second, WriteTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 		t.Cleanup(func() { c.Close() })
 		n, err := store.NewNode(s.ServerAddr(), c)
 		if err != nil {

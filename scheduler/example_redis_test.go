@@ -23,7 +23,7 @@ func ExampleNewRedlockLocker() {
 	// One client per independent Redis master (not replicas of one another).
 	var nodes []*store.Node
 	for _, addr := range []string{"redis-a:6379", "redis-b:6379", "redis-c:6379"} {
-		client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1})
 		node, err := store.NewNode(addr, client)
 		if err != nil {
 			log.Fatal(err)

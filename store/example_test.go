@@ -14,7 +14,7 @@ import (
 // A Node wraps a go-redis client you configure (TLS, ACL, Sentinel or
 // Cluster); NewNode does no I/O.
 func ExampleNewNode() {
-	client := redis.NewClient(&redis.Options{Addr: "redis-a:6379", MaxRetries: -1})
+	client := redis.NewClient(&redis.Options{Addr: "redis-a:6379", MaxRetries: -1, DialerRetries: 1})
 	node, err := store.NewNode("redis-a:6379", client)
 	if err != nil {
 		log.Fatal(err)

@@ -115,7 +115,7 @@ func run(log *slog.Logger, env func(string) string) error {
 	for _, addr := range cfg.addrs {
 		opts := &redis.Options{Addr: addr, Username: cfg.username, Password: cfg.password,
 			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-			MaxRetries: -1, ContextTimeoutEnabled: true}
+			MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true}
 		if cfg.tls {
 			opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 		}
