@@ -29,9 +29,10 @@ type record struct {
 type collector struct {
 	w0, w1 int64 // the measured window of ticks, [w0, w1) in unix seconds
 
-	mu    sync.Mutex
-	recs  []record
-	fails []lockFail
+	mu     sync.Mutex
+	recs   []record
+	fails  []lockFail
+	inJobs []record // the start delays the jobs themselves saw
 
 	handled atomic.Int64 // run_started and skipped events of window ticks
 }
@@ -63,6 +64,20 @@ func (c *collector) observer(id int) scheduler.Observer {
 	})
 }
 
+// jobStarted records the start delay that the job of info saw as its
+// first action: that of EventRunStarted plus the time to schedule the
+// job's goroutine.
+func (c *collector) jobStarted(info scheduler.RunInfo) {
+	delay := time.Since(info.Tick)
+	job, ok := jobIndex(info.Job)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	c.inJobs = append(c.inJobs, record{kind: scheduler.EventRunStarted, job: job, tick: info.Tick.Unix(), delay: delay})
+	c.mu.Unlock()
+}
+
 // jobIndex returns the number of the benchmark's job called name ("j12"
 // is 12), or false for any other name.
 func jobIndex(name string) (int32, bool) {
@@ -78,6 +93,12 @@ func (c *collector) records() []record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.recs
+}
+
+func (c *collector) jobStarts() []record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inJobs
 }
 
 // lockFail is one failed lock acquisition, from a replica's mutex

@@ -54,7 +54,10 @@ func newReplica(id int, servers []*redisproc.Server, prefix string, su setup, co
 		rep.close()
 		return nil, err
 	}
-	job := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
+	job := scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
+		col.jobStarted(info)
+		return nil
+	})
 	for j := range su.jobs {
 		if err := rep.s.Add("j"+strconv.Itoa(j), "* * * * * *", job); err != nil {
 			rep.close()

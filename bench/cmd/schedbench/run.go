@@ -77,6 +77,8 @@ type result struct {
 	unhandled  int // (replica, job, tick) triples with no outcome by shutdown
 	p50, p99   time.Duration
 	maxDelay   time.Duration
+	// The start delays the jobs saw themselves, as their first action.
+	jobP50, jobP99 time.Duration
 	// Runs won at the first lock attempt, and the start delays of those
 	// and of the runs that needed more attempts.
 	firstAttempt           int
@@ -125,8 +127,9 @@ func (r result) callsPerJobTick() float64 {
 }
 
 func (r result) brief() string {
-	return fmt.Sprintf("runs %d/%d, duplicates %d, misses %d, unhandled %d, start delay p50 %v p99 %v, calls/job/tick %.1f, skips %v",
+	return fmt.Sprintf("runs %d/%d, duplicates %d, misses %d, unhandled %d, start delay p50 %v p99 %v (in the job: %v, %v), calls/job/tick %.1f, skips %v",
 		r.runs, r.jobs*r.ticks, r.duplicates, r.misses, r.unhandled, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
+		r.jobP50.Round(time.Microsecond), r.jobP99.Round(time.Microsecond),
 		r.callsPerJobTick(), r.skips)
 }
 
@@ -333,6 +336,14 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			res.unhandled += replicas - int(outcomes[i])
 		}
 	}
+	var inJob []time.Duration
+	for _, r := range col.jobStarts() {
+		if r.tick >= col.w0 && r.tick < col.w1 && int(r.job) < jobs {
+			inJob = append(inJob, r.delay)
+		}
+	}
+	slices.Sort(inJob)
+	res.jobP50, res.jobP99 = stats.Percentile(inJob, 0.5), stats.Percentile(inJob, 0.99)
 	slices.Sort(delays)
 	slices.Sort(first)
 	slices.Sort(retried)
