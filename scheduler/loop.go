@@ -28,6 +28,9 @@ type dueTick struct {
 	// ctx bounds the tick's lock attempts; cancel ends them.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// starts is the start group of the batch whose first attempt won the
+	// tick's lease, or nil.
+	starts *startGroup
 }
 
 // loop dispatches due ticks until rn.loopCtx is done. It owns the timer.

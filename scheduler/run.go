@@ -89,8 +89,18 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 	cancel()
 	results = s.alignResults(rn, results, len(reqs))
 
+	won := 0
+	for _, r := range results {
+		if r.Err == nil && r.Lease != nil {
+			won++
+		}
+	}
+	starts := newStartGroup(won)
 	for i, d := range ticks {
 		first := results[i]
+		if first.Err == nil && first.Lease != nil {
+			d.starts = starts
+		}
 		if refused(first.Err) && !s.askAgain(d.tick, first.Err) {
 			// Decided: acquire returns at once, and lockFailed reports it.
 			s.lockAndRun(rn, d, reqs[i], &first)
@@ -184,6 +194,8 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 	e, tick := d.e, d.tick
 	total := 0
 	var lost error // why a lease won ahead was lost before the tick
+	starts := d.starts
+	defer func() { starts.done() }() // if the batch's lease ends without a run
 	for again := true; ; again = false {
 		lease, attempts, err := s.acquire(d.ctx, e, req, tick.Add(e.cfg.lateLimit()), first)
 		total += attempts
@@ -198,9 +210,14 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 		case err == nil:
 			kept, lerr := s.awaitTick(rn, d, lease)
 			if lerr == nil {
-				s.finishRun(rn, s.startRun(rn, e, lease, kept, tick, total))
+				r := s.startRun(rn, e, lease, kept, tick, total)
+				r.batch, starts = starts, nil
+				r.batch.done()
+				s.finishRun(rn, r)
 				return
 			}
+			starts.done() // this tick's run will not start with the batch's
+			starts = nil
 			if abandoned(d) || errors.Is(lerr, errRemoved) {
 				s.lockFailed(rn, d, total, lerr)
 				return
@@ -446,7 +463,8 @@ type run struct {
 	lease    Lease
 	info     RunInfo
 	attempts int
-	start    time.Time // by the monotonic clock
+	start    time.Time   // by the monotonic clock
+	batch    *startGroup // the runs its release waits to have started, or nil
 	ctx      context.Context
 	done     chan outcome // capacity 1, so that an abandoned job never blocks
 }
@@ -517,8 +535,9 @@ func callJob(ctx context.Context, job Job, info RunInfo) (err error) {
 	return job.Run(ctx, info)
 }
 
-// finishRun waits for r's job to return, or to be abandoned, releases the
-// lease and reports the result.
+// finishRun waits for r's job to return, or to be abandoned, and for the
+// other runs of its batch to start (see startGroup), releases the lease and
+// reports the result.
 func (s *Scheduler) finishRun(rn *runner, r *run) {
 	var out outcome
 	select {
@@ -527,6 +546,7 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 		out = outcome{cause: context.Cause(r.ctx), abandoned: true}
 	}
 	duration := time.Since(r.start) // the job's own time, without the release
+	r.batch.wait()
 	relCtx, cancel := context.WithTimeout(context.WithoutCancel(rn.jobCtx), releaseTimeout)
 	relErr := r.lease.Release(relCtx)
 	cancel()

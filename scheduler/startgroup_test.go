@@ -1,0 +1,107 @@
+package scheduler_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redcron/redcron/scheduler"
+)
+
+// TestBatchReleaseWaitsForStarts checks that a run that ends before another
+// run of its batch (due at the same tick) has started keeps its lease until
+// that run starts, or for 100ms at most.
+func TestBatchReleaseWaitsForStarts(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		startSlow bool // let the slow run start; otherwise wait out the bound
+	}{
+		{"released once the other run started", true},
+		{"released after 100ms at most", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := locker()
+				gate := make(chan struct{}) // holds the start of slow's first run
+				openGate := sync.OnceFunc(func() { close(gate) })
+				var once sync.Once
+				obs := observerFunc(func(ev scheduler.Event) {
+					if ev.Kind == scheduler.EventRunStarted && ev.Job == "slow" {
+						once.Do(func() { <-gate })
+					}
+				})
+				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs))
+				fastRan := make(chan time.Time, 10)
+				mustAdd(t, s, "fast", "* * * * * *", scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
+					fastRan <- info.Tick
+					return nil
+				}))
+				mustAdd(t, s, "slow", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
+				stop := start(t, s)
+
+				tick := <-fastRan
+				synctest.Wait()
+				if _, held := l.Held("fast"); !held {
+					t.Errorf("fast's lease for %v released while slow's run, due at the same tick, had not started", tick)
+				}
+				if tc.startSlow {
+					openGate()
+				} else {
+					time.Sleep(100 * time.Millisecond)
+				}
+				synctest.Wait()
+				if g, held := l.Held("fast"); held {
+					t.Errorf("fast's lease still held (%+v) after the wait for slow's start ended", g)
+				}
+				openGate()
+				stop()
+				if n := len(l.Grants()); n != 2 {
+					t.Errorf("%d leases granted, want 2 (one tick of each job)", n)
+				}
+			})
+		})
+	}
+}
+
+// TestBatchReleaseWithoutOtherStart checks that a run of a batch does not
+// keep its lease waiting for a run of its batch that will not start: here,
+// with lock-ahead, a job removed between its lease's acquisition and its
+// tick.
+func TestBatchReleaseWithoutOtherStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := locker()
+		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithLockAhead(400*time.Millisecond))
+		fastRan := make(chan time.Time, 10)
+		mustAdd(t, s, "fast", "* * * * * *", scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
+			fastRan <- info.Tick
+			return nil
+		}))
+		var rl runLog
+		mustAdd(t, s, "removed", "* * * * * *", rl.job(0))
+		stop := start(t, s)
+		defer stop()
+
+		// Both leases for the first tick are won 400ms ahead of it.
+		first := time.Now().Truncate(time.Second).Add(time.Second)
+		sleepUntil(first.Add(-200 * time.Millisecond))
+		synctest.Wait()
+		if _, held := l.Held("removed"); !held {
+			t.Fatal("no lease held for job removed 200ms before the tick")
+		}
+		if err := s.Remove("removed"); err != nil {
+			t.Fatalf("Remove: %v", err)
+		}
+		if tick := <-fastRan; !tick.Equal(first) {
+			t.Fatalf("fast ran tick %v, want %v", tick, first)
+		}
+		synctest.Wait()
+		if g, held := l.Held("fast"); held {
+			t.Errorf("fast's lease still held (%+v) after its run: its release waits for a run that will not start", g)
+		}
+		if runs := rl.all(); len(runs) != 0 {
+			t.Errorf("removed job ran: %+v", runs)
+		}
+	})
+}
