@@ -364,8 +364,10 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 		return
 	}
 	s.skip(e, tick, reason, attempts, nil)
-	s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped",
-		tickAttrs(e.name, tick, slog.String("reason", reason.String()))...)
+	if s.log.Enabled(d.ctx, slog.LevelDebug) { // refusals come by the thousand with many jobs
+		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped",
+			tickAttrs(e.name, tick, slog.String("reason", reason.String()))...)
+	}
 }
 
 // skip records and reports a skipped tick.
@@ -502,7 +504,9 @@ func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, kept context.Con
 	}
 	s.emit(Event{Kind: EventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
 		StartDelay: startDelay, Attempts: attempts})
-	s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
+	if s.log.Enabled(rn.jobCtx, slog.LevelDebug) {
+		s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
+	}
 
 	ctx := kept
 	cancelTimeout := context.CancelFunc(func() {})
@@ -564,19 +568,31 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 	s.emit(Event{Kind: EventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
 		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Err: err})
 
-	attrs := r.attrs(slog.String("result", result.String()), slog.Duration("duration", duration))
+	s.logRun(ctx, r, result, duration, err)
+}
+
+// logRun logs the end of run r. Its attributes are built only if the
+// logger takes the record: with thousands of runs a tick, they would cost
+// the CPU the other runs' starts need.
+func (s *Scheduler) logRun(ctx context.Context, r *run, result Result, duration time.Duration, err error) {
+	level, msg := slog.LevelError, "run failed"
 	switch result {
 	case ResultSuccess:
-		s.log.LogAttrs(ctx, slog.LevelInfo, "run finished", attrs...)
+		level, msg = slog.LevelInfo, "run finished"
 	case ResultCanceled:
-		s.log.LogAttrs(ctx, slog.LevelWarn, "run canceled", append(attrs, slog.Any("error", err))...)
-	default:
-		attrs = append(attrs, slog.Any("error", err))
-		if pe, ok := err.(*PanicError); ok {
-			attrs = append(attrs, slog.String("stack", string(pe.Stack)))
-		}
-		s.log.LogAttrs(ctx, slog.LevelError, "run failed", attrs...)
+		level, msg = slog.LevelWarn, "run canceled"
 	}
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := r.attrs(slog.String("result", result.String()), slog.Duration("duration", duration))
+	if result != ResultSuccess {
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	if pe, ok := err.(*PanicError); ok && result == ResultPanic {
+		attrs = append(attrs, slog.String("stack", string(pe.Stack)))
+	}
+	s.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // classify turns how a job returned, and how its lease was released, into
