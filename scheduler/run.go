@@ -89,18 +89,10 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 	cancel()
 	results = s.alignResults(rn, results, len(reqs))
 
-	won := 0
-	for _, r := range results {
-		if r.Err == nil && r.Lease != nil {
-			won++
-		}
-	}
-	starts := newStartGroup(won)
+	starts := startGroups(ticks, results)
 	for i, d := range ticks {
 		first := results[i]
-		if first.Err == nil && first.Lease != nil {
-			d.starts = starts
-		}
+		d.starts = starts[i]
 		if refused(first.Err) && !s.askAgain(d.tick, first.Err) {
 			// Decided: acquire returns at once, and lockFailed reports it.
 			s.lockAndRun(rn, d, reqs[i], &first)

@@ -9,19 +9,44 @@ import (
 // other runs of its batch to start.
 const maxStartWait = 100 * time.Millisecond
 
-// startGroup is the runs whose leases a batch won at its first attempt:
-// runs due at the same tick. A run of the group that ends before the
-// others have started waits for them before it releases its lease (at most
-// maxStartWait). With many jobs due at one tick, the releases of the jobs
-// that end at once would otherwise compete for the CPU, the process' and
-// the Redis servers', with the starts of the others, and delay them by
-// several times. Holding a lease a few milliseconds longer costs nothing:
-// its tick is already claimed.
+// startGroup is the runs due at one tick whose leases a batch won at its
+// first attempt. A run of the group that ends before the others have
+// started waits for them, at most maxStartWait, before it releases its
+// lease. With many jobs due at one tick, the releases of the jobs that end
+// at once would otherwise compete for the CPU, the process' and the Redis
+// servers', with the starts of the others, and delay them several times
+// over. The tick is claimed already; during the wait the run still counts
+// as running: its end is reported, and its lock released, after it.
 //
 // The methods of a nil *startGroup do nothing.
 type startGroup struct {
 	left atomic.Int64  // members whose outcome is not known yet
 	all  chan struct{} // closed when left reaches zero
+}
+
+// startGroups returns the start group of each of a batch's ticks: one
+// group for the ticks of one instant whose leases the batch won (results,
+// one per tick), nil for the others and for a tick alone in its group.
+// With lock-ahead, a batch can hold ticks of several instants (jobs whose
+// leads differ): a run waits only for those due with it.
+func startGroups(ticks []dueTick, results []LockResult) []*startGroup {
+	won := make(map[int64]int) // by tick, in Unix ns (ticks may differ in location)
+	for i, r := range results {
+		if r.Err == nil && r.Lease != nil {
+			won[ticks[i].tick.UnixNano()]++
+		}
+	}
+	groups := make(map[int64]*startGroup, len(won))
+	for t, n := range won {
+		groups[t] = newStartGroup(n)
+	}
+	out := make([]*startGroup, len(ticks))
+	for i, r := range results {
+		if r.Err == nil && r.Lease != nil {
+			out[i] = groups[ticks[i].tick.UnixNano()]
+		}
+	}
+	return out
 }
 
 // newStartGroup returns a group of n members, or nil if n < 2.

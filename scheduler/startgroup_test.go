@@ -49,7 +49,12 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 				if tc.startSlow {
 					openGate()
 				} else {
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(99 * time.Millisecond)
+					synctest.Wait()
+					if _, held := l.Held("fast"); !held {
+						t.Error("fast's lease released before the 100ms bound of its wait")
+					}
+					time.Sleep(time.Millisecond)
 				}
 				synctest.Wait()
 				if g, held := l.Held("fast"); held {
@@ -102,6 +107,39 @@ func TestBatchReleaseWithoutOtherStart(t *testing.T) {
 		}
 		if runs := rl.all(); len(runs) != 0 {
 			t.Errorf("removed job ran: %+v", runs)
+		}
+	})
+}
+
+// TestBatchReleaseOtherTick checks that a run does not wait for a run of its
+// batch due at a later tick: with lock-ahead, jobs whose leads differ are
+// locked together.
+func TestBatchReleaseOtherTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := locker()
+		// Every second (lead 500ms) and every 3 s (lead 1.5 s): tick 3k−1 of
+		// the first and tick 3k of the second are locked together at 3k−1.5.
+		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithLockAhead(1500*time.Millisecond))
+		ran := make(chan time.Time, 10)
+		mustAdd(t, s, "often", "* * * * * *", scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
+			ran <- info.Tick
+			return nil
+		}))
+		var rl runLog
+		mustAdd(t, s, "seldom", "*/3 * * * * *", rl.job(0))
+		stop := start(t, s)
+		defer stop()
+
+		base := time.Now().Truncate(3 * time.Second)
+		want := base.Add(2 * time.Second)
+		for tick := <-ran; tick.Before(want); tick = <-ran {
+		}
+		synctest.Wait()
+		if g, held := l.Held("often"); held {
+			t.Errorf("often's lease for %v still held (%+v) after its run: it waits for seldom's run due at %v", want, g, base.Add(3*time.Second))
+		}
+		if n := len(rl.all()); n != 0 {
+			t.Errorf("seldom ran %d times before its first tick", n)
 		}
 	})
 }
