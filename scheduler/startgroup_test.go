@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // TestBatchReleaseWaitsForStarts checks that a run that ends before another
@@ -34,10 +35,7 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 				})
 				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs))
 				fastRan := make(chan time.Time, 10)
-				mustAdd(t, s, "fast", "* * * * * *", scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
-					fastRan <- info.Tick
-					return nil
-				}))
+				mustAdd(t, s, "fast", "* * * * * *", sendTick(fastRan))
 				mustAdd(t, s, "slow", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
 				stop := start(t, s)
 
@@ -76,17 +74,9 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 // tick.
 func TestBatchReleaseWithoutOtherStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := locker()
-		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithLockAhead(400*time.Millisecond))
-		fastRan := make(chan time.Time, 10)
-		mustAdd(t, s, "fast", "* * * * * *", scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
-			fastRan <- info.Tick
-			return nil
-		}))
-		var rl runLog
-		mustAdd(t, s, "removed", "* * * * * *", rl.job(0))
-		stop := start(t, s)
-		defer stop()
+		p := startPair(t, 400*time.Millisecond, "fast", "* * * * * *", "removed", "* * * * * *")
+		defer p.stop()
+		l, s, fastRan, rl := p.l, p.s, p.ran, p.other
 
 		// Both leases for the first tick are won 400ms ahead of it.
 		first := time.Now().Truncate(time.Second).Add(time.Second)
@@ -116,19 +106,11 @@ func TestBatchReleaseWithoutOtherStart(t *testing.T) {
 // locked together.
 func TestBatchReleaseOtherTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := locker()
 		// Every second (lead 500ms) and every 3 s (lead 1.5 s): tick 3k−1 of
 		// the first and tick 3k of the second are locked together at 3k−1.5.
-		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithLockAhead(1500*time.Millisecond))
-		ran := make(chan time.Time, 10)
-		mustAdd(t, s, "often", "* * * * * *", scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
-			ran <- info.Tick
-			return nil
-		}))
-		var rl runLog
-		mustAdd(t, s, "seldom", "*/3 * * * * *", rl.job(0))
-		stop := start(t, s)
-		defer stop()
+		p := startPair(t, 1500*time.Millisecond, "often", "* * * * * *", "seldom", "*/3 * * * * *")
+		defer p.stop()
+		l, ran, rl := p.l, p.ran, p.other
 
 		base := time.Now().Truncate(3 * time.Second)
 		want := base.Add(2 * time.Second)
@@ -142,4 +124,35 @@ func TestBatchReleaseOtherTick(t *testing.T) {
 			t.Errorf("seldom ran %d times before its first tick", n)
 		}
 	})
+}
+
+// sendTick returns a job that sends the tick of each of its runs to ch.
+func sendTick(ch chan<- time.Time) scheduler.Job {
+	return scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
+		ch <- info.Tick
+		return nil
+	})
+}
+
+// pair is a running scheduler with lock-ahead and two jobs.
+type pair struct {
+	l     *schedulertest.Locker
+	s     *scheduler.Scheduler
+	ran   chan time.Time // the ticks run by the first job
+	other *runLog        // the runs of the second job
+	stop  func()
+}
+
+// startPair starts a scheduler with seconds and WithLockAhead(ahead) over
+// an in-memory locker, with a job called first on firstSpec that sends
+// the ticks it runs to ran, and one called second on secondSpec that
+// records its runs in other.
+func startPair(t *testing.T, ahead time.Duration, first, firstSpec, second, secondSpec string) *pair {
+	t.Helper()
+	p := &pair{l: locker(), ran: make(chan time.Time, 10), other: &runLog{}}
+	p.s = newScheduler(t, p.l, scheduler.WithSeconds(), scheduler.WithLockAhead(ahead))
+	mustAdd(t, p.s, first, firstSpec, sendTick(p.ran))
+	mustAdd(t, p.s, second, secondSpec, p.other.job(0))
+	p.stop = start(t, p.s)
+	return p
 }
