@@ -29,10 +29,10 @@ type record struct {
 type collector struct {
 	w0, w1 int64 // the measured window of ticks, [w0, w1) in unix seconds
 
+	recs   recBuf   // scheduler events
+	inJobs recBuf   // the start delays the jobs themselves saw
 	mu     sync.Mutex
-	recs   []record
 	fails  []lockFail
-	inJobs []record // the start delays the jobs themselves saw
 
 	handled atomic.Int64 // run_started and skipped events of window ticks
 }
@@ -58,9 +58,7 @@ func (c *collector) observer(id int) scheduler.Observer {
 		if (e.Kind == scheduler.EventRunStarted || e.Kind == scheduler.EventSkipped) && r.tick >= c.w0 && r.tick < c.w1 {
 			c.handled.Add(1)
 		}
-		c.mu.Lock()
-		c.recs = append(c.recs, r)
-		c.mu.Unlock()
+		c.recs.add(r)
 	})
 }
 
@@ -73,9 +71,7 @@ func (c *collector) jobStarted(info scheduler.RunInfo) {
 	if !ok {
 		return
 	}
-	c.mu.Lock()
-	c.inJobs = append(c.inJobs, record{kind: scheduler.EventRunStarted, job: job, tick: info.Tick.Unix(), delay: delay})
-	c.mu.Unlock()
+	c.inJobs.add(record{kind: scheduler.EventRunStarted, job: job, tick: info.Tick.Unix(), delay: delay})
 }
 
 // jobIndex returns the number of the benchmark's job called name ("j12"
@@ -89,16 +85,39 @@ func jobIndex(name string) (int32, bool) {
 	return int32(i), err == nil
 }
 
-func (c *collector) records() []record {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.recs
+func (c *collector) records() []record { return c.recs.all() }
+
+func (c *collector) jobStarts() []record { return c.inJobs.all() }
+
+// recBuf collects records from many goroutines without a lock while its
+// preallocated buffer lasts, so that the replicas' thousands of events at
+// a tick do not queue on one mutex; beyond it, it appends under one.
+type recBuf struct {
+	n    atomic.Int64
+	buf  []record
+	mu   sync.Mutex
+	more []record
 }
 
-func (c *collector) jobStarts() []record {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.inJobs
+func newRecBuf(size int) recBuf { return recBuf{buf: make([]record, size)} }
+
+func (b *recBuf) add(r record) {
+	if i := b.n.Add(1) - 1; i < int64(len(b.buf)) {
+		b.buf[i] = r
+		return
+	}
+	b.mu.Lock()
+	b.more = append(b.more, r)
+	b.mu.Unlock()
+}
+
+// all returns the records added; no add may run concurrently with it
+// or after it.
+func (b *recBuf) all() []record {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := min(b.n.Load(), int64(len(b.buf)))
+	return append(b.buf[:n:n], b.more...)
 }
 
 // lockFail is one failed lock acquisition, from a replica's mutex

@@ -141,7 +141,11 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 	start := time.Now()
 	w0 := start.Truncate(time.Second).Add(time.Second + cfg.warmup)
 	w1 := w0.Add(cfg.measure)
-	col := &collector{w0: w0.Unix(), w1: w1.Unix()}
+	// Room for a run's start and end and two refusals per job, replica and
+	// tick, warm-up, window and settling included.
+	allTicks := int((cfg.warmup + cfg.measure + cfg.settle).Seconds()) + 2
+	col := &collector{w0: w0.Unix(), w1: w1.Unix(),
+		recs: newRecBuf(4 * jobs * cfg.replicas * allTicks), inJobs: newRecBuf(jobs * allTicks)}
 
 	var reps []*replica
 	defer func() {
