@@ -146,7 +146,7 @@ func (s *Scheduler) checkTick(d dueTick, recheck bool) (LockRequest, tickVerdict
 	e, tick := d.e, d.tick
 	s.mu.Lock()
 	e.prev = tick
-	running := e.running > 0
+	running := e.running.Load() > 0
 	s.mu.Unlock()
 
 	late := s.cfg.clock().Sub(tick)
@@ -272,11 +272,8 @@ func (s *Scheduler) awaitTick(rn *runner, d dueTick, lease Lease) (context.Conte
 	kept := lease.Keep(rn.jobCtx)
 	err := s.waitTick(d, kept)
 	if err == nil {
-		s.mu.Lock()
-		removed := s.jobs[d.e.name] != d.e // removed once the scheduler was stopping
-		s.mu.Unlock()
 		switch {
-		case removed:
+		case d.e.removed.Load(): // removed once the scheduler was stopping
 			err = fmt.Errorf("scheduler: lease released: %w", errRemoved)
 		case rn.jobCtx.Err() != nil:
 			err = fmt.Errorf("scheduler: lease given up: %w", context.Cause(rn.jobCtx))
@@ -486,9 +483,7 @@ func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, kept context.Con
 		},
 		done: make(chan outcome, 1),
 	}
-	s.mu.Lock()
-	e.running++
-	s.mu.Unlock()
+	e.running.Add(1)
 
 	var startDelay time.Duration
 	if !tick.IsZero() {
@@ -554,7 +549,7 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 	result, err := classify(out, relErr)
 
 	s.mu.Lock()
-	r.e.running--
+	r.e.running.Add(-1)
 	r.e.lastResult, r.e.lastSkip, r.e.lastErr = result, 0, err
 	s.mu.Unlock()
 	s.emit(Event{Kind: EventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,

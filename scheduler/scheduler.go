@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -54,11 +55,15 @@ type entry struct {
 	job   Job
 	cfg   jobConfig
 
+	// Read without Scheduler.mu, so that the runs starting at a tick do not
+	// queue on it.
+	running atomic.Int32 // runs in progress on this replica
+	removed atomic.Bool  // set by Remove
+
 	// Guarded by Scheduler.mu.
 	next       time.Time               // the next tick to dispatch; zero if none
 	at         time.Time               // when to dispatch next: next, less the lock-ahead
 	prev       time.Time               // the latest tick handled
-	running    int                     // runs in progress on this replica
 	lastResult Result                  // outcome of the latest finished handling: a run...
 	lastSkip   SkipReason              // ...or a skip
 	lastErr    error                   // and its error
@@ -205,6 +210,7 @@ func (s *Scheduler) Remove(name string) error {
 		return fmt.Errorf("%w: %q", ErrUnknownJob, name)
 	}
 	delete(s.jobs, name)
+	e.removed.Store(true)
 	if e.abandon != nil {
 		e.abandon(errRemoved)
 	}
@@ -227,7 +233,7 @@ func (s *Scheduler) Entries() []Entry {
 			Spec:       e.spec,
 			Next:       e.next,
 			Prev:       e.prev,
-			Running:    e.running > 0,
+			Running:    e.running.Load() > 0,
 			LastResult: e.lastResult,
 			LastSkip:   e.lastSkip,
 			LastErr:    e.lastErr,

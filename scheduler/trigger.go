@@ -36,7 +36,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	}
 	s.mu.Lock()
 	rn, e := s.run, s.jobs[name]
-	running := e != nil && e.running > 0
+	running := e != nil && e.running.Load() > 0
 	s.mu.Unlock()
 	switch {
 	case rn == nil:
