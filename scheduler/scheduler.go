@@ -56,9 +56,11 @@ type entry struct {
 	cfg   jobConfig
 
 	// Read without Scheduler.mu, so that the runs starting at a tick do not
-	// queue on it.
+	// queue on it. running is decremented under Scheduler.mu, with
+	// lastResult, so that Entries never shows a finished run without its
+	// result; removed is set under it by Remove.
 	running atomic.Int32 // runs in progress on this replica
-	removed atomic.Bool  // set by Remove
+	removed atomic.Bool
 
 	// Guarded by Scheduler.mu.
 	next       time.Time               // the next tick to dispatch; zero if none
