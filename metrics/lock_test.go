@@ -77,8 +77,19 @@ func TestLockResults(t *testing.T) {
 	if got := get(t, reg, "redcron_lock_acquire_duration_seconds"); got != 5 {
 		t.Errorf("%v acquire durations observed for 5 attempts", got)
 	}
-	// Nodes were learned from their answers; none failed.
-	compare(t, m, nodeSeries(c.names, always(1), always(0), noErrors), nodeNames...)
+	// Nodes were learned from their answers; none failed. Operations are
+	// decided by the first two answers of three, so a node that was always
+	// the slowest may have no answer in any event.
+	var seen []string
+	for _, n := range c.names {
+		if _, ok := value(t, m2g(m), "redcron_lock_node_up", "node", n); ok {
+			seen = append(seen, n)
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("nodes learned from answers: %q, want at least 2 of %q", seen, c.names)
+	}
+	compare(t, m, nodeSeries(seen, always(1), always(0), noErrors), nodeNames...)
 	lint(t, m)
 }
 
