@@ -29,10 +29,9 @@ type record struct {
 type collector struct {
 	w0, w1 int64 // the measured window of ticks, [w0, w1) in unix seconds
 
-	recs   recBuf   // scheduler events
-	inJobs recBuf   // the start delays the jobs themselves saw
-	mu     sync.Mutex
-	fails  []lockFail
+	recs   buffer[record]   // scheduler events
+	inJobs buffer[record]   // the start delays the jobs themselves saw
+	fails  buffer[lockFail] // failed lock acquisitions
 
 	handled atomic.Int64 // run_started and skipped events of window ticks
 }
@@ -89,31 +88,31 @@ func (c *collector) records() []record { return c.recs.all() }
 
 func (c *collector) jobStarts() []record { return c.inJobs.all() }
 
-// recBuf collects records from many goroutines without a lock while its
-// preallocated buffer lasts, so that the replicas' thousands of events at
+// buffer collects values from many goroutines without a lock while its
+// preallocated storage lasts, so that the replicas' thousands of events at
 // a tick do not queue on one mutex; beyond it, it appends under one.
-type recBuf struct {
+type buffer[T any] struct {
 	n    atomic.Int64
-	buf  []record
+	buf  []T
 	mu   sync.Mutex
-	more []record
+	more []T
 }
 
-func newRecBuf(size int) recBuf { return recBuf{buf: make([]record, size)} }
+func newBuffer[T any](size int) buffer[T] { return buffer[T]{buf: make([]T, size)} }
 
-func (b *recBuf) add(r record) {
+func (b *buffer[T]) add(v T) {
 	if i := b.n.Add(1) - 1; i < int64(len(b.buf)) {
-		b.buf[i] = r
+		b.buf[i] = v
 		return
 	}
 	b.mu.Lock()
-	b.more = append(b.more, r)
+	b.more = append(b.more, v)
 	b.mu.Unlock()
 }
 
-// all returns the records added; no add may run concurrently with it
-// or after it.
-func (b *recBuf) all() []record {
+// all returns the values added; no add may run concurrently with it or
+// after it.
+func (b *buffer[T]) all() []T {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := min(b.n.Load(), int64(len(b.buf)))
@@ -169,14 +168,8 @@ func (c *collector) lockObserver(id int) mutex.Observer {
 				f.reason = "no_quorum"
 			}
 		}
-		c.mu.Lock()
-		c.fails = append(c.fails, f)
-		c.mu.Unlock()
+		c.fails.add(f)
 	})
 }
 
-func (c *collector) lockFails() []lockFail {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.fails
-}
+func (c *collector) lockFails() []lockFail { return c.fails.all() }

@@ -145,7 +145,9 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 	// tick, warm-up, window and settling included.
 	allTicks := int((cfg.warmup + cfg.measure + cfg.settle).Seconds()) + 2
 	col := &collector{w0: w0.Unix(), w1: w1.Unix(),
-		recs: newRecBuf(4 * jobs * cfg.replicas * allTicks), inJobs: newRecBuf(jobs * allTicks)}
+		recs:   newBuffer[record](4 * jobs * cfg.replicas * allTicks),
+		inJobs: newBuffer[record](jobs * allTicks),
+		fails:  newBuffer[lockFail](jobs * cfg.replicas * allTicks)}
 
 	var reps []*replica
 	defer func() {
