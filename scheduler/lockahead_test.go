@@ -374,3 +374,74 @@ func TestLockAheadLeaseLost(t *testing.T) {
 		})
 	}
 }
+
+// refusing is a BatchLocker that refuses every attempt for the jobs in
+// refuse with their error, and passes the others to an in-memory locker.
+type refusing struct {
+	*schedulertest.Locker
+	refuse map[string]error
+}
+
+func (r *refusing) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
+	if err := r.refuse[req.Job]; err != nil {
+		return nil, fmt.Errorf("test: job %q: %w", req.Job, err)
+	}
+	return r.Locker.Acquire(ctx, req)
+}
+
+func (r *refusing) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	out := make([]scheduler.LockResult, len(reqs))
+	for i, req := range reqs {
+		out[i].Lease, out[i].Err = r.Acquire(ctx, req)
+	}
+	return out
+}
+
+// TestLockAheadBatchRefusalsAhead checks that, in a batch locked ahead, a
+// tick refused as an overlap (asked again at the tick) does not hold up the
+// handling of the batch's other ticks: a refusal as held elsewhere is
+// reported at the lock-ahead, not at the tick. The batch's ticks come in
+// the order of a map, new at every tick, so over 10 ticks an overlap
+// handled first, in line, would delay the other's report at least once
+// but with a chance of 2⁻¹⁰.
+func TestLockAheadBatchRefusalsAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &refusing{Locker: locker(), refuse: map[string]error{
+			"overlap": scheduler.ErrOverlap,
+			"held":    scheduler.ErrHeld,
+		}}
+		var mu sync.Mutex
+		reported := map[int64]time.Time{} // held's skipped ticks (Unix), when reported
+		obs := observerFunc(func(ev scheduler.Event) {
+			if ev.Kind == scheduler.EventSkipped && ev.Job == "held" {
+				mu.Lock()
+				reported[ev.Tick.Unix()] = time.Now()
+				mu.Unlock()
+			}
+		})
+		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
+			scheduler.WithLockAhead(500*time.Millisecond))
+		var rl runLog
+		mustAdd(t, s, "overlap", "* * * * * *", rl.job(0))
+		mustAdd(t, s, "held", "* * * * * *", rl.job(0))
+		stop := start(t, s)
+		first := time.Now().Truncate(time.Second).Add(time.Second)
+		sleepUntil(first.Add(10 * time.Second))
+		stop()
+
+		mu.Lock()
+		defer mu.Unlock()
+		for tick := first; tick.Before(first.Add(10 * time.Second)); tick = tick.Add(time.Second) {
+			at, ok := reported[tick.Unix()]
+			switch {
+			case !ok:
+				t.Errorf("held's tick %v not reported", tick)
+			case !at.Equal(tick.Add(-500 * time.Millisecond)):
+				t.Errorf("held's tick %v reported at %v, want at its lock-ahead, 500ms before", tick, at)
+			}
+		}
+		if runs := rl.all(); len(runs) != 0 {
+			t.Errorf("runs %+v, want none", runs)
+		}
+	})
+}
