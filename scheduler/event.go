@@ -138,7 +138,8 @@ const (
 	// SkipMisfire: the tick was noticed later than its misfire grace.
 	SkipMisfire
 	// SkipNoQuorum: no lock attempt reached a decision before the retry
-	// deadline.
+	// deadline (the misfire grace), or before the job's next tick was
+	// handled, which ends the retries; Err then says so.
 	SkipNoQuorum
 	// SkipLeaseLost: the lease of the tick was won but lost before its run
 	// started (with WithLockAhead, before the tick came), or given up by a

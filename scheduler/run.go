@@ -347,6 +347,9 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 			tickAttrs(e.name, tick, slog.Any("error", err))...)
 		return
 	default:
+		if errors.Is(context.Cause(d.ctx), errNewerTick) {
+			err = fmt.Errorf("%w (retries ended: %w)", err, errNewerTick)
+		}
 		s.skip(e, tick, SkipNoQuorum, attempts, err)
 		s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: no lock decision",
 			tickAttrs(e.name, tick, slog.Int("attempts", attempts), slog.Any("error", err))...)

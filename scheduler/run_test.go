@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -339,6 +341,9 @@ func TestNoQuorumRetriesEndAtNextTick(t *testing.T) {
 		var skipped []time.Time
 		for _, ev := range obs.skips(scheduler.SkipNoQuorum) {
 			skipped = append(skipped, ev.Tick)
+			if !errors.Is(ev.Err, scheduler.ErrNoQuorum) || !strings.Contains(fmt.Sprint(ev.Err), "retries ended: scheduler: a newer tick") {
+				t.Errorf("skip of %v: error %v, want the locker's no-quorum error and that retries ended for a newer tick", ev.Tick, ev.Err)
+			}
 		}
 		if want := []time.Time{t0.Add(10 * time.Second), t0.Add(20 * time.Second)}; !slices.EqualFunc(skipped, want, time.Time.Equal) {
 			t.Errorf("no-quorum skips %v, want %v", skipped, want)
