@@ -321,14 +321,22 @@ func (s *Scheduler) sleepUntil(ctx context.Context, tick time.Time) bool {
 
 // releaseUnused releases a lease that no run will use.
 func (s *Scheduler) releaseUnused(rn *runner, job string, tick time.Time, lease Lease) {
+	s.release(rn, lease, func() []slog.Attr { return tickAttrs(job, tick) })
+}
+
+// release releases lease, within releaseTimeout whether or not the
+// scheduler is stopping, and returns the error. A failure other than
+// ErrLockLost is logged, with the attributes attrs returns.
+func (s *Scheduler) release(rn *runner, lease Lease, attrs func() []slog.Attr) error {
 	ctx := context.WithoutCancel(rn.jobCtx)
 	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	err := lease.Release(rctx)
 	cancel()
 	if err != nil && !errors.Is(err, ErrLockLost) {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "lease release failed; the lock expires with its TTL",
-			tickAttrs(job, tick, slog.Any("error", err))...)
+			append(attrs(), slog.Any("error", err))...)
 	}
+	return err
 }
 
 // lockFailed reports a tick that could not be locked.
@@ -541,14 +549,7 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 	}
 	duration := time.Since(r.start) // the job's own time, without the release
 	r.batch.wait()
-	relCtx, cancel := context.WithTimeout(context.WithoutCancel(rn.jobCtx), releaseTimeout)
-	relErr := r.lease.Release(relCtx)
-	cancel()
-	ctx := context.WithoutCancel(rn.jobCtx) // for logging
-	if relErr != nil && !errors.Is(relErr, ErrLockLost) {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "lease release failed; the lock expires with its TTL",
-			r.attrs(slog.Any("error", relErr))...)
-	}
+	relErr := s.release(rn, r.lease, func() []slog.Attr { return r.attrs() })
 	result, err := classify(out, relErr)
 
 	s.mu.Lock()
@@ -558,7 +559,7 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 	s.emit(Event{Kind: EventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
 		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Err: err})
 
-	s.logRun(ctx, r, result, duration, err)
+	s.logRun(context.WithoutCancel(rn.jobCtx), r, result, duration, err)
 }
 
 // logRun logs the end of run r. Its attributes are built only if the
