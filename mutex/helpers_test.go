@@ -44,6 +44,17 @@ func newRedlock(t testing.TB, c *redistest.Cluster, opts ...mutex.Option) *mutex
 	return newRedlockOn(t, nodesOf(t, c), opts...)
 }
 
+// contendersOn returns k Redlocks over c, each with clients of its own, as
+// replicas racing for the same locks have.
+func contendersOn(t testing.TB, c *redistest.Cluster, k int) []*mutex.Redlock {
+	t.Helper()
+	out := make([]*mutex.Redlock, k)
+	for i := range out {
+		out[i] = newRedlock(t, c)
+	}
+	return out
+}
+
 // newRedlockOn returns a Redlock over nodes, trusted unless the options
 // say otherwise.
 func newRedlockOn(t testing.TB, nodes []*store.Node, opts ...mutex.Option) *mutex.Redlock {

@@ -538,10 +538,7 @@ func TestSplitVote(t *testing.T) {
 // does; every occurrence is won exactly once.
 func TestRaceForOccurrences(t *testing.T) {
 	c := redistest.Start(t, 5)
-	var contenders []*mutex.Redlock
-	for range 3 {
-		contenders = append(contenders, newRedlock(t, c))
-	}
+	contenders := contendersOn(t, c, 3)
 	ctx := ctxTimeout(t, 2*time.Minute)
 	base := time.Now().Truncate(time.Second)
 	const occurrences = 150

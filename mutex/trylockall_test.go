@@ -104,10 +104,7 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 // from tick to tick.
 func TestTryLockAllRace(t *testing.T) {
 	c := redistest.Start(t, 5)
-	var contenders []*mutex.Redlock
-	for range 3 {
-		contenders = append(contenders, newRedlock(t, c))
-	}
+	contenders := contendersOn(t, c, 3)
 	ctx := ctxTimeout(t, 2*time.Minute)
 	const jobs, ticks = 200, 15
 	base := time.Now().Truncate(time.Second)
