@@ -89,7 +89,7 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 	cancel()
 	results = s.alignResults(rn, results, len(reqs))
 
-	starts := startGroups(ticks, results)
+	starts := startGroups(ticks, results, s.cfg.clock())
 	for i, d := range ticks {
 		first := results[i]
 		d.starts = starts[i]
@@ -200,16 +200,12 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 		first = nil
 		switch {
 		case err == nil:
-			kept, lerr := s.awaitTick(rn, d, lease)
+			r, lerr := s.startAtTick(rn, d, lease, total, starts)
+			starts = nil // the run marked itself done in its group
 			if lerr == nil {
-				r := s.startRun(rn, e, lease, kept, tick, total)
-				r.batch, starts = starts, nil
-				r.batch.done()
 				s.finishRun(rn, r)
 				return
 			}
-			starts.done() // this tick's run will not start with the batch's
-			starts = nil
 			if abandoned(d) || errors.Is(lerr, errRemoved) {
 				s.lockFailed(rn, d, total, lerr)
 				return
@@ -261,43 +257,61 @@ func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 		tickAttrs(d.e.name, d.tick, slog.Any("error", err))...)
 }
 
-// awaitTick keeps lease alive and waits for d's tick, if it is still to
-// come, and returns the lease's kept context (see Lease.Keep). The wait
-// goes on when the scheduler stops gracefully: the tick is claimed, and
-// Shutdown waits for it as for a running job. If the tick is abandoned
-// (see abandoned), or its job removed, or the lease lost before the tick
-// or given up by a hard stop, it releases the lease and returns why
-// instead.
-func (s *Scheduler) awaitTick(rn *runner, d dueTick, lease Lease) (context.Context, error) {
+// startAtTick keeps lease alive and starts d's run under it at d's tick,
+// in a goroutine that waits for the tick if it is still to come. If starts
+// is not nil (see startGroup), its gate lets the runs of a batch start
+// together, and startAtTick first waits for the group. It returns the run
+// once its job has started. The wait for the tick goes on when the
+// scheduler stops gracefully: the tick is claimed, and Shutdown waits for
+// it as for a running job. If the tick is abandoned (see abandoned), or
+// its job removed, or the lease lost before the tick or given up by a hard
+// stop, the run does not start: startAtTick releases the lease and returns
+// why.
+func (s *Scheduler) startAtTick(rn *runner, d dueTick, lease Lease, attempts int, starts *startGroup) (*run, error) {
 	kept := lease.Keep(rn.jobCtx)
-	err := s.waitTick(d, kept)
-	if err == nil {
+	r := newRun(d.e, lease, d.tick, attempts)
+	r.batch = starts
+	s.launch(rn, r, kept, func() error {
+		if err := s.waitTick(d, kept, starts.tick()); err != nil {
+			return err
+		}
 		switch {
 		case d.e.removed.Load(): // removed once the scheduler was stopping
-			err = fmt.Errorf("scheduler: lease released: %w", errRemoved)
+			return fmt.Errorf("scheduler: lease released: %w", errRemoved)
 		case rn.jobCtx.Err() != nil:
-			err = fmt.Errorf("scheduler: lease given up: %w", context.Cause(rn.jobCtx))
-		default:
-			return kept, nil
+			return fmt.Errorf("scheduler: lease given up: %w", context.Cause(rn.jobCtx))
 		}
+		return nil
+	})
+	starts.wait()
+	if err := <-r.started; err != nil {
+		s.releaseUnused(rn, d.e.name, d.tick, lease)
+		return nil, err
 	}
-	s.releaseUnused(rn, d.e.name, d.tick, lease)
-	return nil, err
+	return r, nil
 }
 
 // waitTick waits for d's tick, if it is still to come, and returns nil; or
 // why not: the lease's kept context done, or the tick abandoned (see
-// abandoned). It goes on waiting when the scheduler stops gracefully.
-func (s *Scheduler) waitTick(d dueTick, kept context.Context) error {
+// abandoned). It waits for gate to be closed if gate is not nil, else for
+// a timer of its own. It goes on waiting when the scheduler stops
+// gracefully.
+func (s *Scheduler) waitTick(d dueTick, kept context.Context, gate <-chan struct{}) error {
 	wait := d.tick.Sub(s.cfg.clock())
 	if wait <= 0 {
 		return nil
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
+	var timer <-chan time.Time
+	if gate == nil {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timer = t.C
+	}
 	for stop := d.ctx.Done(); ; {
 		select {
-		case <-t.C:
+		case <-gate:
+			return nil
+		case <-timer:
 			return nil
 		case <-kept.Done():
 			return context.Cause(kept)
@@ -468,7 +482,9 @@ type run struct {
 	start    time.Time   // by the monotonic clock
 	batch    *startGroup // the runs its release waits to have started, or nil
 	ctx      context.Context
-	done     chan outcome // capacity 1, so that an abandoned job never blocks
+	stopCtx  context.CancelFunc // releases ctx's run timeout
+	started  chan error         // nil once the job has started, or why it will not
+	done     chan outcome       // capacity 1, so that an abandoned job never blocks
 }
 
 // outcome is how a job returned.
@@ -478,22 +494,65 @@ type outcome struct {
 	abandoned bool  // the job did not return within stopGrace of its cancellation
 }
 
-// startRun starts the job of e under lease in its own goroutine; kept is
-// the context returned by the lease's Keep.
-func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, kept context.Context, tick time.Time, attempts int) *run {
-	r := &run{
+// newRun returns a run of e, for tick (zero for a manual run), under
+// lease, won in attempts attempts. Its job is started by launch.
+func newRun(e *entry, lease Lease, tick time.Time, attempts int) *run {
+	return &run{
 		e:        e,
 		lease:    lease,
 		attempts: attempts,
 		info: RunInfo{
-			Job:      e.name,
-			Tick:     tick,
-			Fence:    lease.Fence(),
-			RunID:    newRunID(),
-			Instance: s.cfg.instanceID,
+			Job:   e.name,
+			Tick:  tick,
+			Fence: lease.Fence(),
 		},
-		done: make(chan outcome, 1),
+		started: make(chan error, 1),
+		done:    make(chan outcome, 1),
 	}
+}
+
+// startRun starts a manual run of e under lease at once and returns it.
+func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, attempts int) *run {
+	r := newRun(e, lease, time.Time{}, attempts)
+	s.launch(rn, r, lease.Keep(rn.jobCtx), nil)
+	<-r.started // nil: there is no ready to fail
+	return r
+}
+
+// launch starts r's goroutine, which sends on r.started nil once r's job
+// has started, or why it did not start, and then marks r done in its
+// start group. kept is the context returned by the lease's Keep. The
+// goroutine first calls ready, if it is not nil, and does not start the
+// job if ready returns an error. It is not in rn.wg: the handler that
+// called launch waits for it, except when it abandons a job that ignores
+// cancellation.
+func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func() error) {
+	go func() {
+		if ready != nil {
+			if err := ready(); err != nil {
+				r.started <- err
+				r.batch.done()
+				return
+			}
+		}
+		s.markStart(rn, r, kept)
+		r.started <- nil // buffered: it wakes no waiting handler of a group
+		r.batch.done()
+		out := outcome{err: errGoexit}
+		defer func() {
+			out.cause = context.Cause(r.ctx)
+			r.stopCtx()
+			r.done <- out
+		}()
+		out.err = callJob(r.ctx, r.e.job, r.info)
+	}()
+}
+
+// markStart records r's start and builds its job's context from kept.
+func (s *Scheduler) markStart(rn *runner, r *run, kept context.Context) {
+	e, tick := r.e, r.info.Tick
+	r.info.RunID = newRunID()
+	r.info.Instance = s.cfg.instanceID
 	e.running.Add(1)
 
 	var startDelay time.Duration
@@ -501,30 +560,18 @@ func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, kept context.Con
 		startDelay = s.cfg.clock().Sub(tick)
 	}
 	s.emit(Event{Kind: EventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
-		StartDelay: startDelay, Attempts: attempts})
+		StartDelay: startDelay, Attempts: r.attempts})
 	if s.log.Enabled(rn.jobCtx, slog.LevelDebug) {
 		s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
 	}
 
 	ctx := kept
-	cancelTimeout := context.CancelFunc(func() {})
+	r.stopCtx = func() {}
 	if d := e.cfg.runTimeout; d > 0 {
-		ctx, cancelTimeout = context.WithTimeoutCause(ctx, d, ErrRunTimeout)
+		ctx, r.stopCtx = context.WithTimeoutCause(ctx, d, ErrRunTimeout)
 	}
 	r.ctx = contextWithRunInfo(ctx, r.info)
 	r.start = time.Now()
-	// This goroutine is not in rn.wg: the handler waits for it, except
-	// when it abandons a job that ignores cancellation.
-	go func() {
-		out := outcome{err: errGoexit}
-		defer func() {
-			out.cause = context.Cause(r.ctx)
-			cancelTimeout()
-			r.done <- out
-		}()
-		out.err = callJob(r.ctx, e.job, r.info)
-	}()
-	return r
 }
 
 // callJob runs job, turning a panic into a *PanicError.
@@ -537,9 +584,8 @@ func callJob(ctx context.Context, job Job, info RunInfo) (err error) {
 	return job.Run(ctx, info)
 }
 
-// finishRun waits for r's job to return, or to be abandoned, and for the
-// other runs of its batch to start (see startGroup), releases the lease and
-// reports the result.
+// finishRun waits for r's job to return, or to be abandoned, releases the
+// lease and reports the result.
 func (s *Scheduler) finishRun(rn *runner, r *run) {
 	var out outcome
 	select {
@@ -548,7 +594,6 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 		out = outcome{cause: context.Cause(r.ctx), abandoned: true}
 	}
 	duration := time.Since(r.start) // the job's own time, without the release
-	r.batch.wait()
 	relErr := s.release(rn, r.lease, func() []slog.Attr { return r.attrs() })
 	result, err := classify(out, relErr)
 

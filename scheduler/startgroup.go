@@ -1,35 +1,46 @@
 package scheduler
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// maxStartWait bounds how long a finished run's release waits for the
-// other runs of its batch to start.
+// maxStartWait bounds how long after its tick a start group waits for the
+// runs of its members to start.
 const maxStartWait = 100 * time.Millisecond
 
 // startGroup is the runs due at one tick whose leases a batch won at its
-// first attempt. A run of the group that ends before the others have
-// started waits for them, at most maxStartWait, before it releases its
-// lease. With many jobs due at one tick, the releases of the jobs that end
-// at once would otherwise compete for the CPU, the process' and the Redis
-// servers', with the starts of the others, and delay them several times
-// over. The tick is claimed already; during the wait the run still counts
-// as running: its end is reported, and its lock released, after it.
+// first attempt.
+//
+// Their goroutines wait for the group's gate, which one timer opens at the
+// tick, and start at once, rather than each being woken by a timer of its
+// own.
+//
+// Their handlers, which release the leases and report the ends, wait until
+// every member's run has started or is known not to start, or until
+// maxStartWait after the tick. With many jobs due at one tick, the
+// handlers of the jobs that end at once would otherwise compete for the
+// CPU, the process' and the Redis servers', with the starts of the others,
+// and delay them several times over. The tick is claimed already; during
+// the wait a run that ended still counts as running: its end is reported,
+// and its lock released, after it.
 //
 // The methods of a nil *startGroup do nothing.
 type startGroup struct {
-	left atomic.Int64  // members whose outcome is not known yet
-	all  chan struct{} // closed when left reaches zero
+	left  atomic.Int64  // members whose outcome is not known yet
+	all   chan struct{} // closed when left reaches zero, or maxStartWait after the tick
+	close sync.Once     // closes all
+	gate  chan struct{} // closed at the tick
 }
 
 // startGroups returns the start group of each of a batch's ticks: one
 // group for the ticks of one instant whose leases the batch won (results,
 // one per tick), nil for the others and for a tick alone in its group.
 // With lock-ahead, a batch can hold ticks of several instants (jobs whose
-// leads differ): a run waits only for those due with it.
-func startGroups(ticks []dueTick, results []LockResult) []*startGroup {
+// leads differ): a run waits only for those due with it. now is the time
+// by the scheduler's clock, from which the gates' timers are set.
+func startGroups(ticks []dueTick, results []LockResult, now time.Time) []*startGroup {
 	won := make(map[int64]int) // by tick, in Unix ns (ticks may differ in location)
 	for i, r := range results {
 		if r.Err == nil && r.Lease != nil {
@@ -38,7 +49,7 @@ func startGroups(ticks []dueTick, results []LockResult) []*startGroup {
 	}
 	groups := make(map[int64]*startGroup, len(won))
 	for t, n := range won {
-		groups[t] = newStartGroup(n)
+		groups[t] = newStartGroup(n, time.Unix(0, t).Sub(now))
 	}
 	out := make([]*startGroup, len(ticks))
 	for i, r := range results {
@@ -49,33 +60,46 @@ func startGroups(ticks []dueTick, results []LockResult) []*startGroup {
 	return out
 }
 
-// newStartGroup returns a group of n members, or nil if n < 2.
-func newStartGroup(n int) *startGroup {
+// newStartGroup returns a group of n members whose tick comes after wait,
+// or nil if n < 2.
+func newStartGroup(n int, wait time.Duration) *startGroup {
 	if n < 2 {
 		return nil
 	}
-	g := &startGroup{all: make(chan struct{})}
+	g := &startGroup{all: make(chan struct{}), gate: make(chan struct{})}
 	g.left.Store(int64(n))
+	wait = max(wait, 0)
+	if wait > 0 {
+		time.AfterFunc(wait, func() { close(g.gate) })
+	} else {
+		close(g.gate)
+	}
+	time.AfterFunc(wait+maxStartWait, g.closeAll)
 	return g
+}
+
+// tick returns the gate, closed at the tick, or nil for a nil group.
+func (g *startGroup) tick() <-chan struct{} {
+	if g == nil {
+		return nil
+	}
+	return g.gate
 }
 
 // done records that one member's run has started, or that it will not
 // start. Each member calls it once.
 func (g *startGroup) done() {
 	if g != nil && g.left.Add(-1) == 0 {
-		close(g.all)
+		g.closeAll()
 	}
 }
 
-// wait waits until every member is done, or for maxStartWait.
+func (g *startGroup) closeAll() { g.close.Do(func() { close(g.all) }) }
+
+// wait waits until every member is done, or until maxStartWait after the
+// tick.
 func (g *startGroup) wait() {
-	if g == nil {
-		return
-	}
-	t := time.NewTimer(maxStartWait)
-	defer t.Stop()
-	select {
-	case <-g.all:
-	case <-t.C:
+	if g != nil {
+		<-g.all
 	}
 }

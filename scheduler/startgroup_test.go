@@ -13,14 +13,18 @@ import (
 
 // TestBatchReleaseWaitsForStarts checks that a run that ends before another
 // run of its batch (due at the same tick) has started keeps its lease until
-// that run starts, or for 100ms at most.
+// that run starts, or until 100ms after the tick at most, also when the
+// batch was locked ahead of the tick.
 func TestBatchReleaseWaitsForStarts(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		startSlow bool // let the slow run start; otherwise wait out the bound
+		startSlow bool          // let the slow run start; otherwise wait out the bound
+		ahead     time.Duration // WithLockAhead
 	}{
-		{"released once the other run started", true},
-		{"released after 100ms at most", false},
+		{"released once the other run started", true, 0},
+		{"released after 100ms at most", false, 0},
+		{"locked ahead, released once the other run started", true, 400 * time.Millisecond},
+		{"locked ahead, released 100ms after the tick at most", false, 400 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -33,13 +37,16 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 						once.Do(func() { <-gate })
 					}
 				})
-				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs))
+				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs), scheduler.WithLockAhead(tc.ahead))
 				fastRan := make(chan time.Time, 10)
 				mustAdd(t, s, "fast", "* * * * * *", sendTick(fastRan))
 				mustAdd(t, s, "slow", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
 				stop := start(t, s)
 
 				tick := <-fastRan
+				if !time.Now().Equal(tick) {
+					t.Fatalf("fast's run for %v started at %v", tick, time.Now())
+				}
 				synctest.Wait()
 				if _, held := l.Held("fast"); !held {
 					t.Errorf("fast's lease for %v released while slow's run, due at the same tick, had not started", tick)
@@ -50,7 +57,7 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 					time.Sleep(99 * time.Millisecond)
 					synctest.Wait()
 					if _, held := l.Held("fast"); !held {
-						t.Error("fast's lease released before the 100ms bound of its wait")
+						t.Error("fast's lease released before the bound of its wait, 100ms after the tick")
 					}
 					time.Sleep(time.Millisecond)
 				}

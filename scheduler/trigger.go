@@ -3,7 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // Trigger runs the job called name once, now, outside its schedule but
@@ -71,7 +70,7 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 		return RunInfo{}, ErrClosed
 	}
 	rn.wg.Go(func() {
-		r := s.startRun(rn, e, lease, lease.Keep(rn.jobCtx), time.Time{}, attempts)
+		r := s.startRun(rn, e, lease, attempts)
 		started <- r.info
 		s.finishRun(rn, r)
 	})
