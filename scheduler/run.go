@@ -272,7 +272,7 @@ func (s *Scheduler) startAtTick(rn *runner, d dueTick, lease Lease, attempts int
 	r := newRun(d.e, lease, d.tick, attempts)
 	r.batch = starts
 	s.launch(rn, r, kept, func() error {
-		if err := s.waitTick(d, kept, starts.tick()); err != nil {
+		if err := s.waitTick(d, kept, starts.opened()); err != nil {
 			return err
 		}
 		switch {

@@ -18,11 +18,14 @@ const maxStartWait = 100 * time.Millisecond
 // own.
 //
 // Their handlers, which release the leases and report the ends, wait until
-// every member's run has started or is known not to start, or until
-// maxStartWait after the tick. With many jobs due at one tick, the
-// handlers of the jobs that end at once would otherwise compete for the
-// CPU, the process' and the Redis servers', with the starts of the others,
-// and delay them several times over. The tick is claimed already; during
+// every member's run has started or is known not to start, and then as
+// long again as that took from the tick; or until maxStartWait after the
+// tick. With many jobs due at one tick, the handlers of the jobs that end
+// at once would otherwise compete for the CPU, the process' and the Redis
+// servers', with the starts of the others, and delay them several times
+// over. The second half of the wait is for the other replicas: their runs
+// of the same tick take about as long to start, and the releases would
+// compete with them on the servers. The tick is claimed already; during
 // the wait a run that ended still counts as running: its end is reported,
 // and its lock released, after it.
 //
@@ -32,6 +35,7 @@ type startGroup struct {
 	all   chan struct{} // closed when left reaches zero, or maxStartWait after the tick
 	close sync.Once     // closes all
 	gate  chan struct{} // closed at the tick
+	tick  time.Time     // when the gate opens, by the monotonic clock
 }
 
 // startGroups returns the start group of each of a batch's ticks: one
@@ -69,6 +73,7 @@ func newStartGroup(n int, wait time.Duration) *startGroup {
 	g := &startGroup{all: make(chan struct{}), gate: make(chan struct{})}
 	g.left.Store(int64(n))
 	wait = max(wait, 0)
+	g.tick = time.Now().Add(wait)
 	if wait > 0 {
 		time.AfterFunc(wait, func() { close(g.gate) })
 	} else {
@@ -78,8 +83,8 @@ func newStartGroup(n int, wait time.Duration) *startGroup {
 	return g
 }
 
-// tick returns the gate, closed at the tick, or nil for a nil group.
-func (g *startGroup) tick() <-chan struct{} {
+// opened returns the gate, closed at the tick, or nil for a nil group.
+func (g *startGroup) opened() <-chan struct{} {
 	if g == nil {
 		return nil
 	}
@@ -87,17 +92,23 @@ func (g *startGroup) tick() <-chan struct{} {
 }
 
 // done records that one member's run has started, or that it will not
-// start. Each member calls it once.
+// start. Each member calls it once. After the last, the wait ends as long
+// after as the members took from the tick.
 func (g *startGroup) done() {
-	if g != nil && g.left.Add(-1) == 0 {
-		g.closeAll()
+	if g == nil || g.left.Add(-1) != 0 {
+		return
 	}
+	if took := time.Since(g.tick); took > 0 {
+		time.AfterFunc(took, g.closeAll)
+		return
+	}
+	g.closeAll()
 }
 
 func (g *startGroup) closeAll() { g.close.Do(func() { close(g.all) }) }
 
-// wait waits until every member is done, or until maxStartWait after the
-// tick.
+// wait waits until every member is done and as long again from the tick,
+// or until maxStartWait after the tick.
 func (g *startGroup) wait() {
 	if g != nil {
 		<-g.all

@@ -13,17 +13,17 @@ import (
 
 // TestBatchReleaseWaitsForStarts checks that a run that ends before another
 // run of its batch (due at the same tick) has started keeps its lease until
-// that run starts, or until 100ms after the tick at most, also when the
-// batch was locked ahead of the tick.
+// that run starts and as long again from the tick, or until 100ms after the
+// tick at most, also when the batch was locked ahead of the tick.
 func TestBatchReleaseWaitsForStarts(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		startSlow bool          // let the slow run start; otherwise wait out the bound
 		ahead     time.Duration // WithLockAhead
 	}{
-		{"released once the other run started", true, 0},
+		{"released as long after the other run started as it took", true, 0},
 		{"released after 100ms at most", false, 0},
-		{"locked ahead, released once the other run started", true, 400 * time.Millisecond},
+		{"locked ahead, released as long after the other run started as it took", true, 400 * time.Millisecond},
 		{"locked ahead, released 100ms after the tick at most", false, 400 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,19 +51,27 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 				if _, held := l.Held("fast"); !held {
 					t.Errorf("fast's lease for %v released while slow's run, due at the same tick, had not started", tick)
 				}
-				if tc.startSlow {
-					openGate()
-				} else {
-					time.Sleep(99 * time.Millisecond)
+				// heldUntil checks that fast's lease is held until end, and
+				// released at end.
+				heldUntil := func(end time.Time, why string) {
+					time.Sleep(time.Until(end) - time.Millisecond)
 					synctest.Wait()
 					if _, held := l.Held("fast"); !held {
-						t.Error("fast's lease released before the bound of its wait, 100ms after the tick")
+						t.Errorf("fast's lease released before %v after the tick (%s)", end.Sub(tick), why)
 					}
 					time.Sleep(time.Millisecond)
+					synctest.Wait()
+					if g, held := l.Held("fast"); held {
+						t.Errorf("fast's lease still held (%+v) %v after the tick (%s)", g, end.Sub(tick), why)
+					}
 				}
-				synctest.Wait()
-				if g, held := l.Held("fast"); held {
-					t.Errorf("fast's lease still held (%+v) after the wait for slow's start ended", g)
+				if tc.startSlow {
+					const took = 30 * time.Millisecond
+					time.Sleep(took)
+					openGate()
+					heldUntil(tick.Add(2*took), "slow started 30ms after the tick")
+				} else {
+					heldUntil(tick.Add(100*time.Millisecond), "the bound of the wait")
 				}
 				openGate()
 				stop()
