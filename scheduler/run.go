@@ -260,8 +260,8 @@ func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 // startAtTick keeps lease alive and starts d's run under it at d's tick,
 // in a goroutine that waits for the tick if it is still to come. If starts
 // is not nil (see startGroup), its gate lets the runs of a batch start
-// together, and startAtTick first waits for the group. It returns the run
-// once its job has started. The wait for the tick goes on when the
+// together. It returns the run once its job has started, and, if starts is
+// not nil, the group's wait has ended. The wait for the tick goes on when the
 // scheduler stops gracefully: the tick is claimed, and Shutdown waits for
 // it as for a running job. If the tick is abandoned (see abandoned), or
 // its job removed, or the lease lost before the tick or given up by a hard
@@ -283,8 +283,7 @@ func (s *Scheduler) startAtTick(rn *runner, d dueTick, lease Lease, attempts int
 		}
 		return nil
 	})
-	starts.wait()
-	if err := <-r.started; err != nil {
+	if err := r.awaitStart(starts); err != nil {
 		s.releaseUnused(rn, d.e.name, d.tick, lease)
 		return nil, err
 	}
@@ -480,11 +479,32 @@ type run struct {
 	info     RunInfo
 	attempts int
 	start    time.Time   // by the monotonic clock
-	batch    *startGroup // the runs its release waits to have started, or nil
+	batch    *startGroup // the group it starts with, or nil
 	ctx      context.Context
 	stopCtx  context.CancelFunc // releases ctx's run timeout
-	started  chan error         // nil once the job has started, or why it will not
+	started  chan struct{}      // closed once the job has started
+	failed   chan error         // why the job will not start; capacity 1
 	done     chan outcome       // capacity 1, so that an abandoned job never blocks
+}
+
+// awaitStart waits until r's job has started and returns nil, or returns
+// why it will not start. If the run is a member of group g, it waits for
+// the group too (see startGroup), unless the run will not start: its lease
+// is then dealt with at once.
+func (r *run) awaitStart(g *startGroup) error {
+	if g != nil {
+		select {
+		case <-g.all:
+		case err := <-r.failed:
+			return err
+		}
+	}
+	select {
+	case <-r.started:
+		return nil
+	case err := <-r.failed:
+		return err
+	}
 }
 
 // outcome is how a job returned.
@@ -506,7 +526,8 @@ func newRun(e *entry, lease Lease, tick time.Time, attempts int) *run {
 			Tick:  tick,
 			Fence: lease.Fence(),
 		},
-		started: make(chan error, 1),
+		started: make(chan struct{}),
+		failed:  make(chan error, 1),
 		done:    make(chan outcome, 1),
 	}
 }
@@ -515,28 +536,28 @@ func newRun(e *entry, lease Lease, tick time.Time, attempts int) *run {
 func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, attempts int) *run {
 	r := newRun(e, lease, time.Time{}, attempts)
 	s.launch(rn, r, lease.Keep(rn.jobCtx), nil)
-	<-r.started // nil: there is no ready to fail
+	<-r.started // there is no ready to fail
 	return r
 }
 
-// launch starts r's goroutine, which sends on r.started nil once r's job
-// has started, or why it did not start, and then marks r done in its
-// start group. kept is the context returned by the lease's Keep. The
-// goroutine first calls ready, if it is not nil, and does not start the
-// job if ready returns an error. It is not in rn.wg: the handler that
-// called launch waits for it, except when it abandons a job that ignores
-// cancellation.
+// launch starts r's goroutine, which closes r.started once r's job has
+// started, or sends why it did not start on r.failed, and then marks r
+// done in its start group. kept is the context returned by the lease's
+// Keep. The goroutine first calls ready, if it is not nil, and does not
+// start the job if ready returns an error. It is not in rn.wg: the handler
+// that called launch waits for it, except when it abandons a job that
+// ignores cancellation.
 func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func() error) {
 	go func() {
 		if ready != nil {
 			if err := ready(); err != nil {
-				r.started <- err
+				r.failed <- err
 				r.batch.done()
 				return
 			}
 		}
 		s.markStart(rn, r, kept)
-		r.started <- nil // buffered: it wakes no waiting handler of a group
+		close(r.started) // wakes no handler waiting for its group
 		r.batch.done()
 		out := outcome{err: errGoexit}
 		defer func() {

@@ -6,36 +6,40 @@ import (
 	"time"
 )
 
-// maxStartWait bounds how long after its tick a start group waits for the
-// runs of its members to start.
+// maxStartWait bounds how long after its gate opens a start group waits
+// for the runs of its members to start.
 const maxStartWait = 100 * time.Millisecond
 
 // startGroup is the runs due at one tick whose leases a batch won at its
 // first attempt.
 //
 // Their goroutines wait for the group's gate, which one timer opens at the
-// tick, and start at once, rather than each being woken by a timer of its
-// own.
+// tick (at once if the batch ended after the tick), and start together,
+// rather than each being woken by a timer of its own.
 //
 // Their handlers, which release the leases and report the ends, wait until
 // every member's run has started or is known not to start, and then as
-// long again as that took from the tick; or until maxStartWait after the
-// tick. With many jobs due at one tick, the handlers of the jobs that end
-// at once would otherwise compete for the CPU, the process' and the Redis
-// servers', with the starts of the others, and delay them several times
-// over. The second half of the wait is for the other replicas: their runs
-// of the same tick take about as long to start, and the releases would
-// compete with them on the servers. The tick is claimed already; during
-// the wait a run that ended still counts as running: its end is reported,
-// and its lock released, after it.
+// long again as that took from the gate's opening; or until maxStartWait
+// after the opening. With many jobs due at one tick, the handlers of the
+// jobs that end at once would otherwise compete for the CPU, the process'
+// and the Redis servers', with the starts of the others, and delay them
+// several times over. The second half of the wait is for the other
+// replicas: their runs of the same tick take about as long to start, and
+// the releases would compete with them on the servers. The tick is claimed
+// already; during the wait a run that ended still counts as running: its
+// end is reported, and its lock released, after it. A member whose run
+// will not start (its lease lost before the tick, its job removed) does
+// not wait.
 //
 // The methods of a nil *startGroup do nothing.
 type startGroup struct {
-	left  atomic.Int64  // members whose outcome is not known yet
-	all   chan struct{} // closed when left reaches zero, or maxStartWait after the tick
-	close sync.Once     // closes all
-	gate  chan struct{} // closed at the tick
-	tick  time.Time     // when the gate opens, by the monotonic clock
+	left   atomic.Int64  // members whose outcome is not known yet
+	all    chan struct{} // closed when the handlers' wait ends
+	close  sync.Once     // closes all
+	gate   chan struct{} // closed when the gate opens
+	opens  time.Time     // when the gate opens, by the monotonic clock
+	opener *time.Timer   // opens the gate, or nil if it was open at once
+	bound  *time.Timer   // ends the wait maxStartWait after the opening
 }
 
 // startGroups returns the start group of each of a batch's ticks: one
@@ -64,7 +68,7 @@ func startGroups(ticks []dueTick, results []LockResult, now time.Time) []*startG
 	return out
 }
 
-// newStartGroup returns a group of n members whose tick comes after wait,
+// newStartGroup returns a group of n members whose gate opens after wait,
 // or nil if n < 2.
 func newStartGroup(n int, wait time.Duration) *startGroup {
 	if n < 2 {
@@ -73,17 +77,17 @@ func newStartGroup(n int, wait time.Duration) *startGroup {
 	g := &startGroup{all: make(chan struct{}), gate: make(chan struct{})}
 	g.left.Store(int64(n))
 	wait = max(wait, 0)
-	g.tick = time.Now().Add(wait)
+	g.opens = time.Now().Add(wait)
 	if wait > 0 {
-		time.AfterFunc(wait, func() { close(g.gate) })
+		g.opener = time.AfterFunc(wait, func() { close(g.gate) })
 	} else {
 		close(g.gate)
 	}
-	time.AfterFunc(wait+maxStartWait, g.closeAll)
+	g.bound = time.AfterFunc(wait+maxStartWait, g.closeAll)
 	return g
 }
 
-// opened returns the gate, closed at the tick, or nil for a nil group.
+// opened returns the gate, closed when it opens, or nil for a nil group.
 func (g *startGroup) opened() <-chan struct{} {
 	if g == nil {
 		return nil
@@ -92,25 +96,23 @@ func (g *startGroup) opened() <-chan struct{} {
 }
 
 // done records that one member's run has started, or that it will not
-// start. Each member calls it once. After the last, the wait ends as long
-// after as the members took from the tick.
+// start. Each member calls it once. After the last, the handlers' wait
+// ends as long after as the members took from the gate's opening, or at
+// its bound if that comes first.
 func (g *startGroup) done() {
 	if g == nil || g.left.Add(-1) != 0 {
 		return
 	}
-	if took := time.Since(g.tick); took > 0 {
-		time.AfterFunc(took, g.closeAll)
-		return
+	if g.opener != nil {
+		g.opener.Stop() // no member waits for the gate any more
 	}
-	g.closeAll()
+	switch took := time.Since(g.opens); {
+	case took <= 0: // every member was done before the gate opened
+		g.bound.Stop()
+		g.closeAll()
+	case 2*took < maxStartWait:
+		g.bound.Reset(took)
+	}
 }
 
 func (g *startGroup) closeAll() { g.close.Do(func() { close(g.all) }) }
-
-// wait waits until every member is done and as long again from the tick,
-// or until maxStartWait after the tick.
-func (g *startGroup) wait() {
-	if g != nil {
-		<-g.all
-	}
-}

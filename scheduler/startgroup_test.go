@@ -14,7 +14,8 @@ import (
 // TestBatchReleaseWaitsForStarts checks that a run that ends before another
 // run of its batch (due at the same tick) has started keeps its lease until
 // that run starts and as long again from the tick, or until 100ms after the
-// tick at most, also when the batch was locked ahead of the tick.
+// tick at most (not after its end), also when the batch was locked ahead of
+// the tick.
 func TestBatchReleaseWaitsForStarts(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -39,7 +40,11 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 				})
 				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs), scheduler.WithLockAhead(tc.ahead))
 				fastRan := make(chan time.Time, 10)
-				mustAdd(t, s, "fast", "* * * * * *", sendTick(fastRan))
+				mustAdd(t, s, "fast", "* * * * * *", scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
+					fastRan <- info.Tick
+					time.Sleep(40 * time.Millisecond)
+					return nil
+				}))
 				mustAdd(t, s, "slow", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
 				stop := start(t, s)
 
@@ -112,6 +117,53 @@ func TestBatchReleaseWithoutOtherStart(t *testing.T) {
 		}
 		if runs := rl.all(); len(runs) != 0 {
 			t.Errorf("removed job ran: %+v", runs)
+		}
+		for _, g := range l.Grants() {
+			if g.Job == "removed" && !g.Released.Equal(first.Add(-200*time.Millisecond)) {
+				t.Errorf("removed job's lease %+v, want released when the job was removed, 200ms before the tick", g)
+			}
+		}
+	})
+}
+
+// TestBatchLeaseLostRetriedAtTick checks that a run of a batch whose lease,
+// won ahead, is lost before the tick is attempted again at the tick, not
+// once the other runs of its batch have started. (The in-memory locker
+// refuses the second attempt: the lost lease had claimed the tick.)
+func TestBatchLeaseLostRetriedAtTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := locker()
+		gate := make(chan struct{}) // holds the start of slow's first run
+		openGate := sync.OnceFunc(func() { close(gate) })
+		defer openGate()
+		var once sync.Once
+		skipped := make(chan time.Time, 10) // when lost's ticks were skipped
+		obs := observerFunc(func(ev scheduler.Event) {
+			switch {
+			case ev.Kind == scheduler.EventRunStarted && ev.Job == "slow":
+				once.Do(func() { <-gate })
+			case ev.Kind == scheduler.EventSkipped && ev.Job == "lost":
+				if ev.Skip != scheduler.SkipLeaseLost || ev.Attempts != 2 {
+					t.Errorf("lost's skip %+v, want lease_lost after 2 attempts", ev)
+				}
+				skipped <- time.Now()
+			}
+		})
+		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs), scheduler.WithLockAhead(400*time.Millisecond))
+		mustAdd(t, s, "lost", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
+		mustAdd(t, s, "slow", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
+		stop := start(t, s)
+		defer stop()
+
+		first := time.Now().Truncate(time.Second).Add(time.Second)
+		sleepUntil(first.Add(-200 * time.Millisecond))
+		if !l.LoseLease("lost") {
+			t.Fatal("no lease held for lost 200ms before the tick")
+		}
+		sleepUntil(first.Add(30 * time.Millisecond))
+		openGate()
+		if at := <-skipped; !at.Equal(first) {
+			t.Errorf("lost's tick attempted again %v after the tick, want at the tick: it waited for slow's start", at.Sub(first))
 		}
 	})
 }
