@@ -141,15 +141,28 @@ func nextTick() time.Time {
 	return time.Now().Add(100 * time.Millisecond).Truncate(time.Second).Add(time.Second)
 }
 
+// eachTick calls start for each of cfg.ticks ticks, with the tick and
+// room for J start delays, and returns the delays of all ticks. start
+// starts J runs at the tick, each recording its delay, and waits for them.
+func eachTick(ctx context.Context, cfg config, jobs int, start func(tick time.Time, delays []time.Duration)) ([]time.Duration, error) {
+	var all []time.Duration
+	for range cfg.ticks {
+		delays := make([]time.Duration, jobs)
+		start(nextTick(), delays)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		all = append(all, delays...)
+	}
+	return all, nil
+}
+
 // timers starts each of J runs on a timer of its own, in a goroutine of
 // its own, at each of cfg.ticks ticks.
 func timers(ctx context.Context, cfg config, jobs int) ([]time.Duration, error) {
-	var all []time.Duration
-	for range cfg.ticks {
-		tick := nextTick()
-		delays := make([]time.Duration, jobs)
+	return eachTick(ctx, cfg, jobs, func(tick time.Time, delays []time.Duration) {
 		var wg sync.WaitGroup
-		for j := range jobs {
+		for j := range delays {
 			wg.Go(func() {
 				t := time.NewTimer(time.Until(tick))
 				defer t.Stop()
@@ -167,42 +180,30 @@ func timers(ctx context.Context, cfg config, jobs int) ([]time.Duration, error) 
 			})
 		}
 		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		all = append(all, delays...)
-	}
-	return all, nil
+	})
 }
 
 // gate starts J goroutines, waiting on one channel, that one timer closes
 // at each of cfg.ticks ticks.
 func gate(ctx context.Context, cfg config, jobs int) ([]time.Duration, error) {
-	var all []time.Duration
-	for range cfg.ticks {
-		tick := nextTick()
-		delays := make([]time.Duration, jobs)
+	return eachTick(ctx, cfg, jobs, func(tick time.Time, delays []time.Duration) {
 		open := make(chan struct{})
 		var wg sync.WaitGroup
-		for j := range jobs {
+		for j := range delays {
 			wg.Go(func() {
 				<-open
 				delays[j] = time.Since(tick)
 			})
 		}
 		t := time.NewTimer(time.Until(tick))
+		defer t.Stop()
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 		}
 		close(open)
 		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		all = append(all, delays...)
-	}
-	return all, nil
+	})
 }
 
 // sched runs J jobs due every second on one scheduler with lock-ahead over
