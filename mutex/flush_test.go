@@ -46,17 +46,7 @@ func TestReleaseAtQuorumThenFlush(t *testing.T) {
 	}
 
 	// The paused node's release is under way: Flush waits for it.
-	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	err = r.Flush(short)
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Flush with a release under way on a paused node returned %v, want it to wait (deadline exceeded)", err)
-	}
-
-	slow.Resume()
-	if err := r.Flush(ctx); err != nil {
-		t.Fatalf("Flush: %v", err)
-	}
+	flushWaitsFor(ctx, t, r, slow, "a release")
 	if held := keysOn(t, c, lockKey(t, r, "job").Lock); slices.Contains(held, true) {
 		t.Errorf("lock key left after Flush: %v", held)
 	}
@@ -88,12 +78,7 @@ func TestReleaseWaitsForTheOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := lockKey(t, r, "job").Lock
-	for _, i := range []int{0, 2} {
-		if err := c.Node(i).Client(t).Set(ctx, key, "another owner", 10*time.Second).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	takeOver(ctx, t, c, lockKey(t, r, "job").Lock, 0, 2)
 	c.Node(1).Cut()
 	c.Node(2).SetLatency(50 * time.Millisecond)
 
@@ -113,27 +98,42 @@ func TestFlushWaitsForLateAcquisitions(t *testing.T) {
 	r := newRedlock(t, c)
 	ctx := ctxTimeout(t, 30*time.Second)
 	key := lockKey(t, r, "job").Lock
-	for _, i := range []int{0, 1, 2} {
-		if err := c.Node(i).Client(t).Set(ctx, key, "another owner", 10*time.Second).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	takeOver(ctx, t, c, key, 0, 1, 2)
 	slow := c.Node(4)
 	slow.Pause()
 	if _, err := r.TryLock(ctx, "job", 10*time.Second); !errors.Is(err, mutex.ErrHeld) {
 		t.Fatalf("TryLock = %v, want ErrHeld", err)
 	}
+	flushWaitsFor(ctx, t, r, slow, "an acquisition")
+	if held := keysOn(t, c, key); held[3] || held[4] {
+		t.Errorf("the refused attempt's key left on nodes 3 or 4: %v", held)
+	}
+}
+
+// flushWaitsFor checks that Flush waits while slow, paused, has not
+// answered what (a call under way on it), and returns once slow is resumed
+// and has answered.
+func flushWaitsFor(ctx context.Context, t *testing.T, r *mutex.Redlock, slow *redistest.Server, what string) {
+	t.Helper()
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	err := r.Flush(short)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Flush with an acquisition under way on a paused node returned %v, want it to wait", err)
+		t.Errorf("Flush with %s under way on a paused node returned %v, want it to wait (deadline exceeded)", what, err)
 	}
 	slow.Resume()
 	if err := r.Flush(ctx); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
-	if held := keysOn(t, c, key); held[3] || held[4] {
-		t.Errorf("the refused attempt's key left on nodes 3 or 4: %v", held)
+}
+
+// takeOver sets key to another owner's value on the given nodes of c, as
+// if another process held the lock there.
+func takeOver(ctx context.Context, t *testing.T, c *redistest.Cluster, key string, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		if err := c.Node(i).Client(t).Set(ctx, key, "another owner", 10*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
