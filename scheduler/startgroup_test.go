@@ -30,15 +30,8 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := locker()
-				gate := make(chan struct{}) // holds the start of slow's first run
-				openGate := sync.OnceFunc(func() { close(gate) })
-				var once sync.Once
-				obs := observerFunc(func(ev scheduler.Event) {
-					if ev.Kind == scheduler.EventRunStarted && ev.Job == "slow" {
-						once.Do(func() { <-gate })
-					}
-				})
-				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs), scheduler.WithLockAhead(tc.ahead))
+				hold := holdFirstStart("slow")
+				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(observerFunc(hold.observe)), scheduler.WithLockAhead(tc.ahead))
 				fastRan := make(chan time.Time, 10)
 				mustAdd(t, s, "fast", "* * * * * *", scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
 					fastRan <- info.Tick
@@ -73,12 +66,12 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 				if tc.startSlow {
 					const took = 30 * time.Millisecond
 					time.Sleep(took)
-					openGate()
+					hold.release()
 					heldUntil(tick.Add(2*took), "slow started 30ms after the tick")
 				} else {
 					heldUntil(tick.Add(100*time.Millisecond), "the bound of the wait")
 				}
-				openGate()
+				hold.release()
 				stop()
 				if n := len(l.Grants()); n != 2 {
 					t.Errorf("%d leases granted, want 2 (one tick of each job)", n)
@@ -133,16 +126,12 @@ func TestBatchReleaseWithoutOtherStart(t *testing.T) {
 func TestBatchLeaseLostRetriedAtTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := locker()
-		gate := make(chan struct{}) // holds the start of slow's first run
-		openGate := sync.OnceFunc(func() { close(gate) })
-		defer openGate()
-		var once sync.Once
+		hold := holdFirstStart("slow")
+		defer hold.release()
 		skipped := make(chan time.Time, 10) // when lost's ticks were skipped
 		obs := observerFunc(func(ev scheduler.Event) {
-			switch {
-			case ev.Kind == scheduler.EventRunStarted && ev.Job == "slow":
-				once.Do(func() { <-gate })
-			case ev.Kind == scheduler.EventSkipped && ev.Job == "lost":
+			hold.observe(ev)
+			if ev.Kind == scheduler.EventSkipped && ev.Job == "lost" {
 				if ev.Skip != scheduler.SkipLeaseLost || ev.Attempts != 2 {
 					t.Errorf("lost's skip %+v, want lease_lost after 2 attempts", ev)
 				}
@@ -161,7 +150,7 @@ func TestBatchLeaseLostRetriedAtTick(t *testing.T) {
 			t.Fatal("no lease held for lost 200ms before the tick")
 		}
 		sleepUntil(first.Add(30 * time.Millisecond))
-		openGate()
+		hold.release()
 		if at := <-skipped; !at.Equal(first) {
 			t.Errorf("lost's tick attempted again %v after the tick, want at the tick: it waited for slow's start", at.Sub(first))
 		}
@@ -222,4 +211,27 @@ func startPair(t *testing.T, ahead time.Duration, first, firstSpec, second, seco
 	mustAdd(t, p.s, second, secondSpec, p.other.job(0))
 	p.stop = start(t, p.s)
 	return p
+}
+
+// firstStartHold holds the first run of one job in its EventRunStarted,
+// before the run counts as started in its start group, until release.
+type firstStartHold struct {
+	job     string
+	once    sync.Once
+	gate    chan struct{}
+	release func() // may be called more than once
+}
+
+// holdFirstStart returns a hold on the first run of job; its observe method
+// is to be called with every event of the scheduler.
+func holdFirstStart(job string) *firstStartHold {
+	h := &firstStartHold{job: job, gate: make(chan struct{})}
+	h.release = sync.OnceFunc(func() { close(h.gate) })
+	return h
+}
+
+func (h *firstStartHold) observe(ev scheduler.Event) {
+	if ev.Kind == scheduler.EventRunStarted && ev.Job == h.job {
+		h.once.Do(func() { <-h.gate })
+	}
 }
