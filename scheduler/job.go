@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/binary"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,7 +38,9 @@ type RunInfo struct {
 	// to, so that it can reject writes from a holder whose lease ended.
 	// Zero if the Locker issues no tokens.
 	Fence uint64
-	// RunID is unique to this run (a UUIDv7, so it sorts by start time).
+	// RunID is unique to this run: a UUIDv7 whose time is the run's tick
+	// (for a run started by Trigger, when it was triggered), so that a
+	// job's run ids sort by tick.
 	RunID string
 	// Instance is the id of the replica running the job (WithInstanceID).
 	Instance string
@@ -49,16 +52,26 @@ type runInfoKey struct{}
 // The context passed to Job.Run carries it, and so does every context
 // derived from it.
 func RunInfoFromContext(ctx context.Context) (RunInfo, bool) {
-	info, ok := ctx.Value(runInfoKey{}).(RunInfo)
-	return info, ok
+	info, ok := ctx.Value(runInfoKey{}).(*RunInfo)
+	if !ok {
+		return RunInfo{}, false
+	}
+	return *info, true
 }
 
-func contextWithRunInfo(ctx context.Context, info RunInfo) context.Context {
+// contextWithRunInfo returns ctx carrying info, which must not change
+// after.
+func contextWithRunInfo(ctx context.Context, info *RunInfo) context.Context {
 	return context.WithValue(ctx, runInfoKey{}, info)
 }
 
-// newRunID returns a time-ordered unique id. uuid.NewV7 fails only if
-// crypto/rand does, which since Go 1.24 crashes the program instead.
-func newRunID() string {
-	return uuid.Must(uuid.NewV7()).String()
+// newRunID returns a unique id of a run of the given time: a UUIDv7 (RFC
+// 9562) of at's Unix time in milliseconds and random bits. uuid.NewRandom
+// fails only if crypto/rand does, which since Go 1.24 crashes the program
+// instead.
+func newRunID(at time.Time) string {
+	id := uuid.Must(uuid.NewRandom())
+	binary.BigEndian.PutUint64(id[:8], uint64(at.UnixMilli())<<16|uint64(id[6]&0x0f)<<8|uint64(id[7]))
+	id[6] |= 0x70 // version 7 over version 4's 0; the variant bits stay
+	return id.String()
 }

@@ -58,10 +58,15 @@ func TestLockAhead(t *testing.T) {
 				if len(started) != 2*len(ticks) {
 					t.Errorf("%d runs started, want %d", len(started), 2*len(ticks))
 				}
+				ids := map[string]bool{}
 				for _, ev := range started {
 					if ev.StartDelay != 0 {
 						t.Errorf("job %s tick %v started %v after its tick, want at it", ev.Job, ev.Tick, ev.StartDelay)
 					}
+					if at, ok := uuidV7Time(ev.RunID); !ok || !at.Equal(ev.Tick) || ids[ev.RunID] {
+						t.Errorf("job %s tick %v: run id %s, want a new UUIDv7 of the tick", ev.Job, ev.Tick, ev.RunID)
+					}
+					ids[ev.RunID] = true
 				}
 				if skips := obs.of(scheduler.EventSkipped); len(skips) != 0 {
 					t.Errorf("skipped ticks: %+v", skips)

@@ -515,7 +515,9 @@ type outcome struct {
 }
 
 // newRun returns a run of e, for tick (zero for a manual run), under
-// lease, won in attempts attempts. Its job is started by launch.
+// lease, won in attempts attempts. Its job is started by launch. Its RunID
+// is drawn here, when the lease is won (with lock-ahead, before the tick),
+// so that the start itself does not wait for the system's random source.
 func newRun(e *entry, lease Lease, tick time.Time, attempts int) *run {
 	return &run{
 		e:        e,
@@ -525,11 +527,21 @@ func newRun(e *entry, lease Lease, tick time.Time, attempts int) *run {
 			Job:   e.name,
 			Tick:  tick,
 			Fence: lease.Fence(),
+			RunID: newRunID(runTime(tick)),
 		},
 		started: make(chan struct{}),
 		failed:  make(chan error, 1),
 		done:    make(chan outcome, 1),
 	}
+}
+
+// runTime returns the time of a run's id: its tick, or now for a manual
+// run.
+func runTime(tick time.Time) time.Time {
+	if tick.IsZero() {
+		return time.Now()
+	}
+	return tick
 }
 
 // startRun starts a manual run of e under lease at once and returns it.
@@ -572,7 +584,6 @@ func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func(
 // markStart records r's start and builds its job's context from kept.
 func (s *Scheduler) markStart(rn *runner, r *run, kept context.Context) {
 	e, tick := r.e, r.info.Tick
-	r.info.RunID = newRunID()
 	r.info.Instance = s.cfg.instanceID
 	e.running.Add(1)
 
@@ -591,7 +602,7 @@ func (s *Scheduler) markStart(rn *runner, r *run, kept context.Context) {
 	if d := e.cfg.runTimeout; d > 0 {
 		ctx, r.stopCtx = context.WithTimeoutCause(ctx, d, ErrRunTimeout)
 	}
-	r.ctx = contextWithRunInfo(ctx, r.info)
+	r.ctx = contextWithRunInfo(ctx, &r.info)
 	r.start = time.Now()
 }
 

@@ -350,6 +350,17 @@ func TestEnumStrings(t *testing.T) {
 }
 
 // uuidVersion returns the version of the UUID s, or -1.
+// uuidV7Time returns the time of s, a UUIDv7 of the RFC 9562 variant, or
+// false if s is not one.
+func uuidV7Time(s string) (time.Time, bool) {
+	id, err := uuid.Parse(s)
+	if err != nil || id.Version() != 7 || id.Variant() != uuid.RFC4122 {
+		return time.Time{}, false
+	}
+	sec, nsec := id.Time().UnixTime()
+	return time.Unix(sec, nsec), true
+}
+
 func uuidVersion(s string) int {
 	id, err := uuid.Parse(s)
 	if err != nil {
