@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 func TestTrigger(t *testing.T) {
@@ -99,6 +100,51 @@ func TestTriggerIsExclusive(t *testing.T) {
 			t.Errorf("finished %+v, want the trigger and the 00:02 tick", fin)
 		}
 	})
+}
+
+// TestTriggerLeaseWonAfterStop checks that a lease won by a trigger after
+// the scheduler stopped is released, and the trigger reports ErrClosed,
+// without running the job.
+func TestTriggerLeaseWonAfterStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &stallingLocker{Locker: locker(), entered: make(chan struct{}), proceed: make(chan struct{})}
+		s := newScheduler(t, l)
+		var log runLog
+		mustAdd(t, s, "job", "@daily", log.job(0))
+		stop := start(t, s)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := s.Trigger(context.Background(), "job")
+			errc <- err
+		}()
+		<-l.entered
+		stop()
+		close(l.proceed)
+		if err := <-errc; !errors.Is(err, scheduler.ErrClosed) {
+			t.Errorf("Trigger = %v, want ErrClosed", err)
+		}
+		assertReleased(t, l.Locker, "job")
+		if runs := log.all(); len(runs) != 0 {
+			t.Errorf("runs %+v, want none", runs)
+		}
+	})
+}
+
+// stallingLocker is a Locker whose Acquire for a trigger (the zero tick),
+// made once, closes entered and waits until proceed is closed, and then
+// wins the lease even if its context is done.
+type stallingLocker struct {
+	*schedulertest.Locker
+	entered, proceed chan struct{}
+}
+
+func (l *stallingLocker) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
+	if req.Tick.IsZero() {
+		close(l.entered)
+		<-l.proceed
+		ctx = context.WithoutCancel(ctx)
+	}
+	return l.Locker.Acquire(ctx, req)
 }
 
 func TestTriggerWaitsForRun(t *testing.T) {

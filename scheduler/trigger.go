@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Trigger runs the job called name once, now, outside its schedule but
@@ -63,10 +64,8 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	s.mu.Lock()
 	if rn.stopped || rn.loopCtx.Err() != nil {
 		s.mu.Unlock()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		_ = lease.Release(rctx) // the run never started; an error leaves the lock to its TTL
-		s.flush(ctx)            // Run may have flushed already
+		s.releaseUnused(rn, name, time.Time{}, lease) // the run never started
+		s.flush(ctx)                                  // Run may have flushed already
 		return RunInfo{}, ErrClosed
 	}
 	rn.wg.Go(func() {
