@@ -39,8 +39,9 @@ type RunInfo struct {
 	// Zero if the Locker issues no tokens.
 	Fence uint64
 	// RunID is unique to this run: a UUIDv7 whose time is the run's tick
-	// (for a run started by Trigger, when it was triggered), so that a
-	// job's run ids sort by tick.
+	// (for a run started by Trigger, when its lease was won, by the
+	// scheduler's clock: see WithClock), so that a job's run ids sort by
+	// tick. Ids of the same millisecond are in random order.
 	RunID string
 	// Instance is the id of the replica running the job (WithInstanceID).
 	Instance string

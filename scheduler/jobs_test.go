@@ -1,9 +1,13 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -25,9 +29,13 @@ func TestTrigger(t *testing.T) {
 			return nil
 		}))
 		stop := start(t, s)
+		before := time.Now()
 		info, err := s.Trigger(context.Background(), "report")
 		if err != nil {
 			t.Fatalf("Trigger: %v", err)
+		}
+		if at, ok := uuidV7Time(info.RunID); !ok || at.Before(before.Truncate(time.Millisecond)) || at.After(time.Now()) {
+			t.Errorf("run id %s, want a UUIDv7 of when the trigger's lease was won (%v)", info.RunID, before)
 		}
 		infos := <-got
 		if infos[0] != info || infos[1] != info {
@@ -104,11 +112,12 @@ func TestTriggerIsExclusive(t *testing.T) {
 
 // TestTriggerLeaseWonAfterStop checks that a lease won by a trigger after
 // the scheduler stopped is released, and the trigger reports ErrClosed,
-// without running the job.
+// without running the job; and that a failed release is logged.
 func TestTriggerLeaseWonAfterStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &stallingLocker{Locker: locker(), entered: make(chan struct{}), proceed: make(chan struct{})}
-		s := newScheduler(t, l)
+		var logs lockedBuffer
+		s := newScheduler(t, l, scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		var log runLog
 		mustAdd(t, s, "job", "@daily", log.job(0))
 		stop := start(t, s)
@@ -127,6 +136,9 @@ func TestTriggerLeaseWonAfterStop(t *testing.T) {
 		if runs := log.all(); len(runs) != 0 {
 			t.Errorf("runs %+v, want none", runs)
 		}
+		if out := logs.String(); !strings.Contains(out, "lease release failed") || !strings.Contains(out, "node down") {
+			t.Errorf("log %q, want the failed release", out)
+		}
 	})
 }
 
@@ -139,12 +151,46 @@ type stallingLocker struct {
 }
 
 func (l *stallingLocker) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
-	if req.Tick.IsZero() {
-		close(l.entered)
-		<-l.proceed
-		ctx = context.WithoutCancel(ctx)
+	if !req.Tick.IsZero() {
+		return l.Locker.Acquire(ctx, req)
 	}
-	return l.Locker.Acquire(ctx, req)
+	close(l.entered)
+	<-l.proceed
+	lease, err := l.Locker.Acquire(context.WithoutCancel(ctx), req)
+	if err != nil {
+		return nil, err
+	}
+	return failingRelease{lease}, nil
+}
+
+// failingRelease is a Lease whose Release releases it and reports an
+// error anyway, as a release that reached too few nodes would.
+type failingRelease struct{ scheduler.Lease }
+
+func (l failingRelease) Release(ctx context.Context) error {
+	if err := l.Lease.Release(ctx); err != nil {
+		return err
+	}
+	return errors.New("node down")
+}
+
+// lockedBuffer is a bytes.Buffer that a logger may write to from several
+// goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestTriggerWaitsForRun(t *testing.T) {

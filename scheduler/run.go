@@ -269,7 +269,7 @@ func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 // why.
 func (s *Scheduler) startAtTick(rn *runner, d dueTick, lease Lease, attempts int, starts *startGroup) (*run, error) {
 	kept := lease.Keep(rn.jobCtx)
-	r := newRun(d.e, lease, d.tick, attempts)
+	r := newRun(d.e, lease, d.tick, d.tick, attempts)
 	r.batch = starts
 	s.launch(rn, r, kept, func() error {
 		if err := s.waitTick(d, kept, starts.opened()); err != nil {
@@ -515,10 +515,11 @@ type outcome struct {
 }
 
 // newRun returns a run of e, for tick (zero for a manual run), under
-// lease, won in attempts attempts. Its job is started by launch. Its RunID
-// is drawn here, when the lease is won (with lock-ahead, before the tick),
-// so that the start itself does not wait for the system's random source.
-func newRun(e *entry, lease Lease, tick time.Time, attempts int) *run {
+// lease, won in attempts attempts; its RunID's time is idTime. Its job is
+// started by launch. The RunID is drawn here, when the lease is won (with
+// lock-ahead, before the tick), so that the start itself does not wait for
+// the system's random source.
+func newRun(e *entry, lease Lease, tick, idTime time.Time, attempts int) *run {
 	return &run{
 		e:        e,
 		lease:    lease,
@@ -527,7 +528,7 @@ func newRun(e *entry, lease Lease, tick time.Time, attempts int) *run {
 			Job:   e.name,
 			Tick:  tick,
 			Fence: lease.Fence(),
-			RunID: newRunID(runTime(tick)),
+			RunID: newRunID(idTime),
 		},
 		started: make(chan struct{}),
 		failed:  make(chan error, 1),
@@ -535,18 +536,9 @@ func newRun(e *entry, lease Lease, tick time.Time, attempts int) *run {
 	}
 }
 
-// runTime returns the time of a run's id: its tick, or now for a manual
-// run.
-func runTime(tick time.Time) time.Time {
-	if tick.IsZero() {
-		return time.Now()
-	}
-	return tick
-}
-
 // startRun starts a manual run of e under lease at once and returns it.
 func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, attempts int) *run {
-	r := newRun(e, lease, time.Time{}, attempts)
+	r := newRun(e, lease, time.Time{}, s.cfg.clock(), attempts)
 	s.launch(rn, r, lease.Keep(rn.jobCtx), nil)
 	<-r.started // there is no ready to fail
 	return r

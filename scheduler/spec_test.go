@@ -349,7 +349,6 @@ func TestEnumStrings(t *testing.T) {
 	}
 }
 
-// uuidVersion returns the version of the UUID s, or -1.
 // uuidV7Time returns the time of s, a UUIDv7 of the RFC 9562 variant, or
 // false if s is not one.
 func uuidV7Time(s string) (time.Time, bool) {
@@ -361,6 +360,7 @@ func uuidV7Time(s string) (time.Time, bool) {
 	return time.Unix(sec, nsec), true
 }
 
+// uuidVersion returns the version of the UUID s, or -1.
 func uuidVersion(s string) int {
 	id, err := uuid.Parse(s)
 	if err != nil {
