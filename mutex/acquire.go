@@ -61,7 +61,7 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 	for j, q := range reqs {
 		if count(votes[j], VoteYes) < r.quorum {
 			failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: votes[j]}
-			failed[j].Reason, failed[j].Holder = acquireReason(votes[j], r.quorum)
+			failed[j].Holder, failed[j].Reason = acquireReason(votes[j], r.quorum)
 			continue
 		}
 		if r.cfg.fencing {
@@ -251,21 +251,21 @@ func acquireDecider(n, quorum int) decider {
 		if n-answered+yes >= quorum {
 			return false // the pending nodes could still make a quorum
 		}
-		reason, _ := acquireReason(rs, quorum)
+		_, reason := acquireReason(rs, quorum)
 		return reason != ErrNoQuorum
 	}
 }
 
-// acquireReason says why an acquisition without quorum failed, and which
-// value holds a quorum when that is the reason. The outcome is final only
+// acquireReason says which value holds a quorum, when that is the reason,
+// and why an acquisition without quorum failed. The outcome is final only
 // when the votes prove it: a quorum of nodes has the occurrence marked as
 // run, or a quorum holds one and the same other value. Refusals from
 // different holders (a split vote between contenders), or marks on a
 // minority (left by a winner whose commit failed), are undecided: a later
 // attempt may win.
-func acquireReason(rs []NodeResult, quorum int) (reason error, holder string) {
+func acquireReason(rs []NodeResult, quorum int) (holder string, reason error) {
 	if count(rs, VoteAlreadyRun) >= quorum {
-		return ErrAlreadyRun, ""
+		return "", ErrAlreadyRun
 	}
 	for i, a := range rs {
 		if a.Vote != VoteHeld {
@@ -278,10 +278,10 @@ func acquireReason(rs []NodeResult, quorum int) (reason error, holder string) {
 			}
 		}
 		if same >= quorum {
-			return ErrHeld, a.Holder
+			return a.Holder, ErrHeld
 		}
 	}
-	return ErrNoQuorum, ""
+	return "", ErrNoQuorum
 }
 
 // reportFailure reports a failed attempt and returns its error.

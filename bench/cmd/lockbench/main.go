@@ -26,10 +26,11 @@ func main() { cli.Main("lockbench", parseFlags, run) }
 // returns, also when ctx is cancelled by a signal.
 func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer) error {
 	cl, err := redisnode.Start(env.RedisBin, slices.Max(cfg.nodes))
-	defer cl.Close()
 	if err != nil {
+		cl.Close() // the servers that did start
 		return err
 	}
+	defer cl.Close()
 	results, err := prof.CPU(cfg.cpuProfile, func() ([]result, error) {
 		return benchmark(ctx, cfg, cl.Clients, stderr)
 	})

@@ -74,10 +74,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer) error {
 	redisnode.SilenceClientLogs()
 	cl, err := redisnode.Start(env.RedisBin, cfg.nodes)
-	defer cl.Close()
 	if err != nil {
+		cl.Close() // the servers that did start
 		return err
 	}
+	defer cl.Close()
 	servers, admin := cl.Servers, cl.Clients
 	prof := newProfiler(cfg.cpuProfile)
 	defer prof.close()
