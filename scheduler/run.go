@@ -269,7 +269,7 @@ func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 // why.
 func (s *Scheduler) startAtTick(rn *runner, d dueTick, lease Lease, attempts int, starts *startGroup) (*run, error) {
 	kept := lease.Keep(rn.jobCtx)
-	r := newRun(d.e, lease, d.tick, d.tick, attempts)
+	r := s.newRun(d.e, lease, d.tick, d.tick, attempts)
 	r.batch = starts
 	s.launch(rn, r, kept, func() error {
 		if err := s.waitTick(d, kept, starts.opened()); err != nil {
@@ -514,21 +514,22 @@ type outcome struct {
 	abandoned bool  // the job did not return within stopGrace of its cancellation
 }
 
-// newRun returns a run of e, for tick (zero for a manual run), under
-// lease, won in attempts attempts; its RunID's time is idTime. Its job is
-// started by launch. The RunID is drawn here, when the lease is won (with
+// newRun returns a run of e on this replica, for tick (zero for a manual
+// run), under lease, won in attempts attempts; its RunID's time is idTime.
+// Its job is started by launch. The RunID is drawn here, when the lease is won (with
 // lock-ahead, before the tick), so that the start itself does not wait for
 // the system's random source.
-func newRun(e *entry, lease Lease, tick, idTime time.Time, attempts int) *run {
+func (s *Scheduler) newRun(e *entry, lease Lease, tick, idTime time.Time, attempts int) *run {
 	return &run{
 		e:        e,
 		lease:    lease,
 		attempts: attempts,
 		info: RunInfo{
-			Job:   e.name,
-			Tick:  tick,
-			Fence: lease.Fence(),
-			RunID: newRunID(idTime),
+			Job:      e.name,
+			Tick:     tick,
+			Fence:    lease.Fence(),
+			RunID:    newRunID(idTime),
+			Instance: s.cfg.instanceID,
 		},
 		started: make(chan struct{}),
 		failed:  make(chan error, 1),
@@ -538,7 +539,7 @@ func newRun(e *entry, lease Lease, tick, idTime time.Time, attempts int) *run {
 
 // startRun starts a manual run of e under lease at once and returns it.
 func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, attempts int) *run {
-	r := newRun(e, lease, time.Time{}, s.cfg.clock(), attempts)
+	r := s.newRun(e, lease, time.Time{}, s.cfg.clock(), attempts)
 	s.launch(rn, r, lease.Keep(rn.jobCtx), nil)
 	<-r.started // there is no ready to fail
 	return r
@@ -576,7 +577,6 @@ func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func(
 // markStart records r's start and builds its job's context from kept.
 func (s *Scheduler) markStart(rn *runner, r *run, kept context.Context) {
 	e, tick := r.e, r.info.Tick
-	r.info.Instance = s.cfg.instanceID
 	e.running.Add(1)
 
 	var startDelay time.Duration
