@@ -28,9 +28,12 @@ type dueTick struct {
 	// ctx bounds the tick's lock attempts; cancel ends them.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// starts is the start group of the batch whose first attempt won the
-	// tick's lease, or nil.
+	// starts is the start group of the tick's instant in its batch, or
+	// nil; member reports whether the batch's first attempt won the tick's
+	// lease, which makes the tick one of the group's members. A lease won
+	// by a later attempt may join the group (see startGroup.join).
 	starts *startGroup
+	member bool
 }
 
 // loop dispatches due ticks until rn.loopCtx is done. It owns the timer.

@@ -93,6 +93,7 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 	for i, d := range ticks {
 		first := results[i]
 		d.starts = starts[i]
+		d.member = first.Err == nil && first.Lease != nil
 		if refused(first.Err) && !s.askAgain(d.tick, first.Err) {
 			// Decided: acquire returns at once, and lockFailed reports it.
 			s.lockAndRun(rn, d, reqs[i], &first)
@@ -186,7 +187,10 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 	e, tick := d.e, d.tick
 	total := 0
 	var lost error // why a lease won ahead was lost before the tick
-	starts := d.starts
+	var starts *startGroup // the group the run is a member of
+	if d.member {
+		starts = d.starts
+	}
 	defer func() { starts.done() }() // if the batch's lease ends without a run
 	for again := true; ; again = false {
 		lease, attempts, err := s.acquire(d.ctx, e, req, tick.Add(e.cfg.lateLimit()), first)
@@ -200,6 +204,9 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 		first = nil
 		switch {
 		case err == nil:
+			if starts == nil && d.starts.join() {
+				starts = d.starts // won by a retry, before the gate opened
+			}
 			r, lerr := s.startAtTick(rn, d, lease, total, starts)
 			starts = nil // the run marked itself done in its group
 			if lerr == nil {

@@ -11,7 +11,9 @@ import (
 const maxStartWait = 100 * time.Millisecond
 
 // startGroup is the runs due at one tick whose leases a batch won at its
-// first attempt.
+// first attempt, and those whose leases a retry of the batch's undecided
+// attempt won before the tick (see join): with lock-ahead, most split
+// votes are settled long before the tick.
 //
 // Their goroutines wait for the group's gate, which one timer opens at the
 // tick (at once if the batch ended after the tick), and start together,
@@ -44,36 +46,45 @@ type startGroup struct {
 
 // startGroups returns the start group of each of a batch's ticks: one
 // group for the ticks of one instant whose leases the batch won (results,
-// one per tick), nil for the others and for a tick alone in its group.
-// With lock-ahead, a batch can hold ticks of several instants (jobs whose
-// leads differ): a run waits only for those due with it. now is the time
-// by the scheduler's clock, from which the gates' timers are set.
+// one per tick), its members, and whose first attempts were undecided,
+// which may join it if a retry wins the lease before the gate opens; nil
+// for the ticks refused, and for a tick alone in its group. With
+// lock-ahead, a batch can hold ticks of several instants (jobs whose leads
+// differ): a run waits only for those due with it. now is the time by the
+// scheduler's clock, from which the gates' timers are set.
 func startGroups(ticks []dueTick, results []LockResult, now time.Time) []*startGroup {
-	won := make(map[int64]int) // by tick, in Unix ns (ticks may differ in location)
+	type count struct{ won, undecided int }
+	counts := make(map[int64]count) // by tick, in Unix ns (ticks may differ in location)
 	for i, r := range results {
-		if r.Err == nil && r.Lease != nil {
-			won[ticks[i].tick.UnixNano()]++
+		c := counts[ticks[i].tick.UnixNano()]
+		switch {
+		case r.Err == nil && r.Lease != nil:
+			c.won++
+		case !refused(r.Err):
+			c.undecided++
+		default:
+			continue
 		}
+		counts[ticks[i].tick.UnixNano()] = c
 	}
-	groups := make(map[int64]*startGroup, len(won))
-	for t, n := range won {
-		groups[t] = newStartGroup(n, time.Unix(0, t).Sub(now))
+	groups := make(map[int64]*startGroup, len(counts))
+	for t, c := range counts {
+		if c.won > 0 && c.won+c.undecided > 1 {
+			groups[t] = newStartGroup(c.won, time.Unix(0, t).Sub(now))
+		}
 	}
 	out := make([]*startGroup, len(ticks))
 	for i, r := range results {
-		if r.Err == nil && r.Lease != nil {
+		if !refused(r.Err) { // won or undecided
 			out[i] = groups[ticks[i].tick.UnixNano()]
 		}
 	}
 	return out
 }
 
-// newStartGroup returns a group of n members whose gate opens after wait,
-// or nil if n < 2.
+// newStartGroup returns a group of n members whose gate opens after wait;
+// n must be at least 1.
 func newStartGroup(n int, wait time.Duration) *startGroup {
-	if n < 2 {
-		return nil
-	}
 	g := &startGroup{all: make(chan struct{}), gate: make(chan struct{})}
 	g.left.Store(int64(n))
 	wait = max(wait, 0)
@@ -112,6 +123,31 @@ func (g *startGroup) done() {
 		g.closeAll()
 	case 2*took < maxStartWait:
 		g.bound.Reset(took)
+	}
+}
+
+// join adds a member to g, a run whose lease was won after g was made (by
+// a retry of the batch's undecided first attempt), and reports whether it
+// did. It does not once g's gate has opened, or once g's wait for its
+// members has ended (every member's lease lost before the tick): the run
+// then starts on its own.
+func (g *startGroup) join() bool {
+	if g == nil {
+		return false
+	}
+	select {
+	case <-g.gate:
+		return false
+	default:
+	}
+	for {
+		n := g.left.Load()
+		if n <= 0 {
+			return false
+		}
+		if g.left.CompareAndSwap(n, n+1) {
+			return true
+		}
 	}
 }
 

@@ -81,6 +81,68 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 	}
 }
 
+// TestBatchRetryJoinsStartGroup checks that, with lock-ahead, a run whose
+// lease was won by a retry of the batch's undecided attempt, before the
+// tick, starts with the runs due with it that the batch won and keeps its
+// lease until they have started, as they do; and that a retry won after
+// the tick starts on its own and does not wait for them.
+func TestBatchRetryJoinsStartGroup(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ahead time.Duration // WithLockAhead
+		join  bool
+	}{
+		{"won before the tick: joins", 400 * time.Millisecond, true},
+		{"won after the tick: alone", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := newBatchLocker()
+				l.undecided["retried"] = true
+				hold := holdFirstStart("slow")
+				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(observerFunc(hold.observe)),
+					scheduler.WithLockAhead(tc.ahead))
+				ran := make(chan time.Time, 10)
+				mustAdd(t, s, "retried", "* * * * * *", sendTick(ran))
+				mustAdd(t, s, "slow", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
+				stop := start(t, s)
+				defer stop()
+				defer hold.release() // before stop, which waits for slow's run
+
+				tick := <-ran
+				if tc.join && !time.Now().Equal(tick) {
+					t.Fatalf("retried's run for %v started at %v, want at the tick", tick, time.Now())
+				}
+				if _, _, acquires := l.recorded(); len(acquires) == 0 || acquires[0].Job != "retried" {
+					t.Fatalf("retried's lease was not won by a retry: Acquire calls %+v", acquires)
+				}
+				synctest.Wait()
+				if _, held := l.Held("retried"); held != tc.join {
+					t.Fatalf("retried's lease held after its run while slow's start is held: %v, want %v", held, tc.join)
+				}
+				if !tc.join {
+					return
+				}
+				const took = 30 * time.Millisecond
+				time.Sleep(took)
+				hold.release()
+				// Released as long after slow's start as that took from
+				// the tick.
+				sleepUntil(tick.Add(2*took - time.Millisecond))
+				synctest.Wait()
+				if _, held := l.Held("retried"); !held {
+					t.Errorf("retried's lease released %v after the tick, before slow's start plus as long again", time.Since(tick))
+				}
+				time.Sleep(time.Millisecond)
+				synctest.Wait()
+				if g, held := l.Held("retried"); held {
+					t.Errorf("retried's lease still held (%+v) %v after the tick", g, time.Since(tick))
+				}
+			})
+		})
+	}
+}
+
 // TestBatchReleaseWithoutOtherStart checks that a run of a batch does not
 // keep its lease waiting for a run of its batch that will not start: here,
 // with lock-ahead, a job removed between its lease's acquisition and its
