@@ -15,14 +15,14 @@ import (
 
 // record is one scheduler event, compacted.
 type record struct {
-	kind     scheduler.EventKind
-	skip     scheduler.SkipReason
-	result   scheduler.Result
-	replica  int8
-	attempts int16
-	job      int32
-	tick     int64 // unix seconds
-	delay    time.Duration
+	Kind     scheduler.EventKind
+	Skip     scheduler.SkipReason
+	Result   scheduler.Result
+	Replica  int8
+	Attempts int16
+	Job      int32
+	Tick     int64 // unix seconds
+	Delay    time.Duration
 }
 
 // collector receives the events of every replica of one run.
@@ -52,9 +52,9 @@ func (c *collector) observer(id int) scheduler.Observer {
 		if !ok {
 			return
 		}
-		r := record{kind: e.Kind, skip: e.Skip, result: e.Result, replica: int8(id), job: job,
-			attempts: int16(min(e.Attempts, 1<<14)), tick: e.Tick.Unix(), delay: e.StartDelay}
-		if (e.Kind == scheduler.EventRunStarted || e.Kind == scheduler.EventSkipped) && r.tick >= c.w0 && r.tick < c.w1 {
+		r := record{Kind: e.Kind, Skip: e.Skip, Result: e.Result, Replica: int8(id), Job: job,
+			Attempts: int16(min(e.Attempts, 1<<14)), Tick: e.Tick.Unix(), Delay: e.StartDelay}
+		if (e.Kind == scheduler.EventRunStarted || e.Kind == scheduler.EventSkipped) && r.Tick >= c.w0 && r.Tick < c.w1 {
 			c.handled.Add(1)
 		}
 		c.recs.add(r)
@@ -70,7 +70,7 @@ func (c *collector) jobStarted(info scheduler.RunInfo) {
 	if !ok {
 		return
 	}
-	c.inJobs.add(record{kind: scheduler.EventRunStarted, job: job, tick: info.Tick.Unix(), delay: delay})
+	c.inJobs.add(record{Kind: scheduler.EventRunStarted, Job: job, Tick: info.Tick.Unix(), Delay: delay})
 }
 
 // jobIndex returns the number of the benchmark's job called name ("j12"
@@ -100,6 +100,12 @@ type buffer[T any] struct {
 
 func newBuffer[T any](size int) buffer[T] { return buffer[T]{buf: make([]T, size)} }
 
+// set makes vs the values of an empty buffer.
+func (b *buffer[T]) set(vs []T) {
+	b.buf = vs
+	b.n.Store(int64(len(vs)))
+}
+
 func (b *buffer[T]) add(v T) {
 	if i := b.n.Add(1) - 1; i < int64(len(b.buf)) {
 		b.buf[i] = v
@@ -122,15 +128,15 @@ func (b *buffer[T]) all() []T {
 // lockFail is one failed lock acquisition, from a replica's mutex
 // observer.
 type lockFail struct {
-	at       int64 // unix seconds
-	replica  int8
-	job      int32
-	reason   string // held, already_run, no_quorum
-	timeouts int8   // nodes that voted timeout or canceled
+	At       int64 // unix seconds
+	Replica  int8
+	Job      int32
+	Reason   string // held, already_run, no_quorum
+	Timeouts int8   // nodes that voted timeout or canceled
 	// For held: the holding value's occurrence (unix seconds) and owner
 	// (replica number, -1 if not one of ours).
-	holderTick  int64
-	holderOwner int8
+	HolderTick  int64
+	HolderOwner int8
 }
 
 // lockObserver returns the mutex Observer of replica id.
@@ -143,29 +149,29 @@ func (c *collector) lockObserver(id int) mutex.Observer {
 		if !ok {
 			return
 		}
-		f := lockFail{at: time.Now().Unix(), replica: int8(id), job: job, holderOwner: -1}
+		f := lockFail{At: time.Now().Unix(), Replica: int8(id), Job: job, HolderOwner: -1}
 		var qe *mutex.QuorumError
 		if errors.As(e.Err, &qe) {
 			for _, n := range qe.Nodes {
 				if n.Vote == mutex.VoteTimeout || n.Vote == mutex.VoteCanceled {
-					f.timeouts++
+					f.Timeouts++
 				}
 			}
 			switch qe.Reason {
 			case mutex.ErrHeld:
-				f.reason = "held"
+				f.Reason = "held"
 				if v, err := store.ParseValue(qe.Holder); err == nil {
-					f.holderTick = v.Occurrence / 1000
+					f.HolderTick = v.Occurrence / 1000
 					if n, ok := strings.CutPrefix(v.Owner, "replica-"); ok {
 						if i, err := strconv.Atoi(n); err == nil {
-							f.holderOwner = int8(i)
+							f.HolderOwner = int8(i)
 						}
 					}
 				}
 			case mutex.ErrAlreadyRun:
-				f.reason = "already_run"
+				f.Reason = "already_run"
 			default:
-				f.reason = "no_quorum"
+				f.Reason = "no_quorum"
 			}
 		}
 		c.fails.add(f)

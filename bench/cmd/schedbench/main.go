@@ -1,6 +1,8 @@
 // Command schedbench measures the scheduler at scale: J jobs due every
-// second on 3 scheduler replicas (in this process) over 5 redis-servers
-// (which it starts itself), for J = 1, 100, 1000, 5000. For every J it
+// second on 3 scheduler replicas over 5 redis-servers (which it starts
+// itself), for J = 1, 100, 1000, 5000. Each replica is a process of its
+// own, as in a deployment, started from this program's executable: one Go
+// runtime per replica, which the replicas' runs do not share. For every J it
 // reports the start delay of the runs (p50, p99), whether every tick of
 // every job ran exactly once (duplicates, misses), the Redis calls the
 // replicas sent per job and tick, and the CPU the servers and the process
@@ -19,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"time"
 
@@ -39,7 +42,12 @@ type config struct {
 	profileJobs int
 }
 
-func main() { cli.Main("schedbench", parseFlags, run) }
+func main() {
+	if len(os.Args) == 2 && os.Args[1] == replicaArg {
+		os.Exit(replicaMain(os.Stdin, os.Stdout, os.Stderr))
+	}
+	cli.Main("schedbench", parseFlags, run)
+}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := cli.NewFlagSet("schedbench", stderr)
@@ -52,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.measure, "measure", 8*time.Second, "measured window of ticks (whole seconds)")
 	fs.IntVar(&c.rounds, "rounds", 3, "runs per number of jobs, interleaved; medians over them")
 	fs.DurationVar(&c.settle, "settle", 10*time.Second, "how long after the window to wait for its ticks to be handled by every replica")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured windows of -profile-jobs to this file")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the first measured window of -profile-jobs, replica i's to this file's name followed by .i")
 	fs.IntVar(&c.profileJobs, "profile-jobs", 1000, "number of jobs whose windows -cpuprofile covers")
 	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
@@ -80,9 +88,8 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	}
 	defer cl.Close()
 	servers, admin := cl.Servers, cl.Clients
-	prof := newProfiler(cfg.cpuProfile)
-	defer prof.close()
 	base := runtime.NumGoroutine()
+	profile := cfg.cpuProfile
 
 	var results []result
 	setups := cfg.setups()
@@ -90,7 +97,11 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 		for k := range setups {
 			su := setups[(r+k)%len(setups)]
 			fmt.Fprintf(stderr, "round %d/%d: %s\n", r+1, cfg.rounds, su)
-			res, err := runOnce(ctx, cfg, servers, admin, su, r, prof, stderr)
+			var p string
+			if su.jobs == cfg.profileJobs {
+				p, profile = profile, "" // the first window only
+			}
+			res, err := runOnce(ctx, cfg, servers, admin, su, r, p, stderr)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", su, r+1, err)
 			}
@@ -99,9 +110,6 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 			waited, left := quiesce(ctx, admin, base)
 			fmt.Fprintf(stderr, "  quiet after %v; goroutines above base: %d\n", waited.Round(10*time.Millisecond), left)
 		}
-	}
-	if err := prof.close(); err != nil {
-		return err
 	}
 	writeReport(stdout, env.Machine, cfg, results)
 	return nil

@@ -5,35 +5,33 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redcron/redcron/bench/internal/locks"
-	"github.com/redcron/redcron/bench/internal/prof"
 	"github.com/redcron/redcron/bench/internal/redisnode"
-	"github.com/redcron/redcron/internal/redisproc"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
 )
 
-// replica is one scheduler replica with its own clients, nodes and Redlock,
-// as in a separate process.
+// replica is one scheduler replica with its own clients, nodes and
+// Redlock, in a process of its own (see replicaMain).
 type replica struct {
 	id      int
 	clients []*redis.Client
 	rl      *mutex.Redlock
 	s       *scheduler.Scheduler
 	counter *cmdCounter
-	runErr  error
 }
 
-// newReplica builds replica id over the servers, with su.jobs trivial jobs
-// due every second, named j0, j1, ..., locked su.ahead before their ticks;
-// its events go to col.
-func newReplica(id int, servers []*redisproc.Server, prefix string, su setup, col *collector) (*replica, error) {
+// newReplica builds replica id over the servers at addrs, with jobs
+// trivial jobs due every second, named j0, j1, ..., locked ahead before
+// their ticks; its events go to col.
+func newReplica(id int, addrs []string, prefix string, jobs int, ahead time.Duration, col *collector) (*replica, error) {
 	rep := &replica{id: id, counter: newCmdCounter()}
-	for _, s := range servers {
-		c := redisnode.NewClient(s.Addr())
+	for _, a := range addrs {
+		c := redisnode.NewClient(a)
 		c.AddHook(rep.counter)
 		rep.clients = append(rep.clients, c)
 	}
@@ -49,7 +47,7 @@ func newReplica(id int, servers []*redisproc.Server, prefix string, su setup, co
 		scheduler.WithObserver(col.observer(id)),
 		scheduler.WithInstanceID(fmt.Sprintf("replica-%d", id)),
 		scheduler.WithLeakScan(0),
-		scheduler.WithLockAhead(su.ahead))
+		scheduler.WithLockAhead(ahead))
 	if err != nil {
 		rep.close()
 		return nil, err
@@ -58,7 +56,7 @@ func newReplica(id int, servers []*redisproc.Server, prefix string, su setup, co
 		col.jobStarted(info)
 		return nil
 	})
-	for j := range su.jobs {
+	for j := range jobs {
 		if err := rep.s.Add("j"+strconv.Itoa(j), "* * * * * *", job); err != nil {
 			rep.close()
 			return nil, err
@@ -160,38 +158,4 @@ func (c *cmdCounter) snapshot() map[string]uint64 {
 		m[k] = v
 	}
 	return m
-}
-
-// profiler writes one CPU profile, of the first measured window it is
-// started for.
-type profiler struct {
-	path    string
-	stopCPU func() error // while the profile is being written
-	started bool
-	err     error
-}
-
-func newProfiler(path string) *profiler { return &profiler{path: path} }
-
-func (p *profiler) start() {
-	if p.path == "" || p.started {
-		return
-	}
-	p.started = true
-	p.stopCPU, p.err = prof.StartCPU(p.path)
-}
-
-func (p *profiler) stop() {
-	if p.stopCPU == nil {
-		return
-	}
-	if err := p.stopCPU(); p.err == nil {
-		p.err = err
-	}
-	p.stopCPU = nil
-}
-
-func (p *profiler) close() error {
-	p.stop()
-	return p.err
 }

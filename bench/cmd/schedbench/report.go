@@ -131,13 +131,13 @@ func summarize(cfg config, results []result) []summary {
 
 func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 	m.WriteHeader(w)
-	fmt.Fprintf(w, "run:     %d replicas (one process) × %d redis-servers; jobs due every second (\"* * * * * *\", WithSeconds), trivial;\n", cfg.replicas, cfg.nodes)
+	fmt.Fprintf(w, "run:     %d replicas (a process each) × %d redis-servers; jobs due every second (\"* * * * * *\", WithSeconds), trivial;\n", cfg.replicas, cfg.nodes)
 	fmt.Fprintf(w, "         per number of jobs and lock-ahead: %d rounds of %v warm-up + %v measured ticks, interleaved; medians over rounds (sums for counts)\n\n",
 		cfg.rounds, cfg.warmup, cfg.measure)
 	sums := summarize(cfg, results)
 
 	tw := table.New(w)
-	fmt.Fprintln(tw, "jobs\tahead\truns/tick\tduplicates\tmisses\tunhandled\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\tprocess CPU\tredis µs/job/tick\tprocess µs/job/tick")
+	fmt.Fprintln(tw, "jobs\tahead\truns/tick\tduplicates\tmisses\tunhandled\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\treplicas CPU\tredis µs/job/tick\treplicas µs/job/tick")
 	for _, s := range sums {
 		fmt.Fprintf(tw, "%d\t%v\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
 			s.jobs, s.ahead, s.runsPerTick, s.duplicates, s.misses, s.unhandled, ms(s.p50), ms(s.p99), ms(s.maxDelay), ms(s.jobP99),
@@ -153,8 +153,7 @@ calls/job/tick = (scripts + plain) / (jobs × ticks): scripts = lock script call
 (Stats().Calls, all nodes); plain = other commands their clients sent (heartbeat SETs, SCRIPT LOAD; counted by a
 go-redis hook, which also tells the scripts apart by their arguments). pipelines = round trips that carried the scripts (Stats().Pipelines). server cmds = every command
 the servers executed, including those run inside the scripts (INFO commandstats). CPU: seconds per second of
-window (redis: used_cpu_user+sys of all servers; process: getrusage of this process, which hosts the 3 replicas
-and the benchmark itself).`)
+window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each replica's process, summed).`)
 
 	fmt.Fprintln(w, "\noutcomes over all rounds (events of window ticks, all replicas):")
 	for _, s := range sums {

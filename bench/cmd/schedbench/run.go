@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -27,21 +27,13 @@ type snapshot struct {
 	cmds    map[string]uint64    // commands the replicas' clients sent, by name
 	servers redisnode.Snapshot   // INFO cpu commandstats, summed over servers
 	perNode []redisnode.Snapshot // the same, per server
-	procCPU time.Duration        // user + system CPU of this process
+	procCPU time.Duration        // user + system CPU of the replicas' processes
 }
 
-func takeSnapshot(ctx context.Context, reps []*replica, admin []*redis.Client) (snapshot, error) {
-	s := snapshot{at: time.Now(), cmds: make(map[string]uint64), procCPU: processCPU()}
-	for _, r := range reps {
-		n := r.nodeStats()
-		s.nodes.Calls += n.Calls
-		s.nodes.Pipelines += n.Pipelines
-		s.nodes.Failed += n.Failed
-		s.nodes.Skipped += n.Skipped
-		for k, v := range r.counter.snapshot() {
-			s.cmds[k] += v
-		}
-	}
+// serverSnapshot returns the servers' counters now, in a snapshot whose
+// replicas' counters are still to be added (addReplica).
+func serverSnapshot(ctx context.Context, admin []*redis.Client) (snapshot, error) {
+	s := snapshot{at: time.Now(), cmds: make(map[string]uint64)}
 	s.servers = redisnode.Snapshot{Calls: map[string]uint64{}}
 	for _, c := range admin {
 		snap, err := redisnode.TakeSnapshot(ctx, c)
@@ -54,7 +46,19 @@ func takeSnapshot(ctx context.Context, reps []*replica, admin []*redis.Client) (
 	return s, nil
 }
 
-// processCPU returns the user and system CPU time used by this process.
+// addReplica adds a replica's counters to s.
+func (s *snapshot) addReplica(r replicaSnap) {
+	s.nodes.Calls += r.Nodes.Calls
+	s.nodes.Pipelines += r.Nodes.Pipelines
+	s.nodes.Failed += r.Nodes.Failed
+	s.nodes.Skipped += r.Nodes.Skipped
+	for k, v := range r.Cmds {
+		s.cmds[k] += v
+	}
+	s.procCPU += r.CPU
+}
+
+// processCPU returns the user and system CPU time this process has used.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -133,106 +137,57 @@ func (r result) brief() string {
 		r.callsPerJobTick(), r.skips)
 }
 
-// runOnce runs J jobs on the replicas for the warm-up and the window, then
-// waits for the window's ticks to be handled and shuts the replicas down.
-func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin []*redis.Client, su setup, round int, prof *profiler, progress io.Writer) (result, error) {
+// runOnce runs J jobs on the replicas, each in a process of its own
+// (replicaMain), for the warm-up and the window; they stop once they have
+// handled the window's ticks.
+func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin []*redis.Client, su setup, round int, profile string, progress io.Writer) (result, error) {
 	jobs := su.jobs
-	prefix := fmt.Sprintf("sb-r%d-j%d-a%d", round, jobs, su.ahead.Milliseconds())
 	start := time.Now()
 	w0 := start.Truncate(time.Second).Add(time.Second + cfg.warmup)
 	w1 := w0.Add(cfg.measure)
-	// Room for a run's start and end and two refusals per job, replica and
-	// tick, warm-up, window and settling included.
-	allTicks := int((cfg.warmup + cfg.measure + cfg.settle).Seconds()) + 2
-	col := &collector{w0: w0.Unix(), w1: w1.Unix(),
-		recs:   newBuffer[record](4 * jobs * cfg.replicas * allTicks),
-		inJobs: newBuffer[record](jobs * allTicks),
-		fails:  newBuffer[lockFail](jobs * cfg.replicas * allTicks)}
-
-	var reps []*replica
-	defer func() {
-		for _, r := range reps {
-			r.close()
-		}
-	}()
-	for i := range cfg.replicas {
-		r, err := newReplica(i, servers, prefix, su, col)
-		if err != nil {
-			return result{}, err
-		}
-		reps = append(reps, r)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, r := range reps {
-		wg.Go(func() { r.runErr = r.s.Run(runCtx) })
-	}
-	stopAll := func() {
-		sctx, done := context.WithTimeout(context.Background(), 10*time.Second)
-		defer done()
-		var sw sync.WaitGroup
-		for _, r := range reps {
-			sw.Go(func() { _ = r.s.Shutdown(sctx) })
-		}
-		sw.Wait()
-		cancel()
-		wg.Wait()
-	}
-
 	// Snapshots midway between a tick and the lock-ahead of the next,
 	// before the window's first tick and before the tick after its last,
 	// so that the traffic between them is that of the window's ticks (for
 	// ticks handled within that gap), heartbeats included.
 	gap := (time.Second + su.ahead) / 2
-	if !sleepUntil(ctx, w0.Add(-gap)) {
-		stopAll()
-		return result{}, ctx.Err()
+	spec := replicaSpec{Prefix: fmt.Sprintf("sb-r%d-j%d-a%d", round, jobs, su.ahead.Milliseconds()),
+		Jobs: jobs, Ahead: su.ahead, W0: w0.Unix(), W1: w1.Unix(),
+		SnapA: w0.Add(-gap), SnapB: w1.Add(-gap), Deadline: w1.Add(cfg.settle)}
+	for _, s := range servers {
+		spec.Addrs = append(spec.Addrs, s.Addr())
 	}
-	if jobs == cfg.profileJobs {
-		prof.start()
-	}
-	a, err := takeSnapshot(ctx, reps, admin)
+	procs, err := startReplicas(ctx, cfg.replicas, spec, profile, progress)
 	if err != nil {
-		stopAll()
 		return result{}, err
 	}
-	if !sleepUntil(ctx, w1.Add(-gap)) {
-		stopAll()
-		return result{}, ctx.Err()
+
+	var a, b snapshot
+	if sleepUntil(ctx, spec.SnapA) {
+		a, err = serverSnapshot(ctx, admin)
 	}
-	b, err := takeSnapshot(ctx, reps, admin)
-	if jobs == cfg.profileJobs {
-		prof.stop()
+	if err == nil && sleepUntil(ctx, spec.SnapB) {
+		b, err = serverSnapshot(ctx, admin)
 	}
-	if err != nil {
-		stopAll()
+	outs, werr := procs.wait()
+	if cerr := ctx.Err(); cerr != nil {
+		return result{}, cerr // the replicas were killed
+	}
+	if err := errors.Join(err, werr); err != nil {
 		return result{}, err
 	}
 
 	ticks := int(cfg.measure / time.Second)
-	want := int64(cfg.replicas * jobs * ticks)
-	deadline := w1.Add(cfg.settle)
-	for col.handled.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
+	var recs, inJobs []record
+	var fails []lockFail
+	for _, o := range outs {
+		recs, inJobs, fails = append(recs, o.Recs...), append(inJobs, o.InJobs...), append(fails, o.Fails...)
+		a.addReplica(o.A)
+		b.addReplica(o.B)
 	}
-	if got := col.handled.Load(); got < want {
-		fmt.Fprintf(progress, "  %d of %d outcomes of window ticks reported %v after the window; shutting down\n", got, want, cfg.settle)
-	}
-	stopAll()
-	if err := ctx.Err(); err != nil {
-		return result{}, err
-	}
-	for _, r := range reps {
-		if r.runErr != nil && r.runErr != scheduler.ErrClosed {
-			return result{}, fmt.Errorf("replica %d: Run: %w", r.id, r.runErr)
-		}
-	}
-
-	for _, r := range reps {
-		r.close()
-	}
-	reps = nil
+	col := &collector{w0: w0.Unix(), w1: w1.Unix()}
+	col.recs.set(recs)
+	col.inJobs.set(inJobs)
+	col.fails.set(fails)
 	res := analyze(col, jobs, cfg.replicas, ticks)
 	res.round, res.ahead = round, su.ahead
 	res.window = b.at.Sub(a.at)
@@ -263,34 +218,34 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 	var delays, first, retried []time.Duration
 	alreadyRan := make([]bool, jobs*ticks)
 	for _, r := range col.records() {
-		if r.tick < col.w0 || r.tick >= col.w1 || int(r.job) >= jobs {
+		if r.Tick < col.w0 || r.Tick >= col.w1 || int(r.Job) >= jobs {
 			continue
 		}
-		i := int(r.tick-col.w0)*jobs + int(r.job)
-		switch r.kind {
+		i := int(r.Tick-col.w0)*jobs + int(r.Job)
+		switch r.Kind {
 		case scheduler.EventRunStarted:
 			runs[i]++
 			outcomes[i]++
 			res.runs++
-			res.perReplica[r.replica]++
-			delays = append(delays, r.delay)
-			if r.attempts <= 1 {
+			res.perReplica[r.Replica]++
+			delays = append(delays, r.Delay)
+			if r.Attempts <= 1 {
 				res.firstAttempt++
-				first = append(first, r.delay)
+				first = append(first, r.Delay)
 			} else {
-				retried = append(retried, r.delay)
+				retried = append(retried, r.Delay)
 			}
 		case scheduler.EventSkipped:
 			outcomes[i]++
-			if r.skip == scheduler.SkipAlreadyRun {
+			if r.Skip == scheduler.SkipAlreadyRun {
 				alreadyRan[i] = true
 			}
-			res.skips[r.skip.String()]++
+			res.skips[r.Skip.String()]++
 		case scheduler.EventLockRetry:
 			res.retries++
 		case scheduler.EventRunFinished:
-			if r.result != scheduler.ResultSuccess {
-				res.failedRuns[r.result.String()]++
+			if r.Result != scheduler.ResultSuccess {
+				res.failedRuns[r.Result.String()]++
 			}
 		}
 	}
@@ -299,21 +254,21 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 	heldBy := map[int]map[int8]bool{} // (tick, job) → holder owners seen
 	selfHeld := map[int]bool{}        // (tick, job) held by the observer's own value
 	for _, f := range col.lockFails() {
-		if f.at >= col.w0 && f.at < col.w1 {
-			res.lockFails[f.reason]++
-			if f.timeouts > 0 {
+		if f.At >= col.w0 && f.At < col.w1 {
+			res.lockFails[f.Reason]++
+			if f.Timeouts > 0 {
 				res.failsTimedOut++
 			}
 		}
-		if f.reason != "held" || f.holderTick < col.w0 || f.holderTick >= col.w1 || int(f.job) >= jobs {
+		if f.Reason != "held" || f.HolderTick < col.w0 || f.HolderTick >= col.w1 || int(f.Job) >= jobs {
 			continue
 		}
-		i := int(f.holderTick-col.w0)*jobs + int(f.job)
+		i := int(f.HolderTick-col.w0)*jobs + int(f.Job)
 		if heldBy[i] == nil {
 			heldBy[i] = map[int8]bool{}
 		}
-		heldBy[i][f.holderOwner] = true
-		if f.holderOwner == f.replica {
+		heldBy[i][f.HolderOwner] = true
+		if f.HolderOwner == f.Replica {
 			selfHeld[i] = true
 		}
 	}
@@ -344,8 +299,8 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 	}
 	var inJob []time.Duration
 	for _, r := range col.jobStarts() {
-		if r.tick >= col.w0 && r.tick < col.w1 && int(r.job) < jobs {
-			inJob = append(inJob, r.delay)
+		if r.Tick >= col.w0 && r.Tick < col.w1 && int(r.Job) < jobs {
+			inJob = append(inJob, r.Delay)
 		}
 	}
 	slices.Sort(inJob)
@@ -385,15 +340,15 @@ func describeMiss(col *collector, jobs, i int) string {
 	tick, job := col.w0+int64(i/jobs), int32(i%jobs)
 	var parts []string
 	for _, r := range col.records() {
-		if r.job == job && r.tick == tick && (r.kind == scheduler.EventSkipped || r.kind == scheduler.EventLockRetry) {
-			parts = append(parts, fmt.Sprintf("replica-%d %s %s (attempt %d)", r.replica, r.kind, r.skip, r.attempts))
+		if r.Job == job && r.Tick == tick && (r.Kind == scheduler.EventSkipped || r.Kind == scheduler.EventLockRetry) {
+			parts = append(parts, fmt.Sprintf("replica-%d %s %s (attempt %d)", r.Replica, r.Kind, r.Skip, r.Attempts))
 		}
 	}
 	for _, f := range col.lockFails() {
-		if f.job == job && f.at >= tick && f.at <= tick+1 {
-			s := fmt.Sprintf("replica-%d lock %s, %d timeouts", f.replica, f.reason, f.timeouts)
-			if f.reason == "held" {
-				s += fmt.Sprintf(", holder replica-%d for tick %+ds", f.holderOwner, f.holderTick-tick)
+		if f.Job == job && f.At >= tick && f.At <= tick+1 {
+			s := fmt.Sprintf("replica-%d lock %s, %d timeouts", f.Replica, f.Reason, f.Timeouts)
+			if f.Reason == "held" {
+				s += fmt.Sprintf(", holder replica-%d for tick %+ds", f.HolderOwner, f.HolderTick-tick)
 			}
 			parts = append(parts, s)
 		}
