@@ -186,7 +186,7 @@ func (s *Scheduler) askAgain(tick time.Time, err error) bool {
 func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *LockResult) {
 	e, tick := d.e, d.tick
 	total := 0
-	var lost error // why a lease won ahead was lost before the tick
+	var lost error         // why a lease won ahead was lost before the tick
 	var starts *startGroup // the group the run is a member of
 	if d.member {
 		starts = d.starts

@@ -36,6 +36,7 @@ const maxStartWait = 100 * time.Millisecond
 // The methods of a nil *startGroup do nothing.
 type startGroup struct {
 	left   atomic.Int64  // members whose outcome is not known yet
+	size   atomic.Int64  // members, those that joined included
 	all    chan struct{} // closed when the handlers' wait ends
 	close  sync.Once     // closes all
 	gate   chan struct{} // closed when the gate opens
@@ -48,7 +49,10 @@ type startGroup struct {
 // group for the ticks of one instant whose leases the batch won (results,
 // one per tick), its members, and whose first attempts were undecided,
 // which may join it if a retry wins the lease before the gate opens; nil
-// for the ticks refused, and for a tick alone in its group. With
+// for the ticks refused, and for a won tick that no other won or
+// undecided tick of its instant could start with. (An instant whose
+// attempts were all undecided has no group: its retries start on their
+// own.) With
 // lock-ahead, a batch can hold ticks of several instants (jobs whose leads
 // differ): a run waits only for those due with it. now is the time by the
 // scheduler's clock, from which the gates' timers are set.
@@ -69,8 +73,11 @@ func startGroups(ticks []dueTick, results []LockResult, now time.Time) []*startG
 	}
 	groups := make(map[int64]*startGroup, len(counts))
 	for t, c := range counts {
-		if c.won > 0 && c.won+c.undecided > 1 {
-			groups[t] = newStartGroup(c.won, time.Unix(0, t).Sub(now))
+		// A lone winner needs a group only if a retry may join it, which
+		// it may until the gate opens, at the tick.
+		wait := time.Unix(0, t).Sub(now)
+		if c.won > 1 || c.won == 1 && c.undecided > 0 && wait > 0 {
+			groups[t] = newStartGroup(c.won, wait)
 		}
 	}
 	out := make([]*startGroup, len(ticks))
@@ -87,6 +94,7 @@ func startGroups(ticks []dueTick, results []LockResult, now time.Time) []*startG
 func newStartGroup(n int, wait time.Duration) *startGroup {
 	g := &startGroup{all: make(chan struct{}), gate: make(chan struct{})}
 	g.left.Store(int64(n))
+	g.size.Store(int64(n))
 	wait = max(wait, 0)
 	g.opens = time.Now().Add(wait)
 	if wait > 0 {
@@ -109,7 +117,8 @@ func (g *startGroup) opened() <-chan struct{} {
 // done records that one member's run has started, or that it will not
 // start. Each member calls it once. After the last, the handlers' wait
 // ends as long after as the members took from the gate's opening, or at
-// its bound if that comes first.
+// its bound if that comes first; at once if the group had one member
+// only, whose release delays no other start of its own replica.
 func (g *startGroup) done() {
 	if g == nil || g.left.Add(-1) != 0 {
 		return
@@ -118,7 +127,7 @@ func (g *startGroup) done() {
 		g.opener.Stop() // no member waits for the gate any more
 	}
 	switch took := time.Since(g.opens); {
-	case took <= 0: // every member was done before the gate opened
+	case took <= 0 || g.size.Load() == 1: // every member was done before the gate opened, or the only one is
 		g.bound.Stop()
 		g.closeAll()
 	case 2*took < maxStartWait:
@@ -127,10 +136,11 @@ func (g *startGroup) done() {
 }
 
 // join adds a member to g, a run whose lease was won after g was made (by
-// a retry of the batch's undecided first attempt), and reports whether it
-// did. It does not once g's gate has opened, or once g's wait for its
-// members has ended (every member's lease lost before the tick): the run
-// then starts on its own.
+// a retry of the batch's undecided first attempt, or, rarely, won again
+// by a member whose lease was lost before the tick), and reports whether
+// it did. It does not once g's gate has opened, or once g's wait for its
+// members has ended (every member done before the tick): the run then
+// starts on its own.
 func (g *startGroup) join() bool {
 	if g == nil {
 		return false
@@ -146,6 +156,7 @@ func (g *startGroup) join() bool {
 			return false
 		}
 		if g.left.CompareAndSwap(n, n+1) {
+			g.size.Add(1)
 			return true
 		}
 	}
