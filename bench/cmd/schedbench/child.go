@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -47,6 +48,10 @@ type replicaOutput struct {
 	InJobs []record   // the start delays its jobs saw
 	Fails  []lockFail // its failed lock acquisitions
 	A, B   replicaSnap
+	// GoroutinesLeft is how many goroutines more than before the replica
+	// was built were left after its scheduler stopped and its clients
+	// were closed.
+	GoroutinesLeft int
 }
 
 // replicaSnap is a replica's counters at one instant.
@@ -80,6 +85,7 @@ func replicaMain(stdin io.Reader, stdout, stderr io.Writer) int {
 
 // runReplica runs one replica as spec says, in this process.
 func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
+	base := runtime.NumGoroutine()
 	ticks := int(spec.W1 - spec.W0)
 	// Room for a run's start and end and two refusals per job and tick,
 	// warm-up, window and settling included.
@@ -92,7 +98,12 @@ func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
 	if err != nil {
 		return replicaOutput{}, err
 	}
-	defer rep.close()
+	closed := false
+	defer func() {
+		if !closed {
+			rep.close()
+		}
+	}()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -139,14 +150,35 @@ func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
 	for col.handled.Load() < want && time.Now().Before(spec.Deadline) && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
+	if got := col.handled.Load(); got < want && ctx.Err() == nil {
+		fmt.Fprintf(os.Stderr, "  replica %d: %d of %d outcomes of window ticks reported by the deadline; shutting down\n",
+			spec.ID, got, want)
+	}
 	if err := stopRun(); err != nil {
 		return replicaOutput{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return replicaOutput{}, err
 	}
+	rep.close()
+	closed = true
+	out.GoroutinesLeft = goroutinesAbove(base)
 	out.Recs, out.InJobs, out.Fails = col.records(), col.jobStarts(), col.lockFails()
 	return out, nil
+}
+
+// goroutinesAbove returns how many goroutines there are above base, once
+// they stop ending (the clients' ends, say), or after a second.
+func goroutinesAbove(base int) int {
+	n := runtime.NumGoroutine()
+	for range 20 {
+		if n <= base {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+		n = runtime.NumGoroutine()
+	}
+	return n - base
 }
 
 // snapshot returns the replica's counters now.

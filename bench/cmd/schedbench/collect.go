@@ -25,7 +25,8 @@ type record struct {
 	Delay    time.Duration
 }
 
-// collector receives the events of every replica of one run.
+// collector receives the events of a replica's run, in its process; and
+// in the benchmark's, those of every replica, merged.
 type collector struct {
 	w0, w1 int64 // the measured window of ticks, [w0, w1) in unix seconds
 

@@ -1,19 +1,18 @@
 // Command schedbench measures the scheduler at scale: J jobs due every
 // second on 3 scheduler replicas over 5 redis-servers (which it starts
 // itself), for J = 1, 100, 1000, 5000. Each replica is a process of its
-// own, as in a deployment, started from this program's executable: one Go
-// runtime per replica, which the replicas' runs do not share. For every J it
-// reports the start delay of the runs (p50, p99), whether every tick of
-// every job ran exactly once (duplicates, misses), the Redis calls the
-// replicas sent per job and tick, and the CPU the servers and the process
-// used. With -ahead, each number of jobs is also run with the ticks locked
+// own, as in a deployment, started from this program's executable: the
+// replicas share no Go runtime. For every J it reports the start delay of
+// the runs (p50, p99), whether every tick of every job ran exactly once
+// (duplicates, misses), the Redis calls the replicas sent per job and
+// tick, and the CPU the servers and the replicas' processes used. With -ahead, each number of jobs is also run with the ticks locked
 // that long before they come (scheduler.WithLockAhead).
 //
 // Usage:
 //
 //	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-ahead 0,400ms] [-replicas 3] [-nodes 5]
 //	    [-warmup 3s] [-measure 8s] [-rounds 3] [-settle 10s]
-//	    [-cpuprofile file [-profile-jobs 1000]]
+//	    [-cpuprofile file [-profile-jobs 1000]]   (writes file.0, file.1, ...: one per replica)
 package main
 
 import (
@@ -22,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"time"
 
 	"github.com/redcron/redcron/bench/internal/cli"
@@ -88,7 +86,6 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	}
 	defer cl.Close()
 	servers, admin := cl.Servers, cl.Clients
-	base := runtime.NumGoroutine()
 	profile := cfg.cpuProfile
 
 	var results []result
@@ -107,8 +104,9 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 			}
 			fmt.Fprintf(stderr, "  %s\n", res.brief())
 			results = append(results, res)
-			waited, left := quiesce(ctx, admin, base)
-			fmt.Fprintf(stderr, "  quiet after %v; goroutines above base: %d\n", waited.Round(10*time.Millisecond), left)
+			waited := quiesce(ctx, admin)
+			fmt.Fprintf(stderr, "  quiet after %v; goroutines left in the replicas after their shutdown: %v\n",
+				waited.Round(10*time.Millisecond), res.goroutinesLeft)
 		}
 	}
 	writeReport(stdout, env.Machine, cfg, results)

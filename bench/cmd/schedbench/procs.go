@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
 )
 
 // replicaProcs is the replica processes of one run.
@@ -42,8 +41,7 @@ func startReplicas(ctx context.Context, n int, spec replicaSpec, profile string,
 		cmd.Stdin = bytes.NewReader(in)
 		out := new(bytes.Buffer)
 		cmd.Stdout, cmd.Stderr = out, progress
-		// A replica dies with this process, even if it is killed.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		dieWithParent(cmd)
 		if err := cmd.Start(); err != nil {
 			p.kill()
 			return nil, fmt.Errorf("replica %d: %w", i, err)

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -108,6 +106,8 @@ type result struct {
 	server   map[string]uint64 // INFO commandstats delta, summed over servers (our own INFO removed)
 	redisCPU float64           // seconds, summed over servers
 	procCPU  float64           // seconds
+
+	goroutinesLeft []int // by replica, after its shutdown (replicaOutput)
 }
 
 // jobTicks is the number of job executions the window calls for.
@@ -168,19 +168,25 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 	if err == nil && sleepUntil(ctx, spec.SnapB) {
 		b, err = serverSnapshot(ctx, admin)
 	}
+	if err != nil {
+		procs.kill()
+		return result{}, err
+	}
 	outs, werr := procs.wait()
 	if cerr := ctx.Err(); cerr != nil {
 		return result{}, cerr // the replicas were killed
 	}
-	if err := errors.Join(err, werr); err != nil {
-		return result{}, err
+	if werr != nil {
+		return result{}, werr
 	}
 
 	ticks := int(cfg.measure / time.Second)
 	var recs, inJobs []record
 	var fails []lockFail
+	var left []int
 	for _, o := range outs {
 		recs, inJobs, fails = append(recs, o.Recs...), append(inJobs, o.InJobs...), append(fails, o.Fails...)
+		left = append(left, o.GoroutinesLeft)
 		a.addReplica(o.A)
 		b.addReplica(o.B)
 	}
@@ -189,7 +195,7 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 	col.inJobs.set(inJobs)
 	col.fails.set(fails)
 	res := analyze(col, jobs, cfg.replicas, ticks)
-	res.round, res.ahead = round, su.ahead
+	res.round, res.ahead, res.goroutinesLeft = round, su.ahead, left
 	res.window = b.at.Sub(a.at)
 	res.nodes = store.Stats{Calls: b.nodes.Calls - a.nodes.Calls, Pipelines: b.nodes.Pipelines - a.nodes.Pipelines,
 		Failed: b.nodes.Failed - a.nodes.Failed, Skipped: b.nodes.Skipped - a.nodes.Skipped}
@@ -356,18 +362,16 @@ func describeMiss(col *collector, jobs, i int) string {
 	return fmt.Sprintf("j%d at %s: %s", job, time.Unix(tick, 0).UTC().Format("15:04:05"), strings.Join(parts, "; "))
 }
 
-// quiesce waits, up to a limit, until this process and the servers are
-// idle (below 5% of a core over a quarter of a second) and the goroutines
-// are back to base, so that a run does not pay for the one before. It
-// returns how long it waited and how many goroutines were left above base.
-func quiesce(ctx context.Context, admin []*redis.Client, base int) (time.Duration, int) {
+// quiesce waits, up to a limit, until the servers are idle (below 5% of a
+// core over a quarter of a second), so that a run does not pay for the
+// one before, and returns how long it waited.
+func quiesce(ctx context.Context, admin []*redis.Client) time.Duration {
 	const (
 		step  = 250 * time.Millisecond
 		idle  = step / 20
 		limit = 30 * time.Second
 	)
 	start := time.Now()
-	runtime.GC()
 	redisCPU := func() float64 {
 		var sum float64
 		for _, c := range admin {
@@ -378,12 +382,11 @@ func quiesce(ctx context.Context, admin []*redis.Client, base int) (time.Duratio
 		return sum
 	}
 	for time.Since(start) < limit && ctx.Err() == nil {
-		p0, r0 := processCPU(), redisCPU()
+		r0 := redisCPU()
 		time.Sleep(step)
-		p1, r1 := processCPU(), redisCPU()
-		if p1-p0 < idle && time.Duration((r1-r0)*float64(time.Second)) < idle && runtime.NumGoroutine() <= base {
+		if time.Duration((redisCPU()-r0)*float64(time.Second)) < idle {
 			break
 		}
 	}
-	return time.Since(start), runtime.NumGoroutine() - base
+	return time.Since(start)
 }
