@@ -75,10 +75,24 @@ type Copy struct {
 	TTL   time.Duration // -1: no expiry
 	// Lock is the parsed lock value, when Key is a lock key holding one.
 	Lock *store.Value
+	// Classes are the classes of leak this copy falls in, judged by its
+	// own value: a live lock's copies fall in none, even next to a dead
+	// owner's leftover under the same name.
+	Classes []LeakClass
+}
+
+// in reports whether c falls in one of classes, or in any class if
+// classes is empty.
+func (c *Copy) in(classes []LeakClass) bool {
+	if len(classes) == 0 {
+		return len(c.Classes) > 0
+	}
+	return slices.ContainsFunc(classes, func(k LeakClass) bool { return slices.Contains(c.Classes, k) })
 }
 
 // Finding is a lock name (or a foreign key) with its copies and the
-// classes of leak it falls in; a live, healthy lock has no classes.
+// classes of leak its copies fall in (in the order of LeakClasses); a
+// live, healthy lock has no classes.
 type Finding struct {
 	Name    string // the lock's name, or the key of a foreign key
 	Kind    store.KeyKind
@@ -214,61 +228,52 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 	return rep, nil
 }
 
-// classify sets f's classes.
+// classify sets the classes of f's copies, each judged by its own value,
+// and f's, their union.
 func (r *Redlock) classify(f *Finding, rep *ScanReport, opts ScanOptions, now time.Time) {
-	add := func(c LeakClass) {
-		if !f.Has(c) {
-			f.Classes = append(f.Classes, c)
+	copiesOf := map[string]int{} // lock value → the copies holding it
+	for i := range f.Copies {
+		c := &f.Copies[i]
+		if c.TTL == -1 {
+			c.Classes = append(c.Classes, LeakNoExpiry)
+		}
+		switch f.Kind {
+		case store.KindLock:
+			v, err := store.ParseValue(c.Value)
+			if c.Type != "string" || err != nil {
+				c.Classes = append(c.Classes, LeakUnparseable)
+				continue
+			}
+			c.Lock = &v
+			copiesOf[c.Value]++
+		case store.KindState:
+			if c.Type != "hash" {
+				c.Classes = append(c.Classes, LeakUnparseable)
+			}
+		case store.KindForeign:
+			c.Classes = append(c.Classes, LeakUnparseable)
 		}
 	}
 	for i := range f.Copies {
 		c := &f.Copies[i]
-		if c.TTL == -1 {
-			add(LeakNoExpiry)
-		}
-		switch f.Kind {
-		case store.KindLock:
-			if c.Type != "string" {
-				add(LeakUnparseable)
-				continue
-			}
-			v, err := store.ParseValue(c.Value)
-			if err != nil {
-				add(LeakUnparseable)
-				continue
-			}
-			c.Lock = &v
-		case store.KindState:
-			if c.Type != "hash" {
-				add(LeakUnparseable)
-			}
-		case store.KindForeign:
-			add(LeakUnparseable)
-		}
-	}
-	if f.Kind != store.KindLock {
-		return
-	}
-	var oldest time.Time
-	for _, c := range f.Copies {
 		if c.Lock == nil {
 			continue
 		}
-		if oldest.IsZero() || c.Lock.Acquired.Before(oldest) {
-			oldest = c.Lock.Acquired
-		}
+		age := now.Sub(c.Lock.Acquired)
 		if c.Lock.Owner != "" && !slices.Contains(rep.Live, c.Lock.Owner) {
-			add(LeakOrphaned)
+			c.Classes = append(c.Classes, LeakOrphaned)
+		}
+		if copiesOf[c.Value] < r.quorum && age > opts.Settle {
+			c.Classes = append(c.Classes, LeakMinority)
+		}
+		if opts.MaxAge > 0 && age > opts.MaxAge {
+			c.Classes = append(c.Classes, LeakOverAge)
 		}
 	}
-	if oldest.IsZero() {
-		return
-	}
-	if len(f.Copies) < r.quorum && now.Sub(oldest) > opts.Settle {
-		add(LeakMinority)
-	}
-	if opts.MaxAge > 0 && now.Sub(oldest) > opts.MaxAge {
-		add(LeakOverAge)
+	for _, class := range LeakClasses() {
+		if slices.ContainsFunc(f.Copies, func(c Copy) bool { return slices.Contains(c.Classes, class) }) {
+			f.Classes = append(f.Classes, class)
+		}
 	}
 }
 
@@ -284,11 +289,13 @@ type FixResult struct {
 	Err    error // the node's error, if any
 }
 
-// FixLeaks deletes the copies of the report's leaked findings that fall in
-// one of classes (every class if none is given), each by compare-and-delete
-// against the value that was scanned, so a key that changed hands since the
-// scan is never touched. Keys that are not strings (a foreign hash, a state
-// hash without a TTL) cannot be compared and are left alone.
+// FixLeaks deletes the copies of the report's leaked findings that
+// themselves fall in one of classes (in any class if none is given; see
+// Copy.Classes), each by compare-and-delete against the value that was
+// scanned, so a key that changed hands since the scan is never touched,
+// and the copies of a live lock that share its name with a leftover are
+// not either. Keys that are not strings (a foreign hash, a state hash
+// without a TTL) cannot be compared and are left alone.
 //
 // Mind LeakOverAge: an over-age lock may belong to a live owner still
 // running its job; deleting it lets another replica take the job.
@@ -299,10 +306,10 @@ func (r *Redlock) FixLeaks(ctx context.Context, rep *ScanReport, classes ...Leak
 	}
 	var out []FixResult
 	for _, f := range rep.Leaks() {
-		if len(classes) > 0 && !slices.ContainsFunc(classes, f.Has) {
-			continue
-		}
 		for _, c := range f.Copies {
+			if !c.in(classes) {
+				continue
+			}
 			res := FixResult{Node: c.Node, Key: c.Key}
 			n := nodes[c.Node]
 			switch {

@@ -117,6 +117,77 @@ func TestLeakScan(t *testing.T) {
 	}
 }
 
+// TestFixLeaksSparesLiveCopies checks that the leak scan judges each copy
+// of a lock by its own value, and that FixLeaks deletes only the copies
+// that are leaked: a dead owner's leftover, or a live owner's stale one,
+// next to a live lock of the same name on a majority, goes; the live
+// lock's copies stay.
+func TestFixLeaksSparesLiveCopies(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		owner string        // the leftover's owner
+		age   time.Duration // how long ago the leftover was acquired
+		class mutex.LeakClass
+	}{
+		{"dead owner's leftover", "dead", 0, mutex.LeakOrphaned},
+		{"live owner's stale leftover", "live", time.Minute, mutex.LeakMinority},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := redistest.Start(t, 3)
+			r := newRedlock(t, c)
+			ctx := ctxTimeout(t, time.Minute)
+			if err := r.Heartbeat(ctx, "live", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			k := lockKey(t, r, "job")
+			leftover := store.Value{Token: store.NewToken(), Acquired: time.Now().Add(-tc.age), Owner: tc.owner}.String()
+			if err := c.Node(0).Client(t).Set(ctx, k.Lock, leftover, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			live, err := r.TryLock(ctx, "job", time.Minute, mutex.Owner("live"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := r.ScanLeaks(ctx, mutex.ScanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var f *mutex.Finding
+			for i := range rep.Findings {
+				if rep.Findings[i].Name == "job" && rep.Findings[i].Kind == store.KindLock {
+					f = &rep.Findings[i]
+				}
+			}
+			if f == nil {
+				t.Fatal("no finding for job's lock")
+			}
+			if !slices.Equal(f.Classes, []mutex.LeakClass{tc.class}) {
+				t.Errorf("job's classes %v, want [%v]", f.Classes, tc.class)
+			}
+			for _, cp := range f.Copies {
+				want := []mutex.LeakClass(nil)
+				if cp.Value == leftover {
+					want = []mutex.LeakClass{tc.class}
+				}
+				if !slices.Equal(cp.Classes, want) {
+					t.Errorf("copy on %s (leftover: %v): classes %v, want %v", cp.Node, cp.Value == leftover, cp.Classes, want)
+				}
+			}
+
+			results := r.FixLeaks(ctx, rep, tc.class)
+			if len(results) != 1 || !results[0].Deleted {
+				t.Errorf("fix results %+v, want one: the leftover, deleted", results)
+			}
+			if got := keysOn(t, c, k.Lock); !slices.Equal(got, []bool{false, true, true}) {
+				t.Errorf("lock key on nodes after the fix: %v, want only the leftover's gone", got)
+			}
+			if err := live.Extend(ctx); err != nil {
+				t.Errorf("the live lock was touched by the fix: %v", err)
+			}
+		})
+	}
+}
+
 // TestLeakScanNodeDown: a dead node is reported, the others are scanned.
 func TestLeakScanNodeDown(t *testing.T) {
 	c := redistest.Start(t, 3)

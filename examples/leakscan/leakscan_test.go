@@ -53,12 +53,13 @@ type (
 		Copies  []docCopy `json:"copies"`
 	}
 	docCopy struct {
-		Node     string  `json:"node"`
-		Key      string  `json:"key"`
-		Type     string  `json:"type"`
-		TTLms    int64   `json:"ttl_ms"`
-		Owner    string  `json:"owner"`
-		Acquired *string `json:"acquired"`
+		Node     string   `json:"node"`
+		Key      string   `json:"key"`
+		Type     string   `json:"type"`
+		TTLms    int64    `json:"ttl_ms"`
+		Owner    string   `json:"owner"`
+		Acquired *string  `json:"acquired"`
+		Classes  []string `json:"classes"`
 	}
 	docFix struct {
 		Node    string `json:"node"`
@@ -334,6 +335,11 @@ func TestEndToEnd(t *testing.T) {
 		for _, cp := range l.Copies {
 			if cp.Type != "string" || cp.Key != "redcron:{"+l.Name+"}:lock" || !slices.Contains(c.Addrs(), cp.Node) {
 				t.Errorf("leak %s: copy %+v", l.Name, cp)
+			}
+			// Each leak here has one value, on every copy: the copies'
+			// classes are the leak's.
+			if !slices.Equal(cp.Classes, l.Classes) {
+				t.Errorf("leak %s: copy on %s has classes %v, want the leak's %v", l.Name, cp.Node, cp.Classes, l.Classes)
 			}
 			switch l.Name {
 			case "forever":

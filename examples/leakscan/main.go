@@ -1,7 +1,7 @@
 // Command leakscan finds, and with -fix removes, leaked redcron locks on
 // the independent Redis masters a fleet of schedulers shares. It embeds
 // mutex.ScanLeaks: every node is read with SCAN (never KEYS) under the key
-// prefix, and each lock is classified as
+// prefix, and each copy of a lock is classified, by its own value, as
 //
 //	no_expiry    a key with no TTL: it never goes away by itself
 //	orphaned     its owner has no live heartbeat on a majority of nodes
@@ -9,11 +9,13 @@
 //	over_age     acquired longer ago than -max-age
 //	unparseable  a key under the prefix that redcron did not write
 //
-// A live, healthy lock is never reported. Without -fix the scan only
-// reads. With -fix every copy of every leak is deleted by compare-and-delete
-// against the value that was scanned, so a key that changed hands since the
-// scan is left alone; keys that are not strings (a hash with no TTL) cannot
-// be compared and are always left alone. Note that -fix also deletes
+// A live, healthy lock is never reported; a name is reported when one of
+// its copies is leaked. Without -fix the scan only reads. With -fix every
+// leaked copy is deleted by compare-and-delete against the value that was
+// scanned, so a key that changed hands since the scan is left alone, and
+// the copies of a live lock that shares its name with a leftover are not
+// touched; keys that are not strings (a hash with no TTL) cannot be
+// compared and are always left alone. Note that -fix also deletes
 // over-age locks whose owner is alive: a job running longer than -max-age
 // loses its lease (its context is cancelled with mutex.ErrLost).
 //
@@ -66,7 +68,7 @@
 //	    {
 //	      "name": "invoice-run",    // the lock's name (a foreign key: the key)
 //	      "kind": "lock",           // lock, state, heartbeat or foreign
-//	      "classes": ["orphaned"],  // no_expiry, orphaned, minority, over_age, unparseable
+//	      "classes": ["orphaned"],  // no_expiry, orphaned, minority, over_age, unparseable: its copies'
 //	      "copies": [               // one per node holding it, in -addrs order
 //	        {
 //	          "node": "redis-a:6379",
@@ -74,13 +76,14 @@
 //	          "type": "string",     // the Redis type ("none": vanished during the scan)
 //	          "ttl_ms": 21873,      // remaining TTL in ms; -1: no expiry; -2: vanished
 //	          "owner": "web-2",     // lock owner; "" if none or not a lock value
-//	          "acquired": "2026-11-21T06:10:00.123Z"  // RFC 3339, UTC; null if not a lock value
+//	          "acquired": "2026-11-21T06:10:00.123Z", // RFC 3339, UTC; null if not a lock value
+//	          "classes": ["orphaned"]  // this copy's, by its own value; [] for a live lock's copy
 //	        }
 //	      ]
 //	    }
 //	  ],
 //	  "counts": {"no_expiry": 0, "orphaned": 1, "minority": 0, "over_age": 0, "unparseable": 0},
-//	  "fixed": [                    // only with -fix: one entry per copy of each leak
+//	  "fixed": [                    // only with -fix: one entry per leaked copy
 //	    {"node": "redis-a:6379", "key": "redcron:{invoice-run}:lock", "deleted": true},
 //	    {"node": "redis-b:6379", "key": "redcron:{x}:state", "deleted": false,
 //	     "reason": "not_string"},

@@ -268,12 +268,13 @@ type (
 		Copies  []jsonCopy `json:"copies"`
 	}
 	jsonCopy struct {
-		Node     string  `json:"node"`
-		Key      string  `json:"key"`
-		Type     string  `json:"type"`
-		TTLms    int64   `json:"ttl_ms"`
-		Owner    string  `json:"owner"`
-		Acquired *string `json:"acquired"`
+		Node     string   `json:"node"`
+		Key      string   `json:"key"`
+		Type     string   `json:"type"`
+		TTLms    int64    `json:"ttl_ms"`
+		Owner    string   `json:"owner"`
+		Acquired *string  `json:"acquired"`
+		Classes  []string `json:"classes"`
 	}
 	jsonFix struct {
 		Node    string `json:"node"`
@@ -329,7 +330,10 @@ func writeJSON(w io.Writer, res *result) error {
 }
 
 func copyJSON(c mutex.Copy) jsonCopy {
-	jc := jsonCopy{Node: c.Node, Key: c.Key, Type: c.Type, TTLms: c.TTL.Milliseconds()}
+	jc := jsonCopy{Node: c.Node, Key: c.Key, Type: c.Type, TTLms: c.TTL.Milliseconds(), Classes: []string{}}
+	for _, k := range c.Classes {
+		jc.Classes = append(jc.Classes, k.String())
+	}
 	switch {
 	case c.TTL == -1:
 		jc.TTLms = -1
