@@ -85,7 +85,7 @@ func (l *Lock) keepAlive(k *keeper) {
 			case !time.Now().Before(holdEnd):
 				cause = errMaxHold(l.keys.Name, l.r.cfg.maxHold)
 			case lastErr != nil:
-				cause = fmt.Errorf("%w: lock %q: validity ran out; last extension: %v", ErrLost, l.keys.Name, lastErr)
+				cause = fmt.Errorf("%w: lock %q: validity ran out; last extension: %w", ErrLost, l.keys.Name, lastErr)
 			default:
 				cause = fmt.Errorf("%w: lock %q: validity ran out before an extension succeeded", ErrLost, l.keys.Name)
 			}

@@ -333,8 +333,14 @@ func TestKeepAliveExpires(t *testing.T) {
 	if late := time.Since(l.Until()); late < 0 || late > 100*time.Millisecond {
 		t.Errorf("cancelled %v after the validity deadline, want at it", late)
 	}
-	if cause := context.Cause(kctx); !errors.Is(cause, mutex.ErrLost) || !strings.Contains(cause.Error(), "validity ran out") {
+	cause := context.Cause(kctx)
+	if !errors.Is(cause, mutex.ErrLost) || !strings.Contains(cause.Error(), "validity ran out") {
 		t.Errorf("cause %v, want ErrLost for the validity", cause)
+	}
+	// The last failed extension's tally stays reachable.
+	var qe *mutex.QuorumError
+	if !errors.As(cause, &qe) {
+		t.Errorf("cause %v: no *QuorumError of the last extension in its chain", cause)
 	}
 }
 
