@@ -174,9 +174,14 @@ func (r *Redlock) commitAll(ctx context.Context, items []commitItem) []commitIte
 	for k := range open {
 		open[k] = k
 	}
+	// A round in flight is not cut short by ctx, only by the node
+	// timeout: a commit the nodes applied must be counted, or the
+	// occurrence it marked would be refused to every replica while none
+	// runs it. ctx ends the rounds after it.
+	rctx := context.WithoutCancel(ctx)
 	for len(open) > 0 {
 		round := open // late answers must not see open change
-		results := r.fanoutAll(ctx, len(round), func(ctx context.Context, i int, node *store.Node, deliver func([]NodeResult)) {
+		results := r.fanoutAll(rctx, len(round), func(ctx context.Context, i int, node *store.Node, deliver func([]NodeResult)) {
 			var reqs []store.CommitRequest
 			var at []int // their places in open
 			for o, k := range round {
