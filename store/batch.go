@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -186,7 +185,7 @@ func (b *batcher) flush(batch []*call) {
 			again = append(again, i)
 		}
 	}
-	if len(again) > 0 { // a new or restarted server: load the scripts and send again, in one round trip
+	if len(again) > 0 { // a new or restarted server: send again with the scripts, in one round trip
 		calls := make([]*call, len(again))
 		for j, i := range again {
 			calls[j] = batch[i]
@@ -215,22 +214,20 @@ func (b *batcher) flush(batch []*call) {
 	}
 }
 
-// exec sends calls as one pipeline of EVALSHA, preceded by SCRIPT LOAD of
-// their scripts if load is set.
+// exec sends calls as one pipeline of EVALSHA, or, if load is set, of
+// EVAL, which runs each script with its source and caches it on the
+// server the call's keys are on. (A SCRIPT LOAD has no key: on a Cluster
+// or Ring client it would reach one server, not those that answered
+// NOSCRIPT.)
 func (b *batcher) exec(ctx context.Context, calls []*call, load bool) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := b.n.client.Pipeline()
-	if load {
-		var loaded []*script
-		for _, c := range calls {
-			if !slices.Contains(loaded, c.script) {
-				loaded = append(loaded, c.script)
-				pipe.ScriptLoad(ctx, c.script.src)
-			}
-		}
-	}
 	for i, c := range calls {
-		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		if load {
+			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.args...)
+		} else {
+			cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	return cmds

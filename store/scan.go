@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,11 +77,18 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 const scanBatch = 256
 
 // Scan iterates over the keys matching pattern with SCAN (never KEYS; on
-// a Cluster client, on every master) and calls fn with each key's type,
-// TTL and value. Keys are read in pipelined batches; a key that changes
-// between SCAN and the read is reported as read. fn's error stops the scan
-// and is returned.
+// a Cluster client, on every master; on a Ring, on every shard) and calls
+// fn with each key's type, TTL and value, from one goroutine at a time.
+// Keys are read in pipelined batches; a key that changes between SCAN and
+// the read is reported as read. fn's error stops the scan and is
+// returned.
 func (n *Node) Scan(ctx context.Context, pattern string, fn func(KeyInfo) error) error {
+	var mu sync.Mutex // the servers of a Cluster or Ring are scanned at once
+	call := func(info KeyInfo) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return fn(info)
+	}
 	scan := func(ctx context.Context, c redis.UniversalClient) error {
 		var cursor uint64
 		for {
@@ -93,7 +101,7 @@ func (n *Node) Scan(ctx context.Context, pattern string, fn func(KeyInfo) error)
 				return err
 			}
 			for _, info := range infos {
-				if err := fn(info); err != nil {
+				if err := call(info); err != nil {
 					return err
 				}
 			}
@@ -102,8 +110,11 @@ func (n *Node) Scan(ctx context.Context, pattern string, fn func(KeyInfo) error)
 			}
 		}
 	}
-	if cc, ok := n.client.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	switch c := n.client.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	case *redis.Ring:
+		return c.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
 	}
 	return scan(ctx, n.client)
 }

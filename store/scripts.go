@@ -28,15 +28,14 @@ var (
 	releaseScript = newScript("release", releaseSrc, 0, 2)
 )
 
-// script is a lock script with its source, which SCRIPT LOAD needs. Every
-// lock script acts on any number of locks: a call passes one leading
+// script is a lock script (its redis.Script sends it by hash, or with
+// its source to a server that lacks it). Every lock script acts on any number of locks: a call passes one leading
 // argument, then each lock's keys and arguments, and the answer is head
 // values, then width values per lock. Calls of one script with the same
 // leading argument can thus be merged into one (mergeCalls).
 type script struct {
 	*redis.Script
 	name        string
-	src         string
 	head, width int
 }
 
@@ -44,7 +43,7 @@ type script struct {
 // the lock scripts share (lua/prelude.lua).
 func newScript(name, src string, head, width int) *script {
 	src = preludeSrc + src
-	return &script{Script: redis.NewScript(src), name: name, src: src, head: head, width: width}
+	return &script{Script: redis.NewScript(src), name: name, head: head, width: width}
 }
 
 // answer returns the answer of a call of s carrying items locks: head
