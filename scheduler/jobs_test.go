@@ -269,6 +269,93 @@ func TestTriggerRetriesUndecidedAttempts(t *testing.T) {
 	})
 }
 
+// TestTriggerRemoved checks that a Trigger whose job is removed while its
+// lock attempts are retried stops trying, returns ErrUnknownJob and does
+// not run the job; and that one whose lease is won before a Remove that
+// comes before its run starts releases the lease and does not run it
+// either.
+func TestTriggerRemoved(t *testing.T) {
+	t.Run("while retrying", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l := locker()
+			var log runLog
+			s := newScheduler(t, l)
+			mustAdd(t, s, "job", "@daily", log.job(0))
+			stop := start(t, s)
+			defer stop()
+			l.FailNext(1 << 30)
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Trigger(context.Background(), "job")
+				done <- err
+			}()
+			time.Sleep(100 * time.Millisecond) // Trigger is retrying
+			l.FailNext(0)
+			if err := s.Remove("job"); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Now()
+			if err := <-done; !errors.Is(err, scheduler.ErrUnknownJob) {
+				t.Errorf("Trigger of a job removed while it retried = %v, want ErrUnknownJob", err)
+			}
+			if d := time.Since(t0); d > 0 {
+				t.Errorf("Trigger returned %v after Remove, want at once", d)
+			}
+			synctest.Wait()
+			if runs := log.all(); len(runs) != 0 {
+				t.Errorf("the removed job ran: %+v", runs)
+			}
+			if g, held := l.Held("job"); held {
+				t.Errorf("lease held after Trigger returned: %+v", g)
+			}
+		})
+	})
+	t.Run("lease won, then removed", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			base := locker()
+			var log runLog
+			var s *scheduler.Scheduler
+			// Remove the job as its lease is won, before Trigger starts
+			// the run.
+			lk := &acquireHook{Locker: base, after: func() {
+				if err := s.Remove("job"); err != nil {
+					t.Errorf("Remove: %v", err)
+				}
+			}}
+			s = newScheduler(t, lk)
+			mustAdd(t, s, "job", "@daily", log.job(0))
+			stop := start(t, s)
+			defer stop()
+			if _, err := s.Trigger(context.Background(), "job"); !errors.Is(err, scheduler.ErrUnknownJob) {
+				t.Errorf("Trigger of a job removed as its lease was won = %v, want ErrUnknownJob", err)
+			}
+			synctest.Wait()
+			if runs := log.all(); len(runs) != 0 {
+				t.Errorf("the removed job ran: %+v", runs)
+			}
+			grants := base.Grants()
+			if len(grants) != 1 || grants[0].Released.IsZero() {
+				t.Errorf("grants %+v, want the trigger's lease, released", grants)
+			}
+		})
+	})
+}
+
+// acquireHook is a Locker that calls after once a lease is won by Acquire,
+// before returning it.
+type acquireHook struct {
+	*schedulertest.Locker
+	after func()
+}
+
+func (a *acquireHook) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
+	lease, err := a.Locker.Acquire(ctx, req)
+	if err == nil {
+		a.after()
+	}
+	return lease, err
+}
+
 func TestRemove(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()

@@ -61,6 +61,9 @@ type entry struct {
 	// result; removed is set under it by Remove.
 	running atomic.Int32 // runs in progress on this replica
 	removed atomic.Bool
+	// gone is done once Remove has removed the job; leave makes it so.
+	gone  context.Context
+	leave context.CancelFunc
 
 	// Guarded by Scheduler.mu.
 	next       time.Time               // the next tick to dispatch; zero if none
@@ -175,6 +178,7 @@ func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 		}
 	}
 	e := &entry{name: name, spec: spec, sched: sched, job: job, cfg: cfg}
+	e.gone, e.leave = context.WithCancel(context.Background())
 
 	s.mu.Lock()
 	switch {
@@ -202,7 +206,7 @@ func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 
 // Remove unregisters the job called name: it will not be started again. A
 // run in progress is not interrupted, but lock attempts still pending for
-// the job are abandoned. Remove returns an error matching ErrUnknownJob if
+// the job (its ticks', and a Trigger's) are abandoned. Remove returns an error matching ErrUnknownJob if
 // no such job is registered.
 func (s *Scheduler) Remove(name string) error {
 	s.mu.Lock()
@@ -213,6 +217,7 @@ func (s *Scheduler) Remove(name string) error {
 	}
 	delete(s.jobs, name)
 	e.removed.Store(true)
+	e.leave()
 	if e.abandon != nil {
 		e.abandon(errRemoved)
 	}

@@ -25,7 +25,8 @@ import (
 // (ErrHeld or ErrOverlap) if the lock is held elsewhere (or here, for a
 // tick locked ahead with WithLockAhead); the Locker's error
 // (ErrNoQuorum) if no decision was reached; ErrUnknownJob if no job is
-// called name; and ErrClosed if the Scheduler is closed.
+// called name, or if it is removed before its run starts; and ErrClosed if
+// the Scheduler is closed.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	select {
 	case <-s.started:
@@ -47,26 +48,36 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 		return RunInfo{}, fmt.Errorf("scheduler: trigger job %q: %w", name, ErrOverlap)
 	}
 
-	// Stop trying when the Scheduler stops.
+	// Stop trying when the Scheduler stops, or the job is removed.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(rn.loopCtx, cancel)()
+	defer context.AfterFunc(e.gone, cancel)()
+	removed := fmt.Errorf("%w: %q: removed while it was being triggered", ErrUnknownJob, name)
 	req := LockRequest{Job: name, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID}
 	lease, attempts, err := s.acquire(ctx, e, req, s.cfg.clock().Add(e.cfg.misfireGrace), nil)
 	if err != nil {
-		if rn.loopCtx.Err() != nil {
+		switch {
+		case rn.loopCtx.Err() != nil:
 			return RunInfo{}, ErrClosed
+		case e.removed.Load():
+			return RunInfo{}, removed
 		}
 		return RunInfo{}, fmt.Errorf("scheduler: trigger job %q: %w", name, err)
 	}
 
 	started := make(chan RunInfo, 1)
 	s.mu.Lock()
-	if rn.stopped || rn.loopCtx.Err() != nil {
+	switch {
+	case rn.stopped || rn.loopCtx.Err() != nil:
 		s.mu.Unlock()
 		s.releaseUnused(rn, name, time.Time{}, lease) // the run never started
 		s.flush(ctx)                                  // Run may have flushed already
 		return RunInfo{}, ErrClosed
+	case e.removed.Load(): // set under s.mu: no run starts after Remove
+		s.mu.Unlock()
+		s.releaseUnused(rn, name, time.Time{}, lease)
+		return RunInfo{}, removed
 	}
 	rn.wg.Go(func() {
 		r := s.startRun(rn, e, lease, attempts)
