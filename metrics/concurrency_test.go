@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,8 +42,9 @@ func TestConcurrentObservers(t *testing.T) {
 		wg.Go(func() {
 			churn := fmt.Sprintf("churn-%d", w)
 			for i := range rounds {
-				so.Observe(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "stays", Tick: time.Now(), StartDelay: time.Millisecond})
-				so.Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "stays", Result: scheduler.ResultSuccess, Duration: time.Millisecond})
+				id := fmt.Sprintf("run-%d-%d", w, i) // a run's events carry its id
+				so.Observe(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "stays", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond})
+				so.Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "stays", RunID: id, Result: scheduler.ResultSuccess, Duration: time.Millisecond})
 				so.Observe(scheduler.Event{Kind: scheduler.EventSkipped, Job: "stays", Skip: scheduler.SkipHeld})
 				lo.ObserveLock(ok)
 				lo.ObserveLock(failed)
@@ -122,9 +124,13 @@ func BenchmarkSchedulerObserver(b *testing.B) {
 	}
 	so := m.SchedulerObserver()
 	so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
-	finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", Result: scheduler.ResultSuccess, Duration: time.Second}
+	var goroutines atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
+		id := fmt.Sprint(goroutines.Add(1)) // one run at a time per goroutine
+		started := scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond}
+		finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", RunID: id, Result: scheduler.ResultSuccess, Duration: time.Second}
 		for pb.Next() {
+			so.Observe(started)
 			so.Observe(finished)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -403,4 +404,62 @@ func TestEventMapping(t *testing.T) {
 	`, "redcron_scheduler_runs_total", "redcron_scheduler_skips_total", "redcron_scheduler_lock_retries_total",
 		"redcron_scheduler_runs_in_progress")
 	lint(t, m)
+}
+
+// TestRunOfRemovedJob checks that a run still going when its job is
+// removed and added again is not counted under the job added again: its
+// start was counted under the series Remove deleted.
+func TestRunOfRemovedJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, reg := newCollector(t)
+		s := newScheduler(t, schedulertest.NewLocker(), m)
+		release := make(chan struct{})
+		if err := s.Add("j", "@daily", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error {
+			<-release
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		stop := start(t, s)
+		if _, err := s.Trigger(context.Background(), "j"); err != nil {
+			t.Fatal(err)
+		}
+		series := func(name string, labels ...string) float64 {
+			v, ok := value(t, reg, name, append([]string{"job_name", "j"}, labels...)...)
+			if !ok {
+				t.Fatalf("no %s series for j", name)
+			}
+			return v
+		}
+		if got := series("redcron_scheduler_runs_in_progress"); got != 1 {
+			t.Fatalf("runs in progress %v, want 1", got)
+		}
+		if err := s.Remove("j"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Add("j", "@daily", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })); err != nil {
+			t.Fatal(err)
+		}
+		close(release)
+		synctest.Wait() // the old run has finished, and its lease is released
+		if got := series("redcron_scheduler_runs_in_progress"); got != 0 {
+			t.Errorf("runs in progress of the job added again %v after the old job's run ended, want 0", got)
+		}
+		if got := series("redcron_scheduler_runs_total", "result", "success"); got != 0 {
+			t.Errorf("runs_total of the job added again %v after the old job's run ended, want 0", got)
+		}
+
+		// Its own runs count as usual.
+		if _, err := s.Trigger(context.Background(), "j"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := series("redcron_scheduler_runs_total", "result", "success"); got != 1 {
+			t.Errorf("runs_total after a run of the job added again: %v, want 1", got)
+		}
+		if got := series("redcron_scheduler_runs_in_progress"); got != 0 {
+			t.Errorf("runs in progress after it ended: %v, want 0", got)
+		}
+		stop()
+	})
 }

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redcron/redcron/scheduler"
@@ -33,6 +35,12 @@ type jobSeries struct {
 	startDelay  prometheus.Observer
 	lastSuccess prometheus.Gauge
 	inProgress  prometheus.Gauge
+
+	// running holds the RunIDs of the runs started under these series and
+	// not finished: a run of a job removed and added again since it
+	// started finishes under series that did not count its start.
+	mu      sync.Mutex
+	running map[string]struct{}
 }
 
 // schedulerObserver is the scheduler.Observer of a Collector.
@@ -65,11 +73,21 @@ func (o schedulerObserver) Observe(e scheduler.Event) {
 func (c *Collector) observeJob(j *jobSeries, e scheduler.Event) {
 	switch e.Kind {
 	case scheduler.EventRunStarted:
+		j.mu.Lock()
+		j.running[e.RunID] = struct{}{}
+		j.mu.Unlock()
 		j.inProgress.Inc()
 		if !e.Tick.IsZero() { // a triggered run has no tick, hence no delay
 			j.startDelay.Observe(e.StartDelay.Seconds())
 		}
 	case scheduler.EventRunFinished:
+		j.mu.Lock()
+		_, ours := j.running[e.RunID]
+		delete(j.running, e.RunID)
+		j.mu.Unlock()
+		if !ours {
+			return // started before its job was removed; those series are gone
+		}
 		j.inProgress.Dec()
 		j.runDuration.Observe(e.Duration.Seconds())
 		if e.Result == scheduler.ResultSuccess {
@@ -102,6 +120,7 @@ func (c *Collector) addJob(job string) {
 	}
 	j := &jobSeries{
 		refs:        1,
+		running:     map[string]struct{}{},
 		runs:        map[scheduler.Result]prometheus.Counter{},
 		skips:       map[scheduler.SkipReason]prometheus.Counter{},
 		retries:     c.retries.WithLabelValues(job),
