@@ -135,12 +135,13 @@ func WithClock(now func() time.Time) Option {
 
 // WithHeartbeat sets how often the scheduler publishes its liveness and for
 // how long each heartbeat counts, when the Locker implements Heartbeater
-// (otherwise it has no effect). interval must be positive and ttl longer
-// than interval. The defaults are 5s and 15s.
+// (otherwise it has no effect). interval must be at least a second (it
+// also bounds each heartbeat's call), and ttl longer than interval. The
+// defaults are 5s and 15s.
 func WithHeartbeat(interval, ttl time.Duration) Option {
 	return func(c *config) error {
-		if interval <= 0 {
-			return optionError("WithHeartbeat", "interval %v is not positive", interval)
+		if interval < time.Second {
+			return optionError("WithHeartbeat", "interval %v is less than a second", interval)
 		}
 		if ttl <= interval {
 			return optionError("WithHeartbeat", "ttl %v is not longer than interval %v", ttl, interval)

@@ -35,8 +35,12 @@ var (
 	_ Flusher        = (*redlockLocker)(nil)
 )
 
-// CheckRequest implements RequestChecker.
+// CheckRequest implements RequestChecker. The name of the leak scan's own
+// lock is refused: a job of that name would share it.
 func (a *redlockLocker) CheckRequest(req LockRequest) error {
+	if req.Job == leakScanLock {
+		return fmt.Errorf("the name %q is reserved for the leak scan's lock", leakScanLock)
+	}
 	return a.r.Check(req.Job, req.TTL)
 }
 

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +68,35 @@ func TestRedlockLockerHolders(t *testing.T) {
 				t.Fatalf("AcquireAll: %v, want %v", res[0].Err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRedlockLockerBadInput: the Redlock adapter over a nil Redlock is
+// refused by New, and a job may not take the name of the leak scan's own
+// lock, which it would share.
+func TestRedlockLockerBadInput(t *testing.T) {
+	if _, err := scheduler.New(scheduler.NewRedlockLocker(nil)); err == nil || !strings.Contains(err.Error(), "nil *mutex.Redlock") {
+		t.Errorf("New over NewRedlockLocker(nil) = %v, want an error naming the nil Redlock", err)
+	}
+
+	c := redistest.Start(t, 1)
+	n, err := store.NewNode(c.Node(0).Addr(), c.Node(0).Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := mutex.New([]*store.Node{n}, mutex.WithTrustedNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scheduler.New(scheduler.NewRedlockLocker(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add("_leakscan", "@hourly", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })); err == nil ||
+		!strings.Contains(err.Error(), "reserved for the leak scan") {
+		t.Errorf(`Add("_leakscan") = %v, want an error: the name is reserved`, err)
+	}
+	if len(s.Entries()) != 0 {
+		t.Error("the job was registered anyway")
 	}
 }

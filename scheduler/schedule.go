@@ -114,6 +114,12 @@ func (e every) Next(t time.Time) time.Time {
 	return time.Unix((n+1)*e.seconds, 0).In(t.Location())
 }
 
+// tickWithin reports whether s has a tick after from and at or before to.
+func tickWithin(s schedule, from, to time.Time) bool {
+	t := s.Next(from)
+	return !t.IsZero() && !t.After(to)
+}
+
 // latestTick returns the latest tick of s in [from, to], or the zero time.
 func latestTick(s schedule, from, to time.Time) time.Time {
 	var latest time.Time

@@ -105,6 +105,9 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 	if l == nil {
 		return nil, errors.New("scheduler: nil Locker")
 	}
+	if rl, ok := l.(*redlockLocker); ok && rl.r == nil {
+		return nil, errors.New("scheduler: NewRedlockLocker of a nil *mutex.Redlock")
+	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
@@ -159,7 +162,7 @@ func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 	if err != nil {
 		return fmt.Errorf("%w: job %q: spec %q: %w", ErrInvalidSpec, name, spec, err)
 	}
-	if sched.Next(s.cfg.clock()).IsZero() {
+	if now := s.cfg.clock(); !tickWithin(sched, now, now.AddDate(5, 0, 0)) {
 		return fmt.Errorf("%w: job %q: spec %q: no tick within five years", ErrInvalidSpec, name, spec)
 	}
 	cfg := defaultJobConfig()
@@ -221,10 +224,12 @@ func (s *Scheduler) Remove(name string) error {
 	if e.abandon != nil {
 		e.abandon(errRemoved)
 	}
+	// Reported under the lock, as Add reports, so that an Add of the same
+	// name that follows is reported after it.
+	s.emit(Event{Kind: EventJobRemoved, Job: name})
 	s.mu.Unlock()
 
 	s.notify()
-	s.emit(Event{Kind: EventJobRemoved, Job: name})
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "job removed", slog.String("job", name))
 	return nil
 }

@@ -119,7 +119,8 @@ func TestAddRejectsBadSpecs(t *testing.T) {
 		{spec: "* * * * *", opts: []scheduler.Option{scheduler.WithSeconds()}},
 		{spec: "61 * * * *"},
 		{spec: "* 24 * * *"},
-		{spec: "0 0 30 2 *"}, // February 30th never comes
+		{spec: "0 0 30 2 *"},     // February 30th never comes
+		{spec: "@every 876000h"}, // its first tick is more than five years away
 		{spec: "@fortnightly"},
 		{spec: "@every"},
 		{spec: "@every 1m 2m"},
@@ -270,6 +271,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"WithObserver", scheduler.WithObserver(nil)},
 		{"WithClock", scheduler.WithClock(nil)},
 		{"WithHeartbeat", scheduler.WithHeartbeat(0, time.Second)},
+		{"WithHeartbeat", scheduler.WithHeartbeat(time.Nanosecond, 2*time.Nanosecond)},
+		{"WithHeartbeat", scheduler.WithHeartbeat(999*time.Millisecond, time.Minute)},
 		{"WithHeartbeat", scheduler.WithHeartbeat(time.Second, time.Second)},
 		{"WithLockAhead", scheduler.WithLockAhead(-time.Millisecond)},
 		{"WithLockAhead", scheduler.WithLockAhead(time.Minute + time.Millisecond)},
@@ -303,7 +306,7 @@ func TestNewAcceptsGoodOptions(t *testing.T) {
 		scheduler.WithInstanceID("pod-7 (eu-west)"),
 		scheduler.WithObserver(&recorder{}),
 		scheduler.WithClock(time.Now),
-		scheduler.WithHeartbeat(time.Millisecond, 2*time.Millisecond),
+		scheduler.WithHeartbeat(time.Second, 2*time.Second),
 		scheduler.WithSeconds(),
 		scheduler.WithLockAhead(time.Minute),
 	)
