@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -67,8 +68,8 @@ func (s *Scheduler) dispatch(rn *runner) time.Duration {
 	for _, e := range s.jobs {
 		if !e.next.IsZero() && !e.at.After(now) {
 			d := dueTick{e: e, missed: e.next, tick: e.next}
-			for t := e.sched.Next(d.tick); !t.IsZero() && !t.After(now); t = e.sched.Next(t) {
-				d.tick = t
+			if !d.tick.After(now) {
+				d.tick = lastTick(e.sched, d.tick, now)
 			}
 			e.next = e.sched.Next(d.tick)
 			// From the later of the tick and now: a tick handled late
@@ -119,16 +120,29 @@ func (s *Scheduler) dispatchAt(prev, next time.Time) time.Time {
 	return next.Add(-max(0, min(s.cfg.lockAhead, next.Sub(prev)/2)))
 }
 
-// skipMissed reports the ticks of d skipped because a later one was due.
+// maxMisfireReports bounds the ticks one dispatch reports as missed, one
+// event each: a clock stepped forward by months must not stall the loop
+// reporting millions of them.
+const maxMisfireReports = 100
+
+// skipMissed reports the ticks of d skipped because a later one was due:
+// the first maxMisfireReports of them one by one, and how many in all in
+// one log line (at least that many more, when there were more).
 func (s *Scheduler) skipMissed(d dueTick) {
 	n := 0
-	for t := d.missed; t.Before(d.tick); t = d.e.sched.Next(t) {
+	t := d.missed
+	for ; t.Before(d.tick) && n < maxMisfireReports; t = d.e.sched.Next(t) {
 		s.skip(d.e, t, SkipMisfire, 0, nil)
 		n++
 	}
-	if n > 0 {
-		s.log.LogAttrs(d.ctx, slog.LevelWarn, "ticks missed",
-			slog.String("job", d.e.name), slog.Int("missed", n),
-			slog.Time("first", d.missed), slog.Time("scheduled_at", d.tick))
+	if n == 0 {
+		return
 	}
+	missed := slog.Int("missed", n)
+	if t.Before(d.tick) {
+		missed = slog.String("missed", fmt.Sprintf("more than %d (the first %d reported)", n, n))
+	}
+	s.log.LogAttrs(d.ctx, slog.LevelWarn, "ticks missed",
+		slog.String("job", d.e.name), missed,
+		slog.Time("first", d.missed), slog.Time("scheduled_at", d.tick))
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -147,6 +148,39 @@ func TestMisfire(t *testing.T) {
 			}
 			if want := expectTicks(t0, t0.Add(5*time.Minute), time.Minute); !slices.EqualFunc(missed, want, time.Time.Equal) {
 				t.Errorf("misfires %v, want %v", missed, want)
+			}
+		})
+	})
+	t.Run("clock stepped by months", func(t *testing.T) {
+		// Ninety days of an every-second job: 7.8 million missed ticks.
+		// The latest runs, the first 100 are reported one by one, and the
+		// log says there were more; the loop does not walk them all.
+		synctest.Test(t, func(t *testing.T) {
+			t0 := time.Now()
+			var offset atomic.Int64
+			clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+			obs := &recorder{}
+			var logs lockedBuffer
+			var log runLog
+			s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs), scheduler.WithSeconds(),
+				scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			mustAdd(t, s, "secondly", "@every 1s", log.job(0))
+			stop := start(t, s)
+			sleepUntil(t0.Add(1500 * time.Millisecond))
+			const step = 90 * 24 * time.Hour
+			offset.Store(int64(step))
+			sleepUntil(t0.Add(2100 * time.Millisecond))
+			stop()
+
+			if got := log.ticks(); len(got) != 2 || !got[1].Equal(t0.Add(step+2*time.Second)) {
+				t.Errorf("ran %v, want the first tick and the one the stepped clock reached", got)
+			}
+			missed := obs.skips(scheduler.SkipMisfire)
+			if len(missed) != 100 || !missed[0].Tick.Equal(t0.Add(2*time.Second)) {
+				t.Errorf("%d misfires reported (first %v), want the first 100, from %v", len(missed), missed[0].Tick, t0.Add(2*time.Second))
+			}
+			if !strings.Contains(logs.String(), "missed=\"more than 100") {
+				t.Errorf("no log line saying more than 100 ticks were missed:\n%s", logs.String())
 			}
 		})
 	})

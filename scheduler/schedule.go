@@ -122,9 +122,35 @@ func tickWithin(s schedule, from, to time.Time) bool {
 
 // latestTick returns the latest tick of s in [from, to], or the zero time.
 func latestTick(s schedule, from, to time.Time) time.Time {
-	var latest time.Time
-	for t := s.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(to); t = s.Next(t) {
-		latest = t
+	first := s.Next(from.Add(-time.Nanosecond))
+	if first.IsZero() || first.After(to) {
+		return time.Time{}
 	}
-	return latest
+	return lastTick(s, first, to)
+}
+
+// lastTick returns the latest tick of s at or before now, given first, a
+// tick at or before now. It looks back from now over a window that doubles
+// until it holds a tick, and walks from there: a long gap (a clock stepped
+// forward by months, a wide catch-up window) costs a few dozen calls of
+// Next, not one per tick in the gap.
+func lastTick(s schedule, first, now time.Time) time.Time {
+	const widest = 100 * 365 * 24 * time.Hour
+	for w := time.Second; ; w *= 2 {
+		from := now.Add(-w)
+		if !from.After(first) || w > widest {
+			from = first
+		}
+		t := s.Next(from)
+		if t.IsZero() || t.After(now) {
+			if from.Equal(first) {
+				return first
+			}
+			continue
+		}
+		for n := s.Next(t); !n.IsZero() && !n.After(now); n = s.Next(n) {
+			t = n
+		}
+		return t
+	}
 }
