@@ -93,11 +93,10 @@ func (c *Collector) observeNode(r mutex.NodeResult, uptimeVotes bool) {
 	if !r.Vote.Failed() {
 		n.up.Set(1)
 		if uptimeVotes {
-			switch r.Vote {
-			case mutex.VoteRestarted:
+			if r.Vote == mutex.VoteRestarted {
 				n.quarantined.Set(1)
-			case mutex.VoteYes:
-				n.quarantined.Set(0)
+			} else {
+				n.quarantined.Set(0) // counted: yes, held, already run
 			}
 		}
 		return

@@ -176,3 +176,26 @@ func TestKilledNode(t *testing.T) {
 	}
 	lint(t, m)
 }
+
+// TestQuarantineEndsWithACountedVote: a node's quarantine gauge, set by a
+// vote not counted because the node restarted recently, goes back to 0 at
+// its next counted acquisition vote, a refusal (held, already run) as well
+// as a yes: a replica that keeps losing ticks to others must not keep it
+// at 1.
+func TestQuarantineEndsWithACountedVote(t *testing.T) {
+	for _, vote := range []mutex.Vote{mutex.VoteYes, mutex.VoteHeld, mutex.VoteAlreadyRun} {
+		t.Run(vote.String(), func(t *testing.T) {
+			m, reg := newCollector(t, metrics.WithNodes("n1"))
+			o := m.LockObserver()
+			o.ObserveLock(mutex.Event{Kind: mutex.EventAcquire, Name: "j", Err: &mutex.QuorumError{Op: "acquire", Reason: mutex.ErrNoQuorum},
+				Nodes: []mutex.NodeResult{{Node: "n1", Vote: mutex.VoteRestarted}}})
+			if v, _ := value(t, reg, "redcron_lock_node_quarantined", "node", "n1"); v != 1 {
+				t.Fatalf("quarantined %v after a restarted vote, want 1", v)
+			}
+			o.ObserveLock(mutex.Event{Kind: mutex.EventAcquire, Name: "j", Nodes: []mutex.NodeResult{{Node: "n1", Vote: vote}}})
+			if v, _ := value(t, reg, "redcron_lock_node_quarantined", "node", "n1"); v != 0 {
+				t.Errorf("quarantined %v after a counted %s vote, want 0", v, vote)
+			}
+		})
+	}
+}

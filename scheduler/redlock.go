@@ -130,7 +130,9 @@ const leakScanLock = "_leakscan"
 
 // ScanLeaks implements LeakScanner: under its own lock, it scans every node
 // for leaked locks (over-age meaning held longer than the Redlock's max
-// hold) and returns their counts by class, every class present.
+// hold) and returns their counts by class, every class present. A scan
+// that could not read every node fails: its counts would hide the leaks
+// of the nodes it missed.
 func (a *redlockLocker) ScanLeaks(ctx context.Context) (map[string]int, error) {
 	l, err := a.r.TryLock(ctx, leakScanLock, a.r.MaxTTL())
 	if err != nil {
@@ -142,6 +144,10 @@ func (a *redlockLocker) ScanLeaks(ctx context.Context) (map[string]int, error) {
 	rep, err := a.r.ScanLeaks(kept, mutex.ScanOptions{MaxAge: a.r.MaxHold()})
 	if err != nil {
 		return nil, err
+	}
+	if len(rep.Errors) > 0 {
+		return nil, fmt.Errorf("scheduler: leak scan: %d of %d nodes could not be scanned: %w",
+			len(rep.Errors), rep.Nodes, errors.Join(rep.Errors...))
 	}
 	counts := make(map[string]int, len(mutex.LeakClasses()))
 	for _, c := range mutex.LeakClasses() {

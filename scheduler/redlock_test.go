@@ -100,3 +100,38 @@ func TestRedlockLockerBadInput(t *testing.T) {
 		t.Error("the job was registered anyway")
 	}
 }
+
+// TestRedlockLockerPartialLeakScan: a leak scan that could not read every
+// node fails, naming how many it missed, rather than reporting counts
+// that hide the leaks of those nodes.
+func TestRedlockLockerPartialLeakScan(t *testing.T) {
+	c := redistest.Start(t, 3)
+	var nodes []*store.Node
+	for _, s := range c.Nodes() {
+		n, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	missed := c.Node(2).Client(t)
+	if err := missed.Do(ctx, "ACL", "SETUSER", "default", "-scan").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := missed.Set(ctx, "redcron:{forever}:lock", "junk", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ls, ok := scheduler.NewRedlockLocker(r).(scheduler.LeakScanner)
+	if !ok {
+		t.Fatal("the Redlock adapter is not a LeakScanner")
+	}
+	counts, err := ls.ScanLeaks(ctx)
+	if err == nil || !strings.Contains(err.Error(), "1 of 3 nodes could not be scanned") {
+		t.Errorf("ScanLeaks with a node that refuses SCAN = %v, %v; want an error naming the node missed", counts, err)
+	}
+}
