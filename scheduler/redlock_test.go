@@ -20,18 +20,7 @@ import (
 // (ErrNoQuorum).
 func TestRedlockLockerHolders(t *testing.T) {
 	c := redistest.Start(t, 3)
-	var nodes []*store.Node
-	for _, s := range c.Nodes() {
-		n, err := store.NewNode(s.Addr(), s.Client(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := redlockOn(t, c)
 	locker := scheduler.NewRedlockLocker(r)
 	ctx := context.Background()
 	tick := time.Now().Truncate(time.Second)
@@ -79,16 +68,7 @@ func TestRedlockLockerBadInput(t *testing.T) {
 		t.Errorf("New over NewRedlockLocker(nil) = %v, want an error naming the nil Redlock", err)
 	}
 
-	c := redistest.Start(t, 1)
-	n, err := store.NewNode(c.Node(0).Addr(), c.Node(0).Client(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := mutex.New([]*store.Node{n}, mutex.WithTrustedNodes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := scheduler.New(scheduler.NewRedlockLocker(r))
+	s, err := scheduler.New(scheduler.NewRedlockLocker(redlockOn(t, redistest.Start(t, 1))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,18 +86,7 @@ func TestRedlockLockerBadInput(t *testing.T) {
 // that hide the leaks of those nodes.
 func TestRedlockLockerPartialLeakScan(t *testing.T) {
 	c := redistest.Start(t, 3)
-	var nodes []*store.Node
-	for _, s := range c.Nodes() {
-		n, err := store.NewNode(s.Addr(), s.Client(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := redlockOn(t, c)
 	ctx := context.Background()
 	missed := c.Node(2).Client(t)
 	if err := missed.Do(ctx, "ACL", "SETUSER", "default", "-scan").Err(); err != nil {
@@ -134,4 +103,23 @@ func TestRedlockLockerPartialLeakScan(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1 of 3 nodes could not be scanned") {
 		t.Errorf("ScanLeaks with a node that refuses SCAN = %v, %v; want an error naming the node missed", counts, err)
 	}
+}
+
+// redlockOn returns a Redlock over c's servers, trusting them (no restart
+// quarantine).
+func redlockOn(t *testing.T, c *redistest.Cluster) *mutex.Redlock {
+	t.Helper()
+	var nodes []*store.Node
+	for _, s := range c.Nodes() {
+		n, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	r, err := mutex.New(nodes, mutex.WithTrustedNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
