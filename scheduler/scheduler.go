@@ -209,8 +209,8 @@ func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 
 // Remove unregisters the job called name: it will not be started again. A
 // run in progress is not interrupted, but lock attempts still pending for
-// the job (its ticks', and a Trigger's) are abandoned. Remove returns an error matching ErrUnknownJob if
-// no such job is registered.
+// the job (its ticks', and a Trigger's) are abandoned. Remove returns an
+// error matching ErrUnknownJob if no such job is registered.
 func (s *Scheduler) Remove(name string) error {
 	s.mu.Lock()
 	e := s.jobs[name]
