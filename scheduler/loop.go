@@ -41,7 +41,9 @@ type dueTick struct {
 func (s *Scheduler) loop(rn *runner) {
 	timer := time.NewTimer(maxSleep)
 	defer timer.Stop()
-	for {
+	// A wake or the timer may be ready with loopCtx done, and select picks
+	// at random: no round is dispatched once the loop is to stop.
+	for rn.loopCtx.Err() == nil {
 		timer.Reset(s.dispatch(rn))
 		select {
 		case <-rn.loopCtx.Done():
