@@ -64,6 +64,9 @@ type LockResult struct {
 	Err   error
 }
 
+// won reports whether r holds a lease.
+func (r LockResult) won() bool { return r.Err == nil && r.Lease != nil }
+
 // Lease is one held lock as the scheduler sees it.
 type Lease interface {
 	// Fence returns the fencing token of this acquisition: it increases

@@ -93,7 +93,7 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 	for i, d := range ticks {
 		first := results[i]
 		d.starts = starts[i]
-		d.member = first.Err == nil && first.Lease != nil
+		d.member = first.won()
 		if refused(first.Err) && !s.askAgain(d.tick, first.Err) {
 			// Decided: acquire returns at once, and lockFailed reports it.
 			s.lockAndRun(rn, d, reqs[i], &first)
@@ -523,9 +523,9 @@ type outcome struct {
 
 // newRun returns a run of e on this replica, for tick (zero for a manual
 // run), under lease, won in attempts attempts; its RunID's time is idTime.
-// Its job is started by launch. The RunID is drawn here, when the lease is won (with
-// lock-ahead, before the tick), so that the start itself does not wait for
-// the system's random source.
+// Its job is started by launch. The RunID is drawn here, when the lease is
+// won (with lock-ahead, before the tick), so that the start itself does
+// not wait for the system's random source.
 func (s *Scheduler) newRun(e *entry, lease Lease, tick, idTime time.Time, attempts int) *run {
 	return &run{
 		e:        e,

@@ -52,17 +52,16 @@ type startGroup struct {
 // for the ticks refused, and for a won tick that no other won or
 // undecided tick of its instant could start with. (An instant whose
 // attempts were all undecided has no group: its retries start on their
-// own.) With
-// lock-ahead, a batch can hold ticks of several instants (jobs whose leads
-// differ): a run waits only for those due with it. now is the time by the
-// scheduler's clock, from which the gates' timers are set.
+// own.) With lock-ahead, a batch can hold ticks of several instants (jobs
+// whose leads differ): a run waits only for those due with it. now is the
+// time by the scheduler's clock, from which the gates' timers are set.
 func startGroups(ticks []dueTick, results []LockResult, now time.Time) []*startGroup {
 	type count struct{ won, undecided int }
 	counts := make(map[int64]count) // by tick, in Unix ns (ticks may differ in location)
 	for i, r := range results {
 		c := counts[ticks[i].tick.UnixNano()]
 		switch {
-		case r.Err == nil && r.Lease != nil:
+		case r.won():
 			c.won++
 		case !refused(r.Err):
 			c.undecided++
@@ -127,7 +126,8 @@ func (g *startGroup) done() {
 		g.opener.Stop() // no member waits for the gate any more
 	}
 	switch took := time.Since(g.opens); {
-	case took <= 0 || g.size.Load() == 1: // every member was done before the gate opened, or the only one is
+	case took <= 0 || g.size.Load() == 1:
+		// Every member was done before the gate opened, or the only one is.
 		g.bound.Stop()
 		g.closeAll()
 	case 2*took < maxStartWait:
