@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -98,18 +99,15 @@ func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
 	if err != nil {
 		return replicaOutput{}, err
 	}
-	closed := false
-	defer func() {
-		if !closed {
-			rep.close()
-		}
-	}()
+	closeRep := sync.OnceFunc(rep.close)
+	defer closeRep()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- rep.s.Run(runCtx) }()
-	stopRun := func() error {
+	// stopRun shuts the scheduler down; on an early return, deferred.
+	stopRun := sync.OnceValue(func() error {
 		sctx, done := context.WithTimeout(context.Background(), 10*time.Second)
 		defer done()
 		serr := rep.s.Shutdown(sctx)
@@ -118,17 +116,16 @@ func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
 			return fmt.Errorf("the scheduler's Run: %w", err)
 		}
 		return serr
-	}
+	})
+	defer stopRun()
 
 	var out replicaOutput
 	if !sleepUntil(ctx, spec.SnapA) {
-		_ = stopRun()
 		return replicaOutput{}, ctx.Err()
 	}
 	var stopCPU func() error
 	if spec.Profile != "" {
 		if stopCPU, err = prof.StartCPU(spec.Profile); err != nil {
-			_ = stopRun()
 			return replicaOutput{}, err
 		}
 	}
@@ -137,12 +134,10 @@ func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
 	out.B = rep.snapshot()
 	if stopCPU != nil {
 		if err := stopCPU(); err != nil {
-			_ = stopRun()
 			return replicaOutput{}, err
 		}
 	}
 	if !ok {
-		_ = stopRun()
 		return replicaOutput{}, ctx.Err()
 	}
 
@@ -160,8 +155,7 @@ func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
 	if err := ctx.Err(); err != nil {
 		return replicaOutput{}, err
 	}
-	rep.close()
-	closed = true
+	closeRep()
 	out.GoroutinesLeft = goroutinesAbove(base)
 	out.Recs, out.InJobs, out.Fails = col.records(), col.jobStarts(), col.lockFails()
 	return out, nil
