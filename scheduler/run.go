@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 )
 
@@ -265,32 +266,39 @@ func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 }
 
 // startAtTick keeps lease alive and starts d's run under it at d's tick,
-// in a goroutine that waits for the tick if it is still to come. If starts
-// is not nil (see startGroup), its gate lets the runs of a batch start
-// together. It returns the run once its job has started, and, if starts is
-// not nil, the group's wait has ended. The wait for the tick goes on when the
-// scheduler stops gracefully: the tick is claimed, and Shutdown waits for
-// it as for a running job. If the tick is abandoned (see abandoned), or
-// its job removed, or the lease lost before the tick or given up by a hard
-// stop, the run does not start: startAtTick releases the lease and returns
-// why.
+// in a goroutine that waits for the tick if it is still to come: for the
+// gate of its start group starts (see startGroup) if it is not nil, or
+// else for a timer of its own. It returns the run once its job has
+// started, and, if starts is not nil, the group's wait has ended. The wait
+// for the tick goes on when the scheduler stops gracefully: the tick is
+// claimed, and Shutdown waits for it as for a running job. If the tick is
+// abandoned (see abandoned), or its job removed, or the lease lost before
+// the tick or given up by a hard stop, the run does not start: startAtTick
+// releases the lease and returns why.
 func (s *Scheduler) startAtTick(rn *runner, d dueTick, lease Lease, attempts int, starts *startGroup) (*run, error) {
 	kept := lease.Keep(rn.jobCtx)
 	r := s.newRun(d.e, lease, d.tick, d.tick, attempts)
 	r.batch = starts
-	s.launch(rn, r, kept, func() error {
-		if err := s.waitTick(d, kept, starts.opened()); err != nil {
-			return err
-		}
-		switch {
-		case d.e.removed.Load(): // removed once the scheduler was stopping
-			return fmt.Errorf("scheduler: lease released: %w", errRemoved)
-		case rn.jobCtx.Err() != nil:
-			return fmt.Errorf("scheduler: lease given up: %w", context.Cause(rn.jobCtx))
-		}
-		return nil
-	})
-	if err := r.awaitStart(starts); err != nil {
+	var err error
+	if starts == nil {
+		s.launch(rn, r, kept, func() error {
+			if err := s.waitTick(d, kept); err != nil {
+				return err
+			}
+			return s.stillWanted(rn, d)
+		})
+		err = r.awaitStart()
+	} else {
+		s.launch(rn, r, kept, func() error {
+			<-starts.gate
+			if !r.claim() {
+				return errWithdrawn
+			}
+			return s.readyAtGate(rn, d, kept)
+		})
+		err = s.awaitGate(d, r, kept)
+	}
+	if err != nil {
 		s.releaseUnused(rn, d.e.name, d.tick, lease)
 		return nil, err
 	}
@@ -299,35 +307,86 @@ func (s *Scheduler) startAtTick(rn *runner, d dueTick, lease Lease, attempts int
 
 // waitTick waits for d's tick, if it is still to come, and returns nil; or
 // why not: the lease's kept context done, or the tick abandoned (see
-// abandoned). It waits for gate to be closed if gate is not nil, else for
-// a timer of its own. It goes on waiting when the scheduler stops
-// gracefully.
-func (s *Scheduler) waitTick(d dueTick, kept context.Context, gate <-chan struct{}) error {
+// abandoned). It goes on waiting when the scheduler stops gracefully.
+func (s *Scheduler) waitTick(d dueTick, kept context.Context) error {
 	wait := d.tick.Sub(s.cfg.clock())
 	if wait <= 0 {
 		return nil
 	}
-	var timer <-chan time.Time
-	if gate == nil {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timer = t.C
-	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	for stop := d.ctx.Done(); ; {
 		select {
-		case <-gate:
-			return nil
-		case <-timer:
+		case <-t.C:
 			return nil
 		case <-kept.Done():
 			return context.Cause(kept)
 		case <-stop:
 			if abandoned(d) {
-				return fmt.Errorf("scheduler: tick abandoned before it came, lease released: %w", context.Cause(d.ctx))
+				return errAbandonedEarly(d)
 			}
 			stop = nil // the scheduler is stopping: wait for the tick
 		}
 	}
+}
+
+// awaitGate is awaitStart for run r of d's tick, a member of a start group
+// (see startAtTick). The run's goroutine waits for the group's gate alone,
+// since a goroutine parked on one channel wakes at less cost than one in a
+// select, which matters when hundreds wake at once on a few cores. Until
+// the gate opens, awaitGate watches for what waitTick does instead, and
+// withdraws r if its lease's kept context is done or its tick abandoned.
+func (s *Scheduler) awaitGate(d dueTick, r *run, kept context.Context) error {
+	lost, stop := kept.Done(), d.ctx.Done()
+	for {
+		select {
+		case <-r.batch.all: // r started, or will not
+			return r.awaitStart()
+		case err := <-r.failed:
+			return err
+		case <-lost:
+			lost = nil
+			if r.withdraw() {
+				return context.Cause(kept)
+			}
+		case <-stop:
+			stop = nil // if the scheduler is stopping, wait for the tick
+			if abandoned(d) && r.withdraw() {
+				return errAbandonedEarly(d)
+			}
+		}
+	}
+}
+
+// readyAtGate returns nil if d's run, its group's gate open, is to start,
+// or else why not (see waitTick and stillWanted).
+func (s *Scheduler) readyAtGate(rn *runner, d dueTick, kept context.Context) error {
+	switch {
+	case kept.Err() != nil:
+		return context.Cause(kept)
+	case abandoned(d):
+		return errAbandonedEarly(d)
+	}
+	return s.stillWanted(rn, d)
+}
+
+// stillWanted returns nil if d's run, its tick come, is still to start, or
+// else why not: its job removed once the scheduler was stopping, or the
+// scheduler stopped hard.
+func (s *Scheduler) stillWanted(rn *runner, d dueTick) error {
+	switch {
+	case d.e.removed.Load(): // removed once the scheduler was stopping
+		return fmt.Errorf("scheduler: lease released: %w", errRemoved)
+	case rn.jobCtx.Err() != nil:
+		return fmt.Errorf("scheduler: lease given up: %w", context.Cause(rn.jobCtx))
+	}
+	return nil
+}
+
+// errAbandonedEarly returns the error of a run whose tick was abandoned
+// before it came.
+func errAbandonedEarly(d dueTick) error {
+	return fmt.Errorf("scheduler: tick abandoned before it came, lease released: %w", context.Cause(d.ctx))
 }
 
 // sleepUntil waits until tick by the scheduler's clock, or until ctx is
@@ -485,8 +544,9 @@ type run struct {
 	lease    Lease
 	info     RunInfo
 	attempts int
-	start    time.Time   // by the monotonic clock
-	batch    *startGroup // the group it starts with, or nil
+	start    time.Time    // by the monotonic clock
+	batch    *startGroup  // the group it starts with, or nil
+	state    atomic.Int32 // runWaiting, runClaimed or runWithdrawn, if batch is not nil
 	ctx      context.Context
 	stopCtx  context.CancelFunc // releases ctx's run timeout
 	started  chan struct{}      // closed once the job has started
@@ -494,18 +554,36 @@ type run struct {
 	done     chan outcome       // capacity 1, so that an abandoned job never blocks
 }
 
-// awaitStart waits until r's job has started and returns nil, or returns
-// why it will not start. If the run is a member of group g, it waits for
-// the group too (see startGroup), unless the run will not start: its lease
-// is then dealt with at once.
-func (r *run) awaitStart(g *startGroup) error {
-	if g != nil {
-		select {
-		case <-g.all:
-		case err := <-r.failed:
-			return err
-		}
+// The states of a run that is a member of a start group.
+const (
+	runWaiting   = iota // for the group's gate
+	runClaimed          // by its goroutine, the gate open: it starts, or fails to
+	runWithdrawn        // by its handler: it will not start
+)
+
+// errWithdrawn is returned by the ready function of a run its handler
+// withdrew (see awaitGate).
+var errWithdrawn = errors.New("scheduler: run withdrawn before its tick")
+
+// claim reports whether r, a member of a start group whose gate has
+// opened, is to start, or fail to, in its goroutine: whether its handler
+// did not withdraw it first.
+func (r *run) claim() bool { return r.state.CompareAndSwap(runWaiting, runClaimed) }
+
+// withdraw reports whether r, a member of a start group, will not start,
+// as its goroutine did not claim it first, and then marks it done in its
+// group.
+func (r *run) withdraw() bool {
+	if !r.state.CompareAndSwap(runWaiting, runWithdrawn) {
+		return false
 	}
+	r.batch.done()
+	return true
+}
+
+// awaitStart waits until r's job has started and returns nil, or returns
+// why it will not start.
+func (r *run) awaitStart() error {
 	select {
 	case <-r.started:
 		return nil
@@ -563,6 +641,9 @@ func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func(
 	go func() {
 		if ready != nil {
 			if err := ready(); err != nil {
+				if err == errWithdrawn { // its handler has dealt with it
+					return
+				}
 				r.failed <- err
 				r.batch.done()
 				return

@@ -17,7 +17,10 @@ const maxStartWait = 100 * time.Millisecond
 //
 // Their goroutines wait for the group's gate, which one timer opens at the
 // tick (at once if the batch ended after the tick), and start together,
-// rather than each being woken by a timer of its own.
+// rather than each being woken by a timer of its own. Until the gate
+// opens, their handlers watch for the leases' loss and the ticks'
+// abandonment (see awaitGate); the gate opens at once if every member is
+// withdrawn so.
 //
 // Their handlers, which release the leases and report the ends, wait until
 // every member's run has started or is known not to start, and then as
@@ -105,14 +108,6 @@ func newStartGroup(n int, wait time.Duration) *startGroup {
 	return g
 }
 
-// opened returns the gate, closed when it opens, or nil for a nil group.
-func (g *startGroup) opened() <-chan struct{} {
-	if g == nil {
-		return nil
-	}
-	return g.gate
-}
-
 // done records that one member's run has started, or that it will not
 // start. Each member calls it once. After the last, the handlers' wait
 // ends as long after as the members took from the gate's opening, or at
@@ -122,8 +117,9 @@ func (g *startGroup) done() {
 	if g == nil || g.left.Add(-1) != 0 {
 		return
 	}
-	if g.opener != nil {
-		g.opener.Stop() // no member waits for the gate any more
+	if g.opener != nil && g.opener.Stop() {
+		// Every member was withdrawn: let their goroutines end now.
+		close(g.gate)
 	}
 	switch took := time.Since(g.opens); {
 	case took <= 0 || g.size.Load() == 1:

@@ -1,7 +1,10 @@
 package scheduler_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -296,4 +299,80 @@ func (h *firstStartHold) observe(ev scheduler.Event) {
 	if ev.Kind == scheduler.EventRunStarted && ev.Job == h.job {
 		h.once.Do(func() { <-h.gate })
 	}
+}
+
+// TestBatchStopBeforeTick checks a stop between a batch's lock-ahead and
+// its tick. On Shutdown, the runs of the start group start at the tick, and
+// Shutdown returns once they have ended. On a hard stop, each gives its
+// lease up, and no goroutine of theirs is left waiting for the group's
+// gate once Run has returned.
+func TestBatchStopBeforeTick(t *testing.T) {
+	for _, hard := range []bool{false, true} {
+		name := "Shutdown"
+		if hard {
+			name = "hard stop"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := locker()
+				runs := &runLog{}
+				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithLockAhead(400*time.Millisecond))
+				for _, name := range []string{"a", "b", "c"} {
+					mustAdd(t, s, name, "* * * * * *", runs.job(0))
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				errc := make(chan error, 1)
+				go func() { errc <- s.Run(ctx) }()
+
+				first := time.Now().Truncate(time.Second).Add(time.Second)
+				stopAt := first.Add(-200 * time.Millisecond)
+				sleepUntil(stopAt)
+				if n := len(l.Grants()); n != 3 {
+					t.Fatalf("%d leases won 200ms before the tick, want 3", n)
+				}
+				var want error = context.Canceled
+				if hard {
+					cancel()
+				} else {
+					want = scheduler.ErrClosed
+					if err := s.Shutdown(context.Background()); err != nil {
+						t.Errorf("Shutdown: %v", err)
+					}
+				}
+				if err := <-errc; !errors.Is(err, want) {
+					t.Errorf("Run returned %v, want %v", err, want)
+				}
+				synctest.Wait()
+				if n := goroutinesIn("scheduler.(*Scheduler).launch"); n != 0 {
+					t.Errorf("%d run goroutines left after Run returned, want 0", n)
+				}
+				wantRuns, released := 3, first
+				if hard {
+					wantRuns, released = 0, stopAt
+				}
+				if got := runs.ticks(); len(got) != wantRuns {
+					t.Errorf("ticks run %v, want %d runs", got, wantRuns)
+				}
+				for _, g := range l.Grants() {
+					if !g.Released.Equal(released) {
+						t.Errorf("lease %+v, want released at %v", g, released.Sub(first))
+					}
+				}
+			})
+		})
+	}
+}
+
+// goroutinesIn returns the number of goroutines with fn in their stack.
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if bytes.Contains(g, []byte(fn)) {
+			n++
+		}
+	}
+	return n
 }
