@@ -112,7 +112,7 @@ type ScanReport struct {
 	Nodes    int
 	Quorum   int
 	Findings []Finding      // by name; locks, states and foreign keys
-	Live     []string       // owners with a heartbeat on a majority
+	Live     []string       // owners with a heartbeat on a majority, counting the nodes not scanned
 	Errors   []error        // nodes that could not be scanned (wrapped *store.Error)
 	Counts   map[string]int // leaked findings by class name
 	Scanned  int            // keys read, over all nodes
@@ -133,7 +133,10 @@ func (r *ScanReport) Leaks() []Finding {
 // ScanLeaks SCANs every node (never KEYS) for the keys under the prefix
 // and classifies them. It reads only. Nodes that cannot be scanned are
 // listed in the report's Errors; the error is non-nil only when no node
-// could be scanned. Classification needs the heartbeats, so a lock's
+// could be scanned. A node not scanned is counted as if it held a copy of
+// every lock and a heartbeat of every owner, so that no live lock is
+// reported, or fixed, as a leak: with nodes missing, a lock is a minority,
+// or its owner dead, only if it would be whatever they hold. Classification needs the heartbeats, so a lock's
 // orphaned status is only as good as the owners' heartbeats (see the
 // scheduler's WithHeartbeat); locks without an owner are never orphaned.
 func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport, error) {
@@ -191,8 +194,11 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 	if len(rep.Errors) == len(r.nodes) {
 		return rep, fmt.Errorf("mutex: leak scan: no node could be scanned: %w", errors.Join(rep.Errors...))
 	}
+	// A node not scanned may hold any key: counted as holding a heartbeat
+	// and a copy of each lock, so that no live lock is taken for a leak.
+	unscanned := len(rep.Errors)
 	for owner, n := range beats {
-		if n >= r.quorum {
+		if n+unscanned >= r.quorum {
 			rep.Live = append(rep.Live, owner)
 		}
 	}
@@ -263,7 +269,7 @@ func (r *Redlock) classify(f *Finding, rep *ScanReport, opts ScanOptions, now ti
 		if c.Lock.Owner != "" && !slices.Contains(rep.Live, c.Lock.Owner) {
 			c.Classes = append(c.Classes, LeakOrphaned)
 		}
-		if copiesOf[c.Value] < r.quorum && age > opts.Settle {
+		if copiesOf[c.Value]+len(rep.Errors) < r.quorum && age > opts.Settle {
 			c.Classes = append(c.Classes, LeakMinority)
 		}
 		if opts.MaxAge > 0 && age > opts.MaxAge {

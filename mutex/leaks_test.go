@@ -188,6 +188,46 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 	}
 }
 
+// TestLeakScanPartialSparesLiveLock checks that a node that could not be
+// scanned is counted as if it held a live lock's copy and its owner's
+// heartbeat: a lock held on a majority, one of whose copies, and one of
+// whose owner's heartbeats, are on the node not scanned, is neither a
+// minority nor orphaned, and FixLeaks leaves it alone.
+func TestLeakScanPartialSparesLiveLock(t *testing.T) {
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, time.Minute)
+	if err := r.Heartbeat(ctx, "live", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	live, err := r.TryLock(ctx, "job", time.Minute, mutex.Owner("live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lock and the heartbeat are on nodes 0 and 1 only (node 2 missed
+	// them), and node 1 refuses SCAN.
+	third := c.Node(2).Client(t)
+	if err := third.Del(ctx, lockKey(t, r, "job").Lock, r.Keyspace().Heartbeat("live")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Node(1).Client(t).Do(ctx, "ACL", "SETUSER", "default", "-scan").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.ScanLeaks(ctx, mutex.ScanOptions{Settle: time.Nanosecond})
+	if err != nil || len(rep.Errors) != 1 {
+		t.Fatalf("scan with one node refusing SCAN: %v, node errors %v", err, rep.Errors)
+	}
+	if leaks := rep.Leaks(); len(leaks) != 0 {
+		t.Errorf("leaks %+v, want none: the lock is live on a majority", leaks)
+	}
+	if got := r.FixLeaks(ctx, rep); len(got) != 0 {
+		t.Errorf("fix results %+v, want none", got)
+	}
+	if err := live.Extend(ctx); err != nil {
+		t.Errorf("the live lock was touched by the fix: %v", err)
+	}
+}
+
 // TestLeakScanNodeDown: a dead node is reported, the others are scanned.
 func TestLeakScanNodeDown(t *testing.T) {
 	c := redistest.Start(t, 3)

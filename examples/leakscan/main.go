@@ -10,7 +10,9 @@
 //	unparseable  a key under the prefix that redcron did not write
 //
 // A live, healthy lock is never reported; a name is reported when one of
-// its copies is leaked. Without -fix the scan only reads. With -fix every
+// its copies is leaked. A node that cannot be scanned is counted as if it
+// held a copy of every lock and a heartbeat of every owner, so a live lock
+// with a copy there is not taken for a minority or an orphan. Without -fix the scan only reads. With -fix every
 // leaked copy is deleted by compare-and-delete against the value that was
 // scanned, so a key that changed hands since the scan is left alone, and
 // the copies of a live lock that shares its name with a leftover are not
