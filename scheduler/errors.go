@@ -36,6 +36,9 @@ var (
 	ErrDuplicateJob = errors.New("scheduler: duplicate job name")
 	// ErrUnknownJob is returned for a name that is not registered.
 	ErrUnknownJob = errors.New("scheduler: unknown job")
+	// ErrInvalidName is returned by Add for a job name that is not valid,
+	// or that the Locker reserves.
+	ErrInvalidName = errors.New("scheduler: invalid job name")
 	// ErrInvalidSpec is returned by Add for a schedule it cannot parse.
 	ErrInvalidSpec = errors.New("scheduler: invalid schedule")
 	// ErrInvalidOption is returned for an option value out of range.

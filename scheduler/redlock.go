@@ -36,12 +36,17 @@ var (
 )
 
 // CheckRequest implements RequestChecker. The name of the leak scan's own
-// lock is refused: a job of that name would share it.
+// lock is refused (ErrInvalidName): a job of that name would share it. A
+// name or TTL the Redlock refuses matches ErrInvalidOption, and
+// mutex.ErrInvalidOption too.
 func (a *redlockLocker) CheckRequest(req LockRequest) error {
 	if req.Job == leakScanLock {
-		return fmt.Errorf("the name %q is reserved for the leak scan's lock", leakScanLock)
+		return fmt.Errorf("%w: %q is reserved for the leak scan's lock", ErrInvalidName, leakScanLock)
 	}
-	return a.r.Check(req.Job, req.TTL)
+	if err := a.r.Check(req.Job, req.TTL); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return nil
 }
 
 // Acquire implements Locker.

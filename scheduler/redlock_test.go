@@ -72,12 +72,18 @@ func TestRedlockLockerBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add("_leakscan", "@hourly", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })); err == nil ||
+	nop := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
+	if err := s.Add("_leakscan", "@hourly", nop); !errors.Is(err, scheduler.ErrInvalidName) ||
 		!strings.Contains(err.Error(), "reserved for the leak scan") {
-		t.Errorf(`Add("_leakscan") = %v, want an error: the name is reserved`, err)
+		t.Errorf(`Add("_leakscan") = %v, want ErrInvalidName: the name is reserved`, err)
+	}
+	// Above the Redlock's max TTL (1m by default).
+	if err := s.Add("long", "@hourly", nop, scheduler.WithLockTTL(2*time.Minute)); !errors.Is(err, scheduler.ErrInvalidOption) ||
+		!errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), "max TTL") {
+		t.Errorf("Add with a lock TTL above the max TTL = %v, want scheduler.ErrInvalidOption and mutex.ErrInvalidOption naming the max TTL", err)
 	}
 	if len(s.Entries()) != 0 {
-		t.Error("the job was registered anyway")
+		t.Error("a job was registered anyway")
 	}
 }
 

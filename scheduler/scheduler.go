@@ -146,14 +146,17 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // at least 1s. The ticks of, say, "@every 7m" therefore do not fall at the
 // same minutes of every hour.
 //
-// Add returns an error matching ErrInvalidSpec for a spec it cannot parse
-// or that has no tick within five years, ErrDuplicateJob if the name is
-// taken, ErrInvalidOption for a bad JobOption, and ErrClosed once the
-// Scheduler is closed. If the Locker implements RequestChecker, Add also
-// returns the error of its CheckRequest for the job's name and lock TTL.
+// Add returns an error matching ErrInvalidName for a name that is not
+// valid, ErrInvalidSpec for a spec it cannot parse or that has no tick
+// within five years, ErrDuplicateJob if the name is taken,
+// ErrInvalidOption for a bad JobOption, and ErrClosed once the Scheduler
+// is closed. If the Locker implements RequestChecker, Add also returns the
+// error of its CheckRequest for the job's name and lock TTL (the Redlock
+// adapter's matches ErrInvalidName for a reserved name, and
+// ErrInvalidOption for a TTL out of the Redlock's range).
 func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 	if err := checkName(name); err != nil {
-		return fmt.Errorf("scheduler: invalid job name %q: %w", name, err)
+		return fmt.Errorf("%w %q: %w", ErrInvalidName, name, err)
 	}
 	if job == nil {
 		return fmt.Errorf("scheduler: job %q: nil Job", name)

@@ -162,13 +162,13 @@ func TestAddRejectsBadInput(t *testing.T) {
 		is      error    // the error must match this, if not nil
 		mention []string // and mention these
 	}{
-		{name: "empty name", job: "", mention: []string{`job name ""`, "empty"}},
-		{name: "long name", job: strings.Repeat("x", 201), mention: []string{"longer than 200"}},
-		{name: "leading space", job: " backup", mention: []string{`" backup"`, "white space"}},
-		{name: "trailing newline", job: "backup\n", mention: []string{`"backup\n"`, "white space"}},
-		{name: "brace", job: "{backup}", mention: []string{`"{backup}"`, "'{'"}},
-		{name: "control character", job: "back\x00up", mention: []string{"unprintable"}},
-		{name: "invalid UTF-8", job: "back\xffup", mention: []string{"UTF-8"}},
+		{name: "empty name", job: "", is: scheduler.ErrInvalidName, mention: []string{`job name ""`, "empty"}},
+		{name: "long name", job: strings.Repeat("x", 201), is: scheduler.ErrInvalidName, mention: []string{"longer than 200"}},
+		{name: "leading space", job: " backup", is: scheduler.ErrInvalidName, mention: []string{`" backup"`, "white space"}},
+		{name: "trailing newline", job: "backup\n", is: scheduler.ErrInvalidName, mention: []string{`"backup\n"`, "white space"}},
+		{name: "brace", job: "{backup}", is: scheduler.ErrInvalidName, mention: []string{`"{backup}"`, "'{'"}},
+		{name: "control character", job: "back\x00up", is: scheduler.ErrInvalidName, mention: []string{"unprintable"}},
+		{name: "invalid UTF-8", job: "back\xffup", is: scheduler.ErrInvalidName, mention: []string{"UTF-8"}},
 		{name: "nil job", job: "backup", nilJob: true, mention: []string{`"backup"`, "nil Job"}},
 		{name: "short TTL", job: "backup", opts: []scheduler.JobOption{scheduler.WithLockTTL(500 * time.Millisecond)},
 			is: scheduler.ErrInvalidOption, mention: []string{`"backup"`, "WithLockTTL"}},
