@@ -90,7 +90,7 @@ func ExampleNew() {
 
 	var nodes []*store.Node
 	for _, addr := range addrs {
-		node, err := store.NewNode(addr, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1}))
+		node, err := store.NewNode(addr, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1}))
 		if err != nil {
 			log.Fatal(err)
 		}

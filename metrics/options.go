@@ -56,7 +56,7 @@ func defaultDelayBuckets() []float64 {
 }
 
 // defaultAcquireBuckets: 0.5ms to 2.5s; one attempt is at most three round
-// trips bounded by the node timeout (100ms by default).
+// trips bounded by the node timeout (250ms by default).
 func defaultAcquireBuckets() []float64 {
 	return []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 }

@@ -41,7 +41,9 @@ func Example() {
 func connect() *mutex.Redlock {
 	var nodes []*store.Node
 	for _, addr := range []string{"redis-a:6379", "redis-b:6379", "redis-c:6379"} {
-		n, err := store.NewNode(addr, redis.NewClient(&redis.Options{Addr: addr}))
+		// redcron decides what to retry: no retries nor repeated dials in
+		// the client.
+		n, err := store.NewNode(addr, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1}))
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -113,7 +113,9 @@ func WithRetryDelay(d time.Duration) Option {
 }
 
 // WithMaxTTL sets the largest TTL a lock may ask for (default 1m, range
-// [10ms, 24h]). A node that restarted less than this long ago (plus a
+// [10ms, 24h], and New also refuses a max TTL below 4 × the node timeout,
+// the shortest TTL a lock may ask for: 1s with the default node timeout).
+// A node that restarted less than this long ago (plus a
 // second, for the resolution of Redis's uptime) is not counted (see
 // WithTrustedNodes), so it is also how long a brand-new or restarted node
 // waits before it votes.

@@ -6,8 +6,8 @@
 // A Node never retries and never decides anything about quorums: that is
 // the job of package mutex, which runs the Redlock algorithm over several
 // Nodes. Scripts are embedded in the binary and sent with EVALSHA; a server
-// that does not have them cached (NOSCRIPT) gets SCRIPT LOAD and the calls
-// again, in one round trip.
+// that does not have them cached (NOSCRIPT) gets the calls again as EVAL,
+// with the script's text, in one round trip.
 //
 // Lock calls to a node are pipelined (one worker per node sends whatever
 // is queued in one round trip), and every lock script acts on any number

@@ -8,8 +8,8 @@ import (
 )
 
 // The scripts are immutable after package initialisation. They are sent
-// with EVALSHA; a server that answers NOSCRIPT gets SCRIPT LOAD and the
-// call again, in one round trip.
+// with EVALSHA; a server that answers NOSCRIPT gets the call again as
+// EVAL, with the script's text, in one round trip.
 var (
 	//go:embed lua/prelude.lua
 	preludeSrc string
