@@ -1,12 +1,13 @@
 // Package cli is the start-up the benchmark programs under bench/cmd
 // share: running under a context that SIGINT and SIGTERM cancel, so that
 // the redis-servers a program started are killed on Ctrl-C too; parsing
-// their flags; and finding the redis-server binary and the machine their
+// their flags (-h prints the usage and exits with status 0); and finding the redis-server binary and the machine their
 // reports describe.
 package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,7 +38,8 @@ type Env struct {
 // The context run gets is cancelled by SIGINT or SIGTERM, so that run can
 // stop and release what it started (kill its redis-servers) instead of
 // the process dying. When a step fails, Main prints the error after the
-// program's name to standard error and exits with status 1.
+// program's name to standard error and exits with status 1. With -h (or
+// -help), parse has printed the usage and Main exits with status 0.
 func Main[C any](name string,
 	parse func(args []string, stderr io.Writer) (C, error),
 	run func(ctx context.Context, cfg C, env Env, stdout, stderr io.Writer) error,
@@ -45,10 +47,22 @@ func Main[C any](name string,
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := start(ctx, os.Args[1:], os.Stdout, os.Stderr, parse, run)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, name+":", err)
-		os.Exit(1)
+	if code := exitStatus(name, err, os.Stderr); code != 0 {
+		os.Exit(code)
 	}
+}
+
+// exitStatus returns the exit status of a program called name whose start
+// returned err, after printing err, if it is a failure, to stderr: 0 for
+// no error and for flag.ErrHelp (the usage, asked for with -h, is already
+// printed), 1 for any other error.
+func exitStatus(name string, err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	fmt.Fprintln(stderr, name+":", err)
+	return 1
 }
 
 // start is Main's body, with the process's arguments and output as
@@ -78,7 +92,7 @@ func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 
 // Parse parses args with fs and refuses positional arguments, which no
 // benchmark takes. With -h it returns flag.ErrHelp, after fs printed the
-// usage.
+// usage; Main then exits with status 0.
 func Parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
