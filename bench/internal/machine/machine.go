@@ -21,7 +21,8 @@ type Machine struct {
 	Redis      string `json:"redis"`
 	// Library is the commit of the repository the benchmark runs in
 	// (the library under test, through the replace directive), with
-	// "+changes" when its store, mutex or scheduler packages differ from it.
+	// "+changes" when its store, mutex, scheduler or internal packages, or
+	// the benchmarks themselves (bench/), differ from it.
 	Library string `json:"library"`
 }
 
@@ -45,7 +46,10 @@ func Describe(redisBin string) (Machine, error) {
 }
 
 // libraryCommit describes the checked-out commit (git, read only), or
-// "unknown" outside a git work tree.
+// "unknown" outside a git work tree, with "+changes" when tracked files
+// differ from it in what a benchmark runs: the library's store, mutex,
+// scheduler and internal packages (redisproc, tcpproxy, ...) and the
+// bench module itself.
 func libraryCommit() string {
 	out, err := exec.Command("git", "log", "-1", "--format=%h %cI").Output()
 	if err != nil {
@@ -53,7 +57,7 @@ func libraryCommit() string {
 	}
 	c := strings.TrimSpace(string(out))
 	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--",
-		":(top)store", ":(top)mutex", ":(top)scheduler").Output()
+		":(top)store", ":(top)mutex", ":(top)scheduler", ":(top)internal", ":(top)bench").Output()
 	if err == nil && len(strings.TrimSpace(string(st))) > 0 {
 		c += " +changes"
 	}
