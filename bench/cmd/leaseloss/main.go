@@ -15,7 +15,7 @@
 //
 // Usage:
 //
-//	go run ./cmd/leaseloss [-ttl 3s] [-node-timeout 100ms] [-reps 30] [-pause-reps 20]
+//	go run ./cmd/leaseloss [-ttl 3s] [-node-timeout 250ms] [-reps 30] [-pause-reps 20]
 package main
 
 import (
@@ -160,7 +160,8 @@ func once(ctx context.Context, rl *mutex.Redlock, cfg config, name string, break
 		mu.Unlock()
 		close(gotDone)
 	})
-	// A random instant in the second and third extension periods, so that
+	// A uniform instant in the second extension period (between the
+	// first extension, at TTL/3, and the second, at 2·TTL/3), so that
 	// every phase of the extension timer is as likely.
 	interval := cfg.ttl / 3
 	time.Sleep(interval + rand.N(interval))
