@@ -85,24 +85,22 @@ func measure(ctx context.Context, l locks.Locker, prefix string, d, interval tim
 }
 
 // benchmark measures every implementation in every condition. Every round
-// runs each (condition, implementation) pair once, starting from a
-// different pair each round. The first node of the slow, dead and hung
+// runs each (condition, implementation) pair once, in the order roundOrder
+// gives: the conditions and, within each, the implementations in an order
+// that rotates from round to round. The first node of the slow, dead and hung
 // conditions is made bad after a first warm-up (so that connections and
 // script caches are warm, as on a node that fails in service), and each
 // pair is warmed up again after that.
 func benchmark(ctx context.Context, cfg config, cl *cluster, progress io.Writer) (map[key][]round, error) {
-	var pairs []key
+	pairs := roundOrder(cfg.conditions, cfg.impls, 0)
 	lockers := make(map[key]locks.Locker)
-	for _, cond := range cfg.conditions {
-		for _, im := range cfg.impls {
-			l, err := im.New(cl.clients[cond])
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", im.Name, err)
-			}
-			k := key{cond, im.Name}
-			pairs = append(pairs, k)
-			lockers[k] = l
+	for _, k := range pairs {
+		im, _ := locks.Lookup(k.impl)
+		l, err := im.New(cl.clients[k.cond])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", im.Name, err)
 		}
+		lockers[k] = l
 	}
 	prefix := func(k key) string { return k.cond }
 	fmt.Fprintln(progress, "warm-up")
@@ -119,8 +117,7 @@ func benchmark(ctx context.Context, cfg config, cl *cluster, progress io.Writer)
 	res := make(map[key][]round)
 	for r := range cfg.rounds {
 		fmt.Fprintf(progress, "round %d/%d\n", r+1, cfg.rounds)
-		for j := range pairs {
-			k := pairs[(r*len(cfg.impls)+j)%len(pairs)]
+		for _, k := range roundOrder(cfg.conditions, cfg.impls, r) {
 			rd := measure(ctx, lockers[k], prefix(k), cfg.duration, cfg.interval, cfg.minSamples)
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("interrupted: %w", err)
@@ -133,6 +130,24 @@ func benchmark(ctx context.Context, cfg config, cl *cluster, progress io.Writer)
 		}
 	}
 	return res, nil
+}
+
+// roundOrder returns the (condition, implementation) pairs in the order
+// round r measures them: the conditions rotated by r, and within the
+// condition at index c of conds the implementations rotated by r + c. From
+// one round to the next every implementation moves one place within each
+// condition (so that none always runs first, or always right after the
+// same other one) and every condition one place in the round.
+func roundOrder(conds []string, impls []locks.Impl, r int) []key {
+	var order []key
+	for i := range conds {
+		c := (r + i) % len(conds)
+		for j := range impls {
+			im := impls[(r+c+j)%len(impls)]
+			order = append(order, key{conds[c], im.Name})
+		}
+	}
+	return order
 }
 
 // summary is what the report says about one pair: medians over rounds of
