@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redis/go-redis/v9"
@@ -34,7 +35,11 @@ type result struct {
 // benchmark measures every implementation in every scenario, on the first
 // Nodes clients. Within a round the implementations run one after the
 // other, starting with a different one each round, so that slow drifts of
-// the machine hit them all alike. Progress goes to progress.
+// the machine hit them all alike. After each measurement, outside its
+// timed part, the implementation's background calls are flushed
+// (locks.Locker.Flush), so that they do not run into the next
+// implementation's measurement, nor a scenario's into the next scenario.
+// Progress goes to progress.
 func benchmark(ctx context.Context, cfg config, clients []*redis.Client, progress io.Writer) ([]result, error) {
 	var results []result
 	scs := cfg.scenarios()
@@ -49,14 +54,16 @@ func benchmark(ctx context.Context, cfg config, clients []*redis.Client, progres
 			lockers[i], res[i] = l, result{scenario: sc, impl: im.Name}
 		}
 		names := lockNames(sc.Names, sc.Goroutines)
-		for _, l := range lockers {
+		for i, l := range lockers {
 			measure(ctx, l, names, cfg.warmup) // fills connection pools and script caches
+			flush(ctx, cfg.impls[i].Name, l, progress)
 		}
 		for r := range cfg.rounds {
 			fmt.Fprintf(progress, "[%d/%d] %v: round %d/%d\n", n+1, len(scs), sc, r+1, cfg.rounds)
 			for k := range lockers {
 				i := (r + k) % len(lockers)
 				rd := measure(ctx, lockers[i], names, cfg.duration)
+				flush(ctx, cfg.impls[i].Name, lockers[i], progress)
 				if err := ctx.Err(); err != nil {
 					return nil, fmt.Errorf("interrupted: %w", err)
 				}
@@ -69,6 +76,21 @@ func benchmark(ctx context.Context, cfg config, clients []*redis.Client, progres
 		results = append(results, res...)
 	}
 	return results, nil
+}
+
+// flushTimeout bounds the wait for an implementation's background calls
+// after a measurement: redcron gives a release up after at most
+// max(10 × node timeout, 1 s), 2.5 s by default.
+const flushTimeout = 10 * time.Second
+
+// flush waits for l's background calls (locks.Locker.Flush), up to
+// flushTimeout; a failure is reported to progress, as a warning.
+func flush(ctx context.Context, impl string, l locks.Locker, progress io.Writer) {
+	fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	if err := l.Flush(fctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(progress, "  warning: %s: background calls still under way after %v: %v\n", impl, flushTimeout, err)
+	}
 }
 
 // lockNames returns the lock names of each goroutine: its own

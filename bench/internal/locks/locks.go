@@ -23,6 +23,14 @@ type Locker interface {
 	// contenders), after undoing its partial grants; and an error for any
 	// other failure (timeouts, network errors, too few nodes answering).
 	TryLock(ctx context.Context, name string) (Held, error)
+	// Flush waits until the calls the Locker still has under way after
+	// TryLock or Release returned (a failed attempt's clean-up, a release
+	// to a node slower than the majority) are answered or given up, or
+	// until ctx is done. A benchmark calls it after each measurement,
+	// outside the timed part, so that one implementation's leftover work
+	// does not run into the next one's measurement. The Lockers have
+	// nothing else to close: the clients are the caller's.
+	Flush(ctx context.Context) error
 }
 
 // Held is an acquired lock.

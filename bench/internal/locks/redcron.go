@@ -57,6 +57,10 @@ func (l redcronLocker) TryLock(ctx context.Context, name string) (Held, error) {
 	return nil, err
 }
 
+// Flush implements Locker with mutex.Redlock.Flush: the clean-up of
+// failed attempts and the releases to slow nodes go on in the background.
+func (l redcronLocker) Flush(ctx context.Context) error { return l.r.Flush(ctx) }
+
 // NodeStats implements NodeStatser.
 func (l redcronLocker) NodeStats() []store.Stats {
 	stats := make([]store.Stats, len(l.r.Nodes()))

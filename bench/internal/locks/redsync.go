@@ -51,6 +51,10 @@ func (l *redsyncLocker) TryLock(ctx context.Context, name string) (Held, error) 
 	return nil, nil // ErrFailed, ErrTaken, ErrNodeTaken: refused by the nodes
 }
 
+// Flush implements Locker: redsync leaves nothing under way, since its
+// TryLockContext and UnlockContext return once their calls are answered.
+func (l *redsyncLocker) Flush(context.Context) error { return nil }
+
 func (h redsyncHeld) Release(ctx context.Context) error {
 	ok, err := h.m.UnlockContext(ctx)
 	if !ok {
