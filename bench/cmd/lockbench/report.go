@@ -23,9 +23,14 @@ type summary struct {
 	Spread float64 `json:"ops_spread"`
 	P50us  float64 `json:"p50_us"`
 	P99us  float64 `json:"p99_us"`
-	// VsRaw is raw's ops/s ÷ this one's, in the same scenario: 1.10 means
-	// 10% slower than raw. 0 when raw was not measured.
+	// VsRaw is the median over rounds of raw's ops/s ÷ this one's in the
+	// same round and scenario (the rounds are interleaved, so round r of
+	// both ran side by side): 1.10 means 10% slower than raw. VsRawMin and
+	// VsRawMax are the extremes of those per-round ratios. 0 when raw was
+	// not measured.
 	VsRaw    float64     `json:"time_ratio_vs_raw"`
+	VsRawMin float64     `json:"time_ratio_vs_raw_min"`
+	VsRawMax float64     `json:"time_ratio_vs_raw_max"`
 	Acquired float64     `json:"acquired_fraction"`
 	Errors   int         `json:"errors"`
 	Rounds   []roundJSON `json:"rounds"`
@@ -65,12 +70,66 @@ func summarize(results []result) []summary {
 		sums[i] = s
 	}
 	for i := range sums {
-		j := slices.IndexFunc(sums, func(s summary) bool { return s.scenario == sums[i].scenario && s.Impl == "raw" })
-		if j >= 0 && sums[i].OpsPerSec > 0 {
-			sums[i].VsRaw = sums[j].OpsPerSec / sums[i].OpsPerSec
+		j := slices.IndexFunc(results, func(r result) bool { return r.scenario == results[i].scenario && r.impl == "raw" })
+		if j < 0 {
+			continue
+		}
+		ratios := stats.PairedRatios(opsPerSec(results[j].rounds), opsPerSec(results[i].rounds))
+		if len(ratios) > 0 {
+			sums[i].VsRaw, sums[i].VsRawMin, sums[i].VsRawMax = stats.Median(ratios), slices.Min(ratios), slices.Max(ratios)
 		}
 	}
 	return sums
+}
+
+// opsPerSec returns the ops/s of each round, in round order.
+func opsPerSec(rounds []round) []float64 {
+	xs := make([]float64, len(rounds))
+	for i, r := range rounds {
+		xs[i] = r.opsPerSec()
+	}
+	return xs
+}
+
+// goal is a bound on one implementation's VsRaw in one scenario.
+type goal struct {
+	scenario
+	impl string
+	max  float64 // VsRaw at most
+	text string
+}
+
+// goals are the throughput goals, on the median of the per-round ratios.
+var goals = []goal{
+	{scenario{5, 1, distinct}, "redcron-nofence", 1.3, "within 1.3× of raw's time per cycle"},
+	{scenario{5, 1, contended}, "redcron-nofence", 1.3, "within 1.3× of raw's time per cycle"},
+	{scenario{5, 16, distinct}, "redcron-nofence", 0.5, "at least 2× raw's throughput (vs raw ≤ 0.50)"},
+	{scenario{5, 16, distinct}, "redcron-fence", 0.5, "at least 2× raw's throughput (vs raw ≤ 0.50)"},
+}
+
+// goalResult is one goal as measured.
+type goalResult struct {
+	Goal     string  `json:"goal"`
+	VsRaw    float64 `json:"time_ratio_vs_raw"`
+	VsRawMin float64 `json:"time_ratio_vs_raw_min"`
+	VsRawMax float64 `json:"time_ratio_vs_raw_max"`
+	Met      bool    `json:"met"`
+}
+
+// checkGoals evaluates the goals whose scenario and implementation were
+// measured, with raw, on the median of the per-round ratios.
+func checkGoals(sums []summary) []goalResult {
+	out := []goalResult{}
+	for _, g := range goals {
+		i := slices.IndexFunc(sums, func(s summary) bool { return s.scenario == g.scenario && s.Impl == g.impl })
+		if i < 0 || sums[i].VsRaw == 0 {
+			continue
+		}
+		s := sums[i]
+		out = append(out, goalResult{Goal: fmt.Sprintf("%v, %s: %s", g.scenario, g.impl, g.text),
+			VsRaw: s.VsRaw, VsRawMin: s.VsRawMin, VsRawMax: s.VsRawMax, Met: s.VsRaw <= g.max})
+	}
+	return out
 }
 
 func runLine(cfg config) string {
@@ -87,13 +146,27 @@ func writeTable(w io.Writer, m machine.Machine, cfg config, sums []summary) {
 			fmt.Fprintln(tw, strings.Repeat("\t", 10)) // keeps the columns aligned across groups
 		}
 		vs := "-"
-		if s.VsRaw > 0 {
+		switch {
+		case s.Impl == "raw" && s.VsRaw > 0:
 			vs = fmt.Sprintf("%.2f", s.VsRaw)
+		case s.VsRaw > 0:
+			vs = fmt.Sprintf("%.2f (%.2f-%.2f)", s.VsRaw, s.VsRawMin, s.VsRawMax)
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%.0f\t%.0f%%\t%.0f\t%.0f\t%s\t%.1f%%\t%d\n",
 			s.Nodes, s.Goroutines, s.Names, s.Impl, s.OpsPerSec, 100*s.Spread, s.P50us, s.P99us, vs, 100*s.Acquired, s.Errors)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "\nvs raw: median over rounds of raw's ops/s ÷ this row's in the same round (min-max over rounds); 1.10 = 10% slower than raw.")
+	if gs := checkGoals(sums); len(gs) > 0 {
+		fmt.Fprintln(w, "\ngoals (on vs raw):")
+		for _, g := range gs {
+			met := "met"
+			if !g.Met {
+				met = "NOT met"
+			}
+			fmt.Fprintf(w, "  %s: %.2f (rounds %.2f-%.2f): %s\n", g.Goal, g.VsRaw, g.VsRawMin, g.VsRawMax, met)
+		}
+	}
 }
 
 func writeJSON(w io.Writer, m machine.Machine, cfg config, sums []summary) error {
@@ -103,5 +176,6 @@ func writeJSON(w io.Writer, m machine.Machine, cfg config, sums []summary) error
 		Machine machine.Machine `json:"machine"`
 		Run     string          `json:"run"`
 		Results []summary       `json:"results"`
-	}{m, runLine(cfg), sums})
+		Goals   []goalResult    `json:"goals"`
+	}{m, runLine(cfg), sums, checkGoals(sums)})
 }

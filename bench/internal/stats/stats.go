@@ -1,5 +1,5 @@
 // Package stats has the few statistics the benchmarks report: nearest-rank
-// percentiles and medians.
+// percentiles, medians and ratios of paired measurements.
 package stats
 
 import (
@@ -58,6 +58,21 @@ func Spread(xs []float64) float64 {
 		return 0
 	}
 	return (slices.Max(xs) - slices.Min(xs)) / m
+}
+
+// PairedRatios returns num[i] / den[i] for every i where both are
+// positive: the ratios of paired measurements (round i of one
+// implementation and round i of another, run one after the other), whose
+// median is steadier than the ratio of the two medians when the machine
+// drifts from round to round.
+func PairedRatios(num, den []float64) []float64 {
+	var rs []float64
+	for i := range min(len(num), len(den)) {
+		if num[i] > 0 && den[i] > 0 {
+			rs = append(rs, num[i]/den[i])
+		}
+	}
+	return rs
 }
 
 // Micros returns d in microseconds.
