@@ -3,7 +3,9 @@
 // itself), for J = 1, 100, 1000, 5000. Each replica is a process of its
 // own, as in a deployment, started from this program's executable: the
 // replicas share no Go runtime. For every J it reports the start delay of
-// the runs (p50, p99), whether every tick of every job ran exactly once
+// the runs (p50, p99, and how many runs each round's percentiles rest on:
+// a round measures at least -min-samples runs, running more ticks for
+// small J), whether every tick of every job ran exactly once
 // (duplicates, misses), the Redis calls the replicas sent per job and
 // tick, and the CPU the servers and the replicas' processes used. With -ahead, each number of jobs is also run with the ticks locked
 // that long before they come (scheduler.WithLockAhead).
@@ -11,7 +13,7 @@
 // Usage:
 //
 //	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-ahead 0,400ms] [-replicas 3] [-nodes 5]
-//	    [-warmup 3s] [-measure 8s] [-rounds 3] [-settle 10s]
+//	    [-warmup 3s] [-measure 8s] [-min-samples 200] [-rounds 3] [-settle 10s]
 //	    [-cpuprofile file [-profile-jobs 1000]]   (writes file.0, file.1, ...: one per replica)
 package main
 
@@ -25,6 +27,7 @@ import (
 
 	"github.com/redcron/redcron/bench/internal/cli"
 	"github.com/redcron/redcron/bench/internal/redisnode"
+	"github.com/redcron/redcron/bench/internal/stats"
 )
 
 type config struct {
@@ -34,6 +37,7 @@ type config struct {
 	nodes       int
 	warmup      time.Duration
 	measure     time.Duration
+	minSamples  int
 	rounds      int
 	settle      time.Duration
 	cpuProfile  string
@@ -55,7 +59,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.replicas, "replicas", 3, "scheduler replicas, each with its own clients, nodes and Redlock")
 	fs.IntVar(&c.nodes, "nodes", 5, "redis-servers")
 	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "unmeasured run before the window (whole seconds)")
-	fs.DurationVar(&c.measure, "measure", 8*time.Second, "measured window of ticks (whole seconds)")
+	fs.DurationVar(&c.measure, "measure", 8*time.Second, "measured window of ticks (whole seconds); longer for J below -min-samples / ticks")
+	fs.IntVar(&c.minSamples, "min-samples", 200, "runs a round's start-delay percentiles rest on at least: a round of J jobs measures max(-measure, ceil(min-samples / J) s) of ticks")
 	fs.IntVar(&c.rounds, "rounds", 3, "runs per number of jobs, interleaved; medians over them")
 	fs.DurationVar(&c.settle, "settle", 10*time.Second, "how long after the window to wait for its ticks to be handled by every replica")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the first measured window of -profile-jobs, replica i's to this file's name followed by .i")
@@ -71,8 +76,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, err
 	}
 	c.warmup, c.measure = c.warmup.Round(time.Second), c.measure.Round(time.Second)
-	if c.replicas < 1 || c.nodes < 1 || c.rounds < 1 || c.measure < time.Second || c.warmup < time.Second || c.settle < 0 {
-		return config{}, errors.New("-replicas, -nodes, -rounds at least 1; -measure and -warmup at least 1s; -settle not negative")
+	if c.replicas < 1 || c.nodes < 1 || c.rounds < 1 || c.measure < time.Second || c.warmup < time.Second || c.settle < 0 || c.minSamples < 0 {
+		return config{}, errors.New("-replicas, -nodes, -rounds at least 1; -measure and -warmup at least 1s; -settle and -min-samples not negative")
 	}
 	return c, nil
 }
@@ -111,6 +116,12 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	}
 	writeReport(stdout, env.Machine, cfg, results)
 	return nil
+}
+
+// ticks returns the number of ticks a round of jobs jobs measures: those
+// of -measure, or more, so that the round has at least -min-samples runs.
+func (c config) ticks(jobs int) int {
+	return stats.TicksFor(jobs, int(c.measure/time.Second), c.minSamples)
 }
 
 // setup is one configuration measured: a number of jobs and a lock-ahead.

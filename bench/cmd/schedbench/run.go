@@ -69,10 +69,11 @@ func processCPU() time.Duration {
 type result struct {
 	jobs, round int
 	ahead       time.Duration
-	ticks       int
+	ticks       int           // ticks in the window: cfg.ticks(jobs)
 	window      time.Duration // wall time between the two snapshots
 
-	runs       int // runs started for window ticks
+	runs       int // runs started for window ticks: the samples of p50, p99
+	inJobRuns  int // start records of the jobs themselves: the samples of jobP50, jobP99
 	duplicates int // (job, tick) pairs run more than once
 	extraRuns  int // runs beyond the first of those
 	misses     int // (job, tick) pairs run by no replica
@@ -142,9 +143,10 @@ func (r result) brief() string {
 // handled the window's ticks.
 func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin []*redis.Client, su setup, round int, profile string, progress io.Writer) (result, error) {
 	jobs := su.jobs
+	ticks := cfg.ticks(jobs)
 	start := time.Now()
 	w0 := start.Truncate(time.Second).Add(time.Second + cfg.warmup)
-	w1 := w0.Add(cfg.measure)
+	w1 := w0.Add(time.Duration(ticks) * time.Second)
 	// Snapshots midway between a tick and the lock-ahead of the next,
 	// before the window's first tick and before the tick after its last,
 	// so that the traffic between them is that of the window's ticks (for
@@ -180,7 +182,6 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 		return result{}, werr
 	}
 
-	ticks := int(cfg.measure / time.Second)
 	var recs, inJobs []record
 	var fails []lockFail
 	var left []int
@@ -309,6 +310,7 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			inJob = append(inJob, r.Delay)
 		}
 	}
+	res.inJobRuns = len(inJob)
 	slices.Sort(inJob)
 	res.jobP50, res.jobP99 = stats.Percentile(inJob, 0.5), stats.Percentile(inJob, 0.99)
 	slices.Sort(delays)

@@ -13,11 +13,14 @@
 // The start delay is the job's first action minus its tick. For every J it
 // reports the p50 and p99 over all runs of a round, medians over the
 // rounds, and the ratios of the scheduler's p99 to the floors' and to its
-// own at J = 1.
+// own at J = 1. A round of J jobs measures max(-ticks, ceil(-min-samples /
+// J)) ticks, so that its percentiles rest on at least -min-samples runs
+// (at J = 1 and 5 ticks, a "p99" would be the largest of 5 delays); the
+// report gives the runs per round.
 //
 // Usage:
 //
-//	go run ./cmd/startbench [-jobs 1,100,1000,5000] [-ahead 500ms] [-ticks 5] [-rounds 3]
+//	go run ./cmd/startbench [-jobs 1,100,1000,5000] [-ahead 500ms] [-ticks 5] [-min-samples 200] [-rounds 3]
 package main
 
 import (
@@ -38,10 +41,11 @@ import (
 )
 
 type config struct {
-	jobs   []int
-	ahead  time.Duration
-	ticks  int
-	rounds int
+	jobs       []int
+	ahead      time.Duration
+	ticks      int
+	minSamples int
+	rounds     int
 }
 
 func main() { cli.Main("startbench", parseFlags, run) }
@@ -51,7 +55,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	jobs := fs.String("jobs", "1,100,1000,5000", "comma-separated numbers of jobs, each due every second")
 	var c config
 	fs.DurationVar(&c.ahead, "ahead", 500*time.Millisecond, "the scheduler's lock-ahead lead (scheduler.WithLockAhead)")
-	fs.IntVar(&c.ticks, "ticks", 5, "ticks measured per round and number of jobs")
+	fs.IntVar(&c.ticks, "ticks", 5, "ticks measured per round and number of jobs; more for J below -min-samples / ticks")
+	fs.IntVar(&c.minSamples, "min-samples", 200, "runs a round's percentiles rest on at least: a round of J jobs measures max(-ticks, ceil(min-samples / J)) ticks")
 	fs.IntVar(&c.rounds, "rounds", 3, "rounds, each measuring every number of jobs and way of starting; medians over them")
 	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
@@ -60,16 +65,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.jobs, err = cli.PositiveInts("jobs", *jobs); err != nil {
 		return config{}, err
 	}
-	if c.ahead <= 0 || c.ahead > 900*time.Millisecond || c.ticks < 1 || c.rounds < 1 {
-		return config{}, errors.New("-ahead between 0 (excluded) and 900ms; -ticks and -rounds at least 1")
+	if c.ahead <= 0 || c.ahead > 900*time.Millisecond || c.ticks < 1 || c.rounds < 1 || c.minSamples < 0 {
+		return config{}, errors.New("-ahead between 0 (excluded) and 900ms; -ticks and -rounds at least 1; -min-samples not negative")
 	}
 	return c, nil
 }
 
+// ticksFor returns the number of ticks a round of jobs jobs measures:
+// -ticks, or more, so that the round has at least -min-samples runs.
+func (c config) ticksFor(jobs int) int { return stats.TicksFor(jobs, c.ticks, c.minSamples) }
+
 // way is one way of starting J runs at a tick.
 type way struct {
-	name  string
-	ticks func(ctx context.Context, cfg config, jobs int) ([]time.Duration, error)
+	name string
+	// ticks returns the start delays of the runs of jobs jobs at each of
+	// ticks ticks.
+	ticks func(ctx context.Context, cfg config, jobs, ticks int) ([]time.Duration, error)
 }
 
 var ways = []way{{"timers", timers}, {"gate", gate}, {"scheduler", sched}}
@@ -88,24 +99,24 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 		for _, j := range cfg.jobs {
 			for k := range ways {
 				w := ways[(r+k)%len(ways)]
-				delays, err := w.ticks(ctx, cfg, j)
+				delays, err := w.ticks(ctx, cfg, j, cfg.ticksFor(j))
 				if err != nil {
 					return fmt.Errorf("%s, %d jobs, round %d: %w", w.name, j, r+1, err)
 				}
 				slices.Sort(delays)
 				res := result{way: w.name, jobs: j, runs: len(delays),
 					p50: stats.Percentile(delays, 0.5), p99: stats.Percentile(delays, 0.99)}
-				fmt.Fprintf(stderr, "round %d/%d: %d jobs, %s: p50 %v, p99 %v\n", r+1, cfg.rounds, j, w.name,
-					res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond))
+				fmt.Fprintf(stderr, "round %d/%d: %d jobs, %s: p50 %v, p99 %v of %d runs\n", r+1, cfg.rounds, j, w.name,
+					res.p50.Round(time.Microsecond), res.p99.Round(time.Microsecond), res.runs)
 				results = append(results, res)
 			}
 		}
 	}
 	env.Machine.WriteHeader(stdout)
-	fmt.Fprintf(stdout, "start delay (ms), p50 / p99, medians of %d rounds of %d ticks; the scheduler with lock-ahead %v\n\n",
-		cfg.rounds, cfg.ticks, cfg.ahead)
+	fmt.Fprintf(stdout, "start delay (ms), p50 / p99, medians of %d rounds of max(%d, ceil(%d / J)) ticks; the scheduler with lock-ahead %v\n\n",
+		cfg.rounds, cfg.ticks, cfg.minSamples, cfg.ahead)
 	t := table.New(stdout)
-	fmt.Fprintln(t, "jobs\ttimers\tgate\tscheduler\tscheduler p99 / gate p99\tscheduler p99 / its J=1 p99\tgate p99 / its J=1 p99")
+	fmt.Fprintln(t, "jobs\tticks\truns/round\ttimers\tgate\tscheduler\tscheduler p99 / gate p99\tscheduler p99 / its J=1 p99\tgate p99 / its J=1 p99")
 	med := func(w string, j int, f func(result) time.Duration) time.Duration {
 		var ds []time.Duration
 		for _, r := range results {
@@ -126,14 +137,29 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 		}
 		return fmt.Sprintf("%.1f×", float64(a)/float64(b))
 	}
+	// runs returns the fewest runs a round of j jobs had, over ways and
+	// rounds: what each percentile rests on.
+	runs := func(j int) int {
+		n := -1
+		for _, r := range results {
+			if r.jobs == j && (n < 0 || r.runs < n) {
+				n = r.runs
+			}
+		}
+		return n
+	}
 	one := slices.Min(cfg.jobs)
 	for _, j := range cfg.jobs {
-		fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j, cell("timers", j), cell("gate", j), cell("scheduler", j),
+		fmt.Fprintf(t, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", j, cfg.ticksFor(j), runs(j), cell("timers", j), cell("gate", j), cell("scheduler", j),
 			ratio(med("scheduler", j, p99), med("gate", j, p99)),
 			ratio(med("scheduler", j, p99), med("scheduler", one, p99)),
 			ratio(med("gate", j, p99), med("gate", one, p99)))
 	}
-	return t.Flush()
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(stdout, "\nticks: per round and way, max(-ticks, ceil(-min-samples / J)); runs/round: the start delays each round's p50 and p99 rest on.")
+	return err
 }
 
 // nextTick returns the next whole second at least 100ms away.
@@ -141,12 +167,12 @@ func nextTick() time.Time {
 	return time.Now().Add(100 * time.Millisecond).Truncate(time.Second).Add(time.Second)
 }
 
-// eachTick calls start for each of cfg.ticks ticks, with the tick and
-// room for J start delays, and returns the delays of all ticks. start
-// starts J runs at the tick, each recording its delay, and waits for them.
-func eachTick(ctx context.Context, cfg config, jobs int, start func(tick time.Time, delays []time.Duration)) ([]time.Duration, error) {
+// eachTick calls start for each of ticks ticks, with the tick and room for
+// J start delays, and returns the delays of all ticks. start starts J runs
+// at the tick, each recording its delay, and waits for them.
+func eachTick(ctx context.Context, jobs, ticks int, start func(tick time.Time, delays []time.Duration)) ([]time.Duration, error) {
 	var all []time.Duration
-	for range cfg.ticks {
+	for range ticks {
 		delays := make([]time.Duration, jobs)
 		start(nextTick(), delays)
 		if err := ctx.Err(); err != nil {
@@ -158,9 +184,9 @@ func eachTick(ctx context.Context, cfg config, jobs int, start func(tick time.Ti
 }
 
 // timers starts each of J runs on a timer of its own, in a goroutine of
-// its own, at each of cfg.ticks ticks.
-func timers(ctx context.Context, cfg config, jobs int) ([]time.Duration, error) {
-	return eachTick(ctx, cfg, jobs, func(tick time.Time, delays []time.Duration) {
+// its own, at each of ticks ticks.
+func timers(ctx context.Context, _ config, jobs, ticks int) ([]time.Duration, error) {
+	return eachTick(ctx, jobs, ticks, func(tick time.Time, delays []time.Duration) {
 		var wg sync.WaitGroup
 		for j := range delays {
 			wg.Go(func() {
@@ -184,9 +210,9 @@ func timers(ctx context.Context, cfg config, jobs int) ([]time.Duration, error) 
 }
 
 // gate starts J goroutines, waiting on one channel, that one timer closes
-// at each of cfg.ticks ticks.
-func gate(ctx context.Context, cfg config, jobs int) ([]time.Duration, error) {
-	return eachTick(ctx, cfg, jobs, func(tick time.Time, delays []time.Duration) {
+// at each of ticks ticks.
+func gate(ctx context.Context, _ config, jobs, ticks int) ([]time.Duration, error) {
+	return eachTick(ctx, jobs, ticks, func(tick time.Time, delays []time.Duration) {
 		open := make(chan struct{})
 		var wg sync.WaitGroup
 		for j := range delays {
@@ -207,12 +233,12 @@ func gate(ctx context.Context, cfg config, jobs int) ([]time.Duration, error) {
 }
 
 // sched runs J jobs due every second on one scheduler with lock-ahead over
-// freeLocker, and returns the start delays of the runs of cfg.ticks ticks,
+// freeLocker, and returns the start delays of the runs of ticks ticks,
 // after one unmeasured tick.
-func sched(ctx context.Context, cfg config, jobs int) ([]time.Duration, error) {
+func sched(ctx context.Context, cfg config, jobs, ticks int) ([]time.Duration, error) {
 	first := nextTick().Add(time.Second)
-	end := first.Add(time.Duration(cfg.ticks) * time.Second)
-	want := jobs * cfg.ticks
+	end := first.Add(time.Duration(ticks) * time.Second)
+	want := jobs * ticks
 	delays := make([]time.Duration, want)
 	var n atomic.Int64
 	all := make(chan struct{})

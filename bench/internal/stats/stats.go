@@ -60,6 +60,17 @@ func Spread(xs []float64) float64 {
 	return (slices.Max(xs) - slices.Min(xs)) / m
 }
 
+// TicksFor returns how many ticks a round of jobs jobs, each run once a
+// tick, measures so that its percentiles rest on at least minSamples runs:
+// ticks, or more when jobs × ticks falls short, ceil(minSamples / jobs).
+// (With 1 job and 8 ticks, a "p99" is the largest of 8 delays.)
+func TicksFor(jobs, ticks, minSamples int) int {
+	if jobs < 1 {
+		return ticks
+	}
+	return max(ticks, (minSamples+jobs-1)/jobs)
+}
+
 // PairedRatios returns num[i] / den[i] for every i where both are
 // positive: the ratios of paired measurements (round i of one
 // implementation and round i of another, run one after the other), whose

@@ -76,3 +76,25 @@ func TestPairedRatios(t *testing.T) {
 		t.Errorf("PairedRatios with zeros = %v, want [0.5]", got)
 	}
 }
+
+func TestTicksFor(t *testing.T) {
+	for _, tc := range []struct{ jobs, ticks, min, want int }{
+		{1, 8, 200, 200},
+		{1, 5, 200, 200},
+		{3, 8, 200, 67}, // 201 samples
+		{25, 8, 200, 8},
+		{24, 8, 200, 9}, // 216
+		{100, 8, 200, 8},
+		{1000, 5, 200, 5},
+		{1, 8, 0, 8},
+		{5, 2, 4, 2},
+		{1, 2, 4, 4},
+	} {
+		if got := TicksFor(tc.jobs, tc.ticks, tc.min); got != tc.want {
+			t.Errorf("TicksFor(%d, %d, %d) = %d, want %d", tc.jobs, tc.ticks, tc.min, got, tc.want)
+		}
+		if got := TicksFor(tc.jobs, tc.ticks, tc.min); got*tc.jobs < tc.min {
+			t.Errorf("TicksFor(%d, %d, %d) = %d: %d samples, fewer than %d", tc.jobs, tc.ticks, tc.min, got, got*tc.jobs, tc.min)
+		}
+	}
+}
