@@ -24,36 +24,32 @@ const (
 // summary is the medians over rounds of one setup.
 type summary struct {
 	setup
-	rounds      []result
-	ticks       int // per round
-	runsPerTick float64
-	// The samples per round the percentiles rest on, the fewest of the
-	// rounds: runs (start p50, p99), in-job records, runs won at the
-	// first attempt and after retries.
-	samples, jobSamples          int
-	firstSamples, retriedSamples int
-	duplicates, misses           int // summed over rounds
-	unhandled                    int
-	p50, p99, maxDelay           time.Duration
-	calls, scripts, plain, pipe  float64 // per job and tick
-	server                       float64 // server-side command executions per job and tick
-	infoVsStats                  float64 // INFO evalsha+eval ÷ Node.Stats calls
-	redisCores, procCores        float64 // CPU seconds per second
-	redisUs, procUs              float64 // CPU µs per job and tick
-	retries                      int     // summed over rounds
-	firstShare                   float64 // runs won at the first attempt ÷ runs
-	firstP50, firstP99           time.Duration
-	jobP50, jobP99               time.Duration // as the jobs saw them
-	retriedP50, retriedP99       time.Duration
-	nodes                        store.Stats // summed over rounds
-	lockFails                    map[string]int
-	failsTimedOut                int
-	missMarked, missSelf         int
-	missOther                    int
-	missNone                     int
-	missExample                  string
-	skips, failedRuns            map[string]int
-	perReplica                   []int
+	rounds                      []result
+	ticks                       int // per round
+	runsPerTick                 float64
+	duplicates, misses          int // summed over rounds
+	unhandled                   int
+	p50, p99                    lat
+	maxDelay                    lat     // over all rounds; n is every run
+	calls, scripts, plain, pipe float64 // per job and tick
+	server                      float64 // server-side command executions per job and tick
+	infoVsStats                 float64 // INFO evalsha+eval ÷ Node.Stats calls
+	redisCores, procCores       float64 // CPU seconds per second
+	redisUs, procUs             float64 // CPU µs per job and tick
+	retries                     int     // summed over rounds
+	firstShare                  float64 // runs won at the first attempt ÷ runs
+	firstP50, firstP99          lat
+	jobP50, jobP99              lat // as the jobs saw them
+	retriedP50, retriedP99      lat
+	nodes                       store.Stats // summed over rounds
+	lockFails                   map[string]int
+	failsTimedOut               int
+	missMarked, missSelf        int
+	missOther                   int
+	missNone                    int
+	missExample                 string
+	skips, failedRuns           map[string]int
+	perReplica                  []int
 }
 
 func summarize(cfg config, results []result) []summary {
@@ -72,12 +68,9 @@ func summarize(cfg config, results []result) []summary {
 		med := func(f func(result) float64) float64 { return stats.MedianOf(rs, f) }
 		s.runsPerTick = med(func(r result) float64 { return float64(r.runs) / float64(r.ticks) })
 		s.ticks = rs[0].ticks
-		s.samples = fewest(rs, func(r result) int { return r.runs })
-		s.jobSamples = fewest(rs, func(r result) int { return r.inJobRuns })
-		s.firstSamples = fewest(rs, func(r result) int { return r.firstAttempt })
-		s.retriedSamples = fewest(rs, func(r result) int { return r.runs - r.firstAttempt })
-		s.p50 = time.Duration(med(func(r result) float64 { return float64(r.p50) }))
-		s.p99 = time.Duration(med(func(r result) float64 { return float64(r.p99) }))
+		runs := func(r result) int { return r.runs }
+		s.p50 = medLat(rs, func(r result) time.Duration { return r.p50 }, runs)
+		s.p99 = medLat(rs, func(r result) time.Duration { return r.p99 }, runs)
 		s.calls = med(result.callsPerJobTick)
 		s.scripts = med(func(r result) float64 { return float64(r.nodes.Calls) / r.jobTicks() })
 		s.plain = med(func(r result) float64 { return float64(r.plainCmds()) / r.jobTicks() })
@@ -97,12 +90,15 @@ func summarize(cfg config, results []result) []summary {
 		s.redisUs = med(func(r result) float64 { return 1e6 * r.redisCPU / r.jobTicks() })
 		s.procUs = med(func(r result) float64 { return 1e6 * r.procCPU / r.jobTicks() })
 		s.firstShare = med(func(r result) float64 { return float64(r.firstAttempt) / float64(max(r.runs, 1)) })
-		s.firstP50 = time.Duration(med(func(r result) float64 { return float64(r.firstP50) }))
-		s.firstP99 = time.Duration(med(func(r result) float64 { return float64(r.firstP99) }))
-		s.jobP50 = time.Duration(med(func(r result) float64 { return float64(r.jobP50) }))
-		s.jobP99 = time.Duration(med(func(r result) float64 { return float64(r.jobP99) }))
-		s.retriedP50 = time.Duration(med(func(r result) float64 { return float64(r.retriedP50) }))
-		s.retriedP99 = time.Duration(med(func(r result) float64 { return float64(r.retriedP99) }))
+		first := func(r result) int { return r.firstAttempt }
+		s.firstP50 = medLat(rs, func(r result) time.Duration { return r.firstP50 }, first)
+		s.firstP99 = medLat(rs, func(r result) time.Duration { return r.firstP99 }, first)
+		inJob := func(r result) int { return r.inJobRuns }
+		s.jobP50 = medLat(rs, func(r result) time.Duration { return r.jobP50 }, inJob)
+		s.jobP99 = medLat(rs, func(r result) time.Duration { return r.jobP99 }, inJob)
+		retried := func(r result) int { return r.runs - r.firstAttempt }
+		s.retriedP50 = medLat(rs, func(r result) time.Duration { return r.retriedP50 }, retried)
+		s.retriedP99 = medLat(rs, func(r result) time.Duration { return r.retriedP99 }, retried)
 		s.lockFails = map[string]int{}
 		for _, r := range rs {
 			for k, v := range r.lockFails {
@@ -124,7 +120,9 @@ func summarize(cfg config, results []result) []summary {
 			s.misses += r.misses
 			s.unhandled += r.unhandled
 			s.retries += r.retries
-			s.maxDelay = max(s.maxDelay, r.maxDelay)
+			if r.runs > 0 {
+				s.maxDelay = lat{d: max(s.maxDelay.d, r.maxDelay), n: s.maxDelay.n + r.runs, rounds: s.maxDelay.rounds + 1, of: len(rs)}
+			}
 			for k, v := range r.skips {
 				s.skips[k] += v
 			}
@@ -140,13 +138,55 @@ func summarize(cfg config, results []result) []summary {
 	return sums
 }
 
-// fewest returns the smallest n over rs.
-func fewest(rs []result, n func(result) int) int {
-	least := n(rs[0])
-	for _, r := range rs[1:] {
-		least = min(least, n(r))
+// lat is a start-delay figure of a setup: the median, over the rounds that
+// had samples for it, of each round's percentile. A round without samples
+// has no percentile (stats.Percentile would give 0) and is left out; with
+// none in any round, the figure has no data (n = 0) and reads "-".
+type lat struct {
+	d      time.Duration
+	n      int // samples a round it rests on: the fewest of the rounds that had any
+	rounds int // rounds that had samples
+	of     int // rounds
+}
+
+// medLat returns the median over rs of d, leaving out the rounds where n,
+// the number of samples d rests on, is 0.
+func medLat(rs []result, d func(result) time.Duration, n func(result) int) lat {
+	l := lat{of: len(rs)}
+	var ds []time.Duration
+	for _, r := range rs {
+		k := n(r)
+		if k == 0 {
+			continue
+		}
+		if l.rounds == 0 || k < l.n {
+			l.n = k
+		}
+		l.rounds++
+		ds = append(ds, d(r))
 	}
-	return least
+	l.d = stats.MedianDuration(ds)
+	return l
+}
+
+// ok reports whether l has data.
+func (l lat) ok() bool { return l.n > 0 }
+
+// String returns l in milliseconds, or "-" without data.
+func (l lat) String() string {
+	if !l.ok() {
+		return "-"
+	}
+	return ms(l.d)
+}
+
+// samples tells how many samples a round l rests on, and in how many of
+// the rounds when some had none.
+func (l lat) samples() string {
+	if l.rounds > 0 && l.rounds < l.of {
+		return fmt.Sprintf("%d (in %d of %d rounds)", l.n, l.rounds, l.of)
+	}
+	return fmt.Sprintf("%d", l.n)
 }
 
 func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
@@ -160,14 +200,15 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 	tw := table.New(w)
 	fmt.Fprintln(tw, "jobs\tahead\tticks\truns/tick\tduplicates\tmisses\tunhandled\tsamples\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\treplicas CPU\tredis µs/job/tick\treplicas µs/job/tick")
 	for _, s := range sums {
-		fmt.Fprintf(tw, "%d\t%v\t%d\t%.1f\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
-			s.jobs, s.ahead, s.ticks, s.runsPerTick, s.duplicates, s.misses, s.unhandled, s.samples, ms(s.p50), ms(s.p99), ms(s.maxDelay), ms(s.jobP99),
+		fmt.Fprintf(tw, "%d\t%v\t%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
+			s.jobs, s.ahead, s.ticks, s.runsPerTick, s.duplicates, s.misses, s.unhandled, s.p99.samples(), s.p50, s.p99, s.maxDelay, s.jobP99,
 			s.calls, s.scripts, s.plain, s.pipe, s.server, s.redisCores, s.procCores, s.redisUs, s.procUs)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, `
 ticks: ticks measured per round, max(-measure, ceil(-min-samples / J)). runs/tick: runs started per tick of the window
-(must equal jobs). samples: runs per round that the start percentiles rest on (the fewest of the rounds). duplicates: (job, tick) pairs run more than once;
+(must equal jobs). samples: runs per round that the start percentiles rest on (the fewest of the rounds); a round
+without runs is left out of the latency medians, and "-" means no round had any. duplicates: (job, tick) pairs run more than once;
 misses: pairs run by no replica; unhandled: (replica, job, tick) with no outcome (run or skip) reported by shutdown.
 start p50/p99: EventRunStarted.StartDelay (run start − tick); max over all rounds. in-job p99: the start delay
 the jobs measured themselves, as their first action (the run's goroutine scheduled too).
@@ -192,9 +233,9 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 		}
 		fmt.Fprintf(w, "  %s: skipped: %s; lock retries %d; runs by replica %s\n",
 			s.setup, strings.Join(parts, ", "), s.retries, strings.Join(share, "/"))
-		fmt.Fprintf(w, "             runs won at the first attempt %.1f%% (start p50 %s, p99 %s; %d runs a round); after retries: p50 %s, p99 %s (%d runs a round)\n",
-			100*s.firstShare, ms(s.firstP50), ms(s.firstP99), s.firstSamples, ms(s.retriedP50), ms(s.retriedP99), s.retriedSamples)
-		fmt.Fprintf(w, "             start delay as the jobs saw it (their first action): p50 %s, p99 %s (%d runs a round)\n", ms(s.jobP50), ms(s.jobP99), s.jobSamples)
+		fmt.Fprintf(w, "             runs won at the first attempt %.1f%% (start p50 %s, p99 %s; %s runs a round); after retries: p50 %s, p99 %s (%s runs a round)\n",
+			100*s.firstShare, s.firstP50, s.firstP99, s.firstP99.samples(), s.retriedP50, s.retriedP99, s.retriedP99.samples())
+		fmt.Fprintf(w, "             start delay as the jobs saw it (their first action): p50 %s, p99 %s (%s runs a round)\n", s.jobP50, s.jobP99, s.jobP99.samples())
 		var lf []string
 		for _, k := range sortedKeys(s.lockFails) {
 			lf = append(lf, fmt.Sprintf("%s %d", k, s.lockFails[k]))
@@ -244,12 +285,16 @@ func writeGoals(w io.Writer, cfg config, sums []summary, ahead time.Duration) {
 		return
 	}
 	limit := float64((cfg.replicas + goalCallsPerN) * cfg.nodes)
-	if one != nil && one.p99 > 0 {
-		ratio := float64(goal.p99) / float64(one.p99)
-		fmt.Fprintf(w, "  p99 start delay at %d jobs within %.0f× that of 1 job: %s vs %s (%d and %d runs a round) = %.2f×: %s\n",
-			goalJobs, goalP99Ratio, ms(goal.p99), ms(one.p99), goal.samples, one.samples, ratio, metStr(ratio <= goalP99Ratio))
+	if one != nil {
+		ratio, met := "-", false // without data on either side, not met
+		if goal.p99.ok() && one.p99.ok() && one.p99.d > 0 {
+			r := float64(goal.p99.d) / float64(one.p99.d)
+			ratio, met = fmt.Sprintf("%.2f×", r), r <= goalP99Ratio
+		}
+		fmt.Fprintf(w, "  p99 start delay at %d jobs within %.0f× that of 1 job: %s vs %s (%s and %s runs a round) = %s: %s\n",
+			goalJobs, goalP99Ratio, goal.p99, one.p99, goal.p99.samples(), one.p99.samples(), ratio, metStr(met))
 	}
-	fmt.Fprintf(w, "  p99 start delay at %d jobs under %v: %s: %s\n", goalJobs, goalP99, ms(goal.p99), metStr(goal.p99 < goalP99))
+	fmt.Fprintf(w, "  p99 start delay at %d jobs under %v: %s: %s\n", goalJobs, goalP99, goal.p99, metStr(goal.p99.ok() && goal.p99.d < goalP99))
 	fmt.Fprintf(w, "  zero duplicates and zero misses at %d jobs: %d duplicates, %d misses: %s\n",
 		goalJobs, goal.duplicates, goal.misses, metStr(goal.duplicates == 0 && goal.misses == 0))
 	fmt.Fprintf(w, "  calls per job and tick at %d jobs ≤ (replicas + %d) × nodes = %.0f: %.2f: %s\n",
