@@ -28,7 +28,8 @@ type record struct {
 // collector receives the events of a replica's run, in its process; and
 // in the benchmark's, those of every replica, merged.
 type collector struct {
-	w0, w1 int64 // the measured window of ticks, [w0, w1) in unix seconds
+	w0, w1 int64         // the measured window of ticks, [w0, w1) in unix seconds
+	ahead  time.Duration // the scheduler's lock-ahead lead (WithLockAhead)
 
 	recs   buffer[record]   // scheduler events
 	inJobs buffer[record]   // the start delays the jobs themselves saw
@@ -129,7 +130,8 @@ func (b *buffer[T]) all() []T {
 // lockFail is one failed lock acquisition, from a replica's mutex
 // observer.
 type lockFail struct {
-	At       int64 // unix seconds
+	At       int64 // when the attempt started, unix milliseconds
+	Tick     int64 // the tick it was for, as far as known (lockObserver): unix seconds
 	Replica  int8
 	Job      int32
 	Reason   string // held, already_run, no_quorum
@@ -141,6 +143,19 @@ type lockFail struct {
 }
 
 // lockObserver returns the mutex Observer of replica id.
+//
+// A mutex.Event names the lock (the job) but not the occurrence the
+// attempt claimed (the scheduler passes the tick as a lock option, which
+// the event does not carry), so the tick is inferred from the time: the
+// scheduler makes its first attempt for tick T at T − ahead, so an attempt
+// that started (now − Event.Duration, the batch's start for a batch) in
+// [T − ahead, T + 1 − ahead) is stamped T. That is exact for first
+// attempts and for retries within that second; a retry after the next
+// tick's lead is stamped with a later tick. (Stamping with the second of
+// the failure, as before, put the failures for T in second T − 1 with
+// lock-ahead.) describeMiss, which traces a missed tick, therefore looks
+// at the attempts started from the lead before the tick on, not at the
+// stamps.
 func (c *collector) lockObserver(id int) mutex.Observer {
 	return mutex.ObserverFunc(func(e mutex.Event) {
 		if e.Kind != mutex.EventAcquire || e.Err == nil {
@@ -150,7 +165,8 @@ func (c *collector) lockObserver(id int) mutex.Observer {
 		if !ok {
 			return
 		}
-		f := lockFail{At: time.Now().Unix(), Replica: int8(id), Job: job, HolderOwner: -1}
+		start := time.Now().Add(-e.Duration)
+		f := lockFail{At: start.UnixMilli(), Tick: attemptTick(start, c.ahead), Replica: int8(id), Job: job, HolderOwner: -1}
 		var qe *mutex.QuorumError
 		if errors.As(e.Err, &qe) {
 			for _, n := range qe.Nodes {
@@ -180,3 +196,10 @@ func (c *collector) lockObserver(id int) mutex.Observer {
 }
 
 func (c *collector) lockFails() []lockFail { return c.fails.all() }
+
+// attemptTick returns the tick (unix seconds) of a lock attempt of an
+// every-second job that started at start, with the lock-ahead lead ahead:
+// the tick T with start in [T − ahead, T + 1 − ahead) (see lockObserver).
+func attemptTick(start time.Time, ahead time.Duration) int64 {
+	return start.Add(ahead).Unix()
+}

@@ -93,7 +93,7 @@ type result struct {
 	perReplica             []int          // runs by replica
 
 	// Failed lock acquisitions during the window (mutex observers).
-	lockFails     map[string]int // by reason
+	lockFails     map[string]int // by reason, of attempts stamped with a window tick (lockObserver)
 	failsTimedOut int            // of those, with at least one node timing out
 	// Misses by what the replicas were told: the tick marked as run on a
 	// quorum (marked), held by a value for that very tick owned by a
@@ -191,7 +191,7 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 		a.addReplica(o.A)
 		b.addReplica(o.B)
 	}
-	col := &collector{w0: w0.Unix(), w1: w1.Unix()}
+	col := &collector{w0: w0.Unix(), w1: w1.Unix(), ahead: su.ahead}
 	col.recs.set(recs)
 	col.inJobs.set(inJobs)
 	col.fails.set(fails)
@@ -261,7 +261,7 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 	heldBy := map[int]map[int8]bool{} // (tick, job) → holder owners seen
 	selfHeld := map[int]bool{}        // (tick, job) held by the observer's own value
 	for _, f := range col.lockFails() {
-		if f.At >= col.w0 && f.At < col.w1 {
+		if f.Tick >= col.w0 && f.Tick < col.w1 {
 			res.lockFails[f.Reason]++
 			if f.Timeouts > 0 {
 				res.failsTimedOut++
@@ -343,7 +343,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// describeMiss tells what every replica reported about the missed pair i.
+// describeMiss tells what every replica reported about the missed pair i:
+// the scheduler's events for the tick, and the failed lock attempts of the
+// job that started from the lock-ahead lead before the tick to two seconds
+// after it, each with its start relative to the tick. The mutex events do
+// not say which tick an attempt was for (see lockObserver), so the search
+// goes by time, widened by the lead: with lock-ahead the attempts for a
+// tick start before it, in the previous second.
 func describeMiss(col *collector, jobs, i int) string {
 	tick, job := col.w0+int64(i/jobs), int32(i%jobs)
 	var parts []string
@@ -352,9 +358,11 @@ func describeMiss(col *collector, jobs, i int) string {
 			parts = append(parts, fmt.Sprintf("replica-%d %s %s (attempt %d)", r.Replica, r.Kind, r.Skip, r.Attempts))
 		}
 	}
+	from := time.Unix(tick, 0).Add(-col.ahead).UnixMilli()
+	to := time.Unix(tick+2, 0).UnixMilli()
 	for _, f := range col.lockFails() {
-		if f.Job == job && f.At >= tick && f.At <= tick+1 {
-			s := fmt.Sprintf("replica-%d lock %s, %d timeouts", f.Replica, f.Reason, f.Timeouts)
+		if f.Job == job && f.At >= from && f.At < to {
+			s := fmt.Sprintf("replica-%d lock %s at %+dms, %d timeouts", f.Replica, f.Reason, f.At-tick*1000, f.Timeouts)
 			if f.Reason == "held" {
 				s += fmt.Sprintf(", holder replica-%d for tick %+ds", f.HolderOwner, f.HolderTick-tick)
 			}
