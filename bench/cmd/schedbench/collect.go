@@ -63,16 +63,18 @@ func (c *collector) observer(id int) scheduler.Observer {
 	})
 }
 
-// jobStarted records the start delay that the job of info saw as its
-// first action: that of EventRunStarted plus the time to schedule the
-// job's goroutine.
-func (c *collector) jobStarted(info scheduler.RunInfo) {
+// jobStarted records that the job of info started on replica id, with the
+// start delay it saw as its first action: that of EventRunStarted plus
+// the time to schedule the job's goroutine. These records are the jobs'
+// own account of their runs, which analyze checks the scheduler's events
+// against.
+func (c *collector) jobStarted(id int, info scheduler.RunInfo) {
 	delay := time.Since(info.Tick)
 	job, ok := jobIndex(info.Job)
 	if !ok {
 		return
 	}
-	c.inJobs.add(record{Kind: scheduler.EventRunStarted, Job: job, Tick: info.Tick.Unix(), Delay: delay})
+	c.inJobs.add(record{Kind: scheduler.EventRunStarted, Replica: int8(id), Job: job, Tick: info.Tick.Unix(), Delay: delay})
 }
 
 // jobIndex returns the number of the benchmark's job called name ("j12"

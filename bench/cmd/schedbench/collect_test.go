@@ -53,3 +53,39 @@ func TestDescribeMissAhead(t *testing.T) {
 		t.Errorf("describeMiss = %q: another tick's or job's failure", got)
 	}
 }
+
+// TestCrossCheck checks that analyze checks the scheduler's run_started
+// events against the jobs' own start records: a pair the jobs started
+// twice is a duplicate, and one that either account lacks is a miss.
+func TestCrossCheck(t *testing.T) {
+	const T = 1_800_000_000
+	col := &collector{w0: T, w1: T + 2}
+	started := func(job int32, tick int64) record {
+		return record{Kind: scheduler.EventRunStarted, Job: job, Tick: tick, Attempts: 1, Delay: time.Millisecond}
+	}
+	col.recs.set([]record{
+		started(0, T),   // and the job started once: fine
+		started(1, T),   // the job started twice
+		started(0, T+1), // the job never started
+		started(2, T+1), // out of range: ignored
+		started(0, T+2), // out of the window: ignored
+	})
+	col.inJobs.set([]record{
+		started(0, T),
+		started(1, T), started(1, T),
+		started(1, T+1), // without an event
+	})
+	res := analyze(col, 2, 1, 2)
+	if res.runs != 3 || res.inJobRuns != 4 {
+		t.Errorf("runs %d, in-job records %d; want 3, 4", res.runs, res.inJobRuns)
+	}
+	if res.duplicates != 1 || res.extraRuns != 1 || res.jobDuplicates != 1 {
+		t.Errorf("duplicates %d (extra runs %d, by the jobs %d); want 1 (1, 1)", res.duplicates, res.extraRuns, res.jobDuplicates)
+	}
+	if res.misses != 2 || res.missNoStart != 1 || res.missNoEvent != 1 {
+		t.Errorf("misses %d (no start %d, no event %d); want 2 (1, 1)", res.misses, res.missNoStart, res.missNoEvent)
+	}
+	if res.mismatches != 3 || !strings.HasPrefix(res.mismatchExample, "j1 at ") {
+		t.Errorf("mismatches %d, e.g. %q; want 3, e.g. j1", res.mismatches, res.mismatchExample)
+	}
+}

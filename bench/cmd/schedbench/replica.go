@@ -53,7 +53,7 @@ func newReplica(id int, addrs []string, prefix string, jobs int, ahead time.Dura
 		return nil, err
 	}
 	job := scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
-		col.jobStarted(info)
+		col.jobStarted(id, info)
 		return nil
 	})
 	for j := range jobs {

@@ -47,6 +47,9 @@ type summary struct {
 	missMarked, missSelf        int
 	missOther                   int
 	missNone                    int
+	missNoStart, missNoEvent    int
+	jobDuplicates, mismatches   int // summed over rounds
+	mismatchExample             string
 	missExample                 string
 	skips, failedRuns           map[string]int
 	perReplica                  []int
@@ -109,8 +112,15 @@ func summarize(cfg config, results []result) []summary {
 			s.missSelf += r.missSelf
 			s.missOther += r.missOther
 			s.missNone += r.missNone
+			s.missNoStart += r.missNoStart
+			s.missNoEvent += r.missNoEvent
 			if s.missExample == "" {
 				s.missExample = r.missExample
+			}
+			s.jobDuplicates += r.jobDuplicates
+			s.mismatches += r.mismatches
+			if s.mismatchExample == "" {
+				s.mismatchExample = r.mismatchExample
 			}
 			s.nodes.Calls += r.nodes.Calls
 			s.nodes.Pipelines += r.nodes.Pipelines
@@ -208,8 +218,9 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 	fmt.Fprintln(w, `
 ticks: ticks measured per round, max(-measure, ceil(-min-samples / J)). runs/tick: runs started per tick of the window
 (must equal jobs). samples: runs per round that the start percentiles rest on (the fewest of the rounds); a round
-without runs is left out of the latency medians, and "-" means no round had any. duplicates: (job, tick) pairs run more than once;
-misses: pairs run by no replica; unhandled: (replica, job, tick) with no outcome (run or skip) reported by shutdown.
+without runs is left out of the latency medians, and "-" means no round had any. duplicates: (job, tick) pairs run more
+than once; misses: pairs run by no replica; both by the scheduler's run_started events or by the jobs' own start records
+(checked against each other, see "cross-check" below); unhandled: (replica, job, tick) with no outcome (run or skip) reported by shutdown.
 start p50/p99: EventRunStarted.StartDelay (run start − tick); max over all rounds. in-job p99: the start delay
 the jobs measured themselves, as their first action (the run's goroutine scheduled too).
 calls/job/tick = (scripts + plain) / (jobs × ticks): scripts = lock script calls the replicas' store.Nodes sent
@@ -241,10 +252,19 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 			lf = append(lf, fmt.Sprintf("%s %d", k, s.lockFails[k]))
 		}
 		fmt.Fprintf(w, "             failed lock acquisitions in the window: %s; %d of them with a node timing out\n", strings.Join(lf, ", "), s.failsTimedOut)
+		fmt.Fprintf(w, "             cross-check with the jobs' own start records: %d pairs started more than once by the jobs, %d pairs where\n", s.jobDuplicates, s.mismatches)
+		fmt.Fprintf(w, "             the jobs' starts and the run_started events differ in number")
+		if s.mismatchExample != "" {
+			fmt.Fprintf(w, "; e.g. %s", s.mismatchExample)
+		}
+		fmt.Fprintln(w)
 		if s.misses > 0 {
 			fmt.Fprintf(w, "             misses: %d refused as already run (a quorum has the tick's mark, yet no run started), %d refused as held by\n", s.missMarked, s.missSelf)
-			fmt.Fprintf(w, "             the refused replica's own earlier attempt for the tick, %d held by other replicas only, %d other\n", s.missOther, s.missNone)
-			fmt.Fprintf(w, "             e.g. %s\n", s.missExample)
+			fmt.Fprintf(w, "             the refused replica's own earlier attempt for the tick, %d held by other replicas only, %d other;\n", s.missOther, s.missNone)
+			fmt.Fprintf(w, "             %d with a run_started event but no start of the job, %d started by the job without a run_started event\n", s.missNoStart, s.missNoEvent)
+			if s.missExample != "" {
+				fmt.Fprintf(w, "             e.g. %s\n", s.missExample)
+			}
 		}
 		fmt.Fprintf(w, "             nodes: %d script calls sent, %d failed at once (back-off or context done in the queue), %d of %d pipelines failed; INFO evalsha ÷ Node.Stats calls %.3f\n",
 			s.nodes.Calls, s.nodes.Skipped, s.nodes.Failed, s.nodes.Pipelines, s.infoVsStats)

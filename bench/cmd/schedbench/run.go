@@ -74,12 +74,18 @@ type result struct {
 
 	runs       int // runs started for window ticks: the samples of p50, p99
 	inJobRuns  int // start records of the jobs themselves: the samples of jobP50, jobP99
-	duplicates int // (job, tick) pairs run more than once
+	duplicates int // (job, tick) pairs run more than once, by the events or by the jobs' own records
 	extraRuns  int // runs beyond the first of those
-	misses     int // (job, tick) pairs run by no replica
-	unhandled  int // (replica, job, tick) triples with no outcome by shutdown
-	p50, p99   time.Duration
-	maxDelay   time.Duration
+	misses     int // (job, tick) pairs run by no replica, by the events or by the jobs' own records
+	// The cross-check of the scheduler's run_started events with the jobs'
+	// own start records: pairs the jobs started more than once, and pairs
+	// where the two counts differ (each also counted as a duplicate or a
+	// miss), with an example.
+	jobDuplicates, mismatches int
+	mismatchExample           string
+	unhandled                 int // (replica, job, tick) triples with no outcome by shutdown
+	p50, p99                  time.Duration
+	maxDelay                  time.Duration
 	// The start delays the jobs saw themselves, as their first action.
 	jobP50, jobP99 time.Duration
 	// Runs won at the first lock attempt, and the start delays of those
@@ -100,7 +106,11 @@ type result struct {
 	// replica that itself was refused (self), held only by other replicas'
 	// values (other), neither (none).
 	missMarked, missSelf, missOther, missNone int
-	missExample                               string
+	// Misses by one account only: a run_started event but no start of the
+	// job itself (noStart), or a start of the job without a run_started
+	// event (noEvent).
+	missNoStart, missNoEvent int
+	missExample              string
 
 	nodes    store.Stats       // delta over the window
 	cmds     map[string]uint64 // delta
@@ -132,8 +142,8 @@ func (r result) callsPerJobTick() float64 {
 }
 
 func (r result) brief() string {
-	return fmt.Sprintf("runs %d/%d, duplicates %d, misses %d, unhandled %d, start delay p50 %v p99 %v (in the job: %v, %v), calls/job/tick %.1f, skips %v",
-		r.runs, r.jobs*r.ticks, r.duplicates, r.misses, r.unhandled, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
+	return fmt.Sprintf("runs %d/%d, duplicates %d, misses %d (events vs the jobs' records: %d differ), unhandled %d, start delay p50 %v p99 %v (in the job: %v, %v), calls/job/tick %.1f, skips %v",
+		r.runs, r.jobs*r.ticks, r.duplicates, r.misses, r.mismatches, r.unhandled, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
 		r.jobP50.Round(time.Microsecond), r.jobP99.Round(time.Microsecond),
 		r.callsPerJobTick(), r.skips)
 }
@@ -279,11 +289,37 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			selfHeld[i] = true
 		}
 	}
+	// The jobs' own start records, to check the events against.
+	started := make([]int, jobs*ticks)
+	var inJob []time.Duration
+	for _, r := range col.jobStarts() {
+		if r.Tick >= col.w0 && r.Tick < col.w1 && int(r.Job) < jobs {
+			started[int(r.Tick-col.w0)*jobs+int(r.Job)]++
+			inJob = append(inJob, r.Delay)
+		}
+	}
+	res.inJobRuns = len(inJob)
 	for i, n := range runs {
-		switch {
-		case n == 0:
+		ev, own := int(n), started[i]
+		if own > 1 {
+			res.jobDuplicates++
+		}
+		if ev != own {
+			res.mismatches++
+			if res.mismatchExample == "" {
+				res.mismatchExample = fmt.Sprintf("j%d at %s: %d run_started events, %d starts recorded by the job",
+					i%jobs, time.Unix(col.w0+int64(i/jobs), 0).UTC().Format("15:04:05"), ev, own)
+			}
+		}
+		// A pair counts as missed if either account saw no run, and as
+		// duplicated if either saw more than one.
+		if min(ev, own) == 0 {
 			res.misses++
 			switch {
+			case ev > 0:
+				res.missNoStart++
+			case own > 0:
+				res.missNoEvent++
 			case alreadyRan[i]:
 				res.missMarked++
 			case selfHeld[i]:
@@ -293,24 +329,18 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			default:
 				res.missNone++
 			}
-			if res.missExample == "" {
+			if res.missExample == "" && ev == 0 {
 				res.missExample = describeMiss(col, jobs, i)
 			}
-		case n > 1:
+		}
+		if hi := max(ev, own); hi > 1 {
 			res.duplicates++
-			res.extraRuns += int(n) - 1
+			res.extraRuns += hi - 1
 		}
 		if int(outcomes[i]) < replicas {
 			res.unhandled += replicas - int(outcomes[i])
 		}
 	}
-	var inJob []time.Duration
-	for _, r := range col.jobStarts() {
-		if r.Tick >= col.w0 && r.Tick < col.w1 && int(r.Job) < jobs {
-			inJob = append(inJob, r.Delay)
-		}
-	}
-	res.inJobRuns = len(inJob)
 	slices.Sort(inJob)
 	res.jobP50, res.jobP99 = stats.Percentile(inJob, 0.5), stats.Percentile(inJob, 0.99)
 	slices.Sort(delays)
