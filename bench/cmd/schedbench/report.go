@@ -224,8 +224,8 @@ than once; misses: pairs run by no replica; both by the scheduler's run_started 
 start p50/p99: EventRunStarted.StartDelay (run start − tick); max over all rounds. in-job p99: the start delay
 the jobs measured themselves, as their first action (the run's goroutine scheduled too).
 calls/job/tick = (scripts + plain) / (jobs × ticks): scripts = lock script calls the replicas' store.Nodes sent
-(Stats().Calls, all nodes); plain = other commands their clients sent (heartbeat SETs, SCRIPT LOAD; counted by a
-go-redis hook, which also tells the scripts apart by their arguments). pipelines = round trips that carried the scripts (Stats().Pipelines). server cmds = every command
+(Stats().Calls, all nodes; a script resent with EVAL after NOSCRIPT counts again); plain = other commands their
+clients sent (heartbeat SETs; counted by a go-redis hook, which also tells the scripts apart by their arguments). pipelines = round trips that carried the scripts (Stats().Pipelines). server cmds = every command
 the servers executed, including those run inside the scripts (INFO commandstats). CPU: seconds per second of
 window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each replica's process, summed).`)
 
@@ -266,7 +266,7 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 				fmt.Fprintf(w, "             e.g. %s\n", s.missExample)
 			}
 		}
-		fmt.Fprintf(w, "             nodes: %d script calls sent, %d failed at once (back-off or context done in the queue), %d of %d pipelines failed; INFO evalsha ÷ Node.Stats calls %.3f\n",
+		fmt.Fprintf(w, "             nodes: %d script calls sent, %d failed at once (back-off or context done in the queue), %d of %d pipelines failed; INFO evalsha+eval ÷ Node.Stats calls %.3f\n",
 			s.nodes.Calls, s.nodes.Skipped, s.nodes.Failed, s.nodes.Pipelines, s.infoVsStats)
 	}
 

@@ -125,7 +125,8 @@ type result struct {
 func (r result) jobTicks() float64 { return float64(r.jobs * r.ticks) }
 
 // plainCmds is the number of commands the clients sent other than the
-// lock scripts (heartbeat SETs, SCRIPT LOADs, ...).
+// lock scripts (EVALSHA, and EVAL for a script resent after NOSCRIPT):
+// heartbeat SETs.
 func (r result) plainCmds() uint64 {
 	var n uint64
 	for k, v := range r.cmds {
