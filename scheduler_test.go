@@ -158,23 +158,24 @@ func TestStalledReplica(t *testing.T) {
 	var (
 		runs       atomic.Int32
 		firstStart = make(chan int, 1)       // the stalled replica
-		newerWrote = make(chan struct{})     // the next holder wrote
+		newerWrote = make(chan struct{})     // the next holder (run 2) wrote
 		staleWrite = make(chan error, 1)     // nil if the stale write was refused
 		lostCause  = make(chan error, 1)     // the stalled job's cause
-		nextRun    = make(chan execution, 1) // the next run
+		nextRun    = make(chan execution, 1) // the next run (run 2)
 	)
 	f.add("long", everySecond, func(jctx context.Context, info scheduler.RunInfo, replica int) error {
-		if runs.Add(1) > 1 {
+		switch runs.Add(1) {
+		case 1: // the run that stalls, below
+		case 2: // the next holder: the only run that writes after the first
 			ok, err := store.FencedSet(ctx, data, "report", info.Fence, fmt.Sprintf("replica %d", replica))
 			if err == nil && !ok {
 				err = errors.New("the new holder's write was refused")
 			}
-			select {
-			case nextRun <- execution{replica: replica, tick: info.Tick, fence: info.Fence, start: time.Now()}:
-				close(newerWrote)
-			default:
-			}
+			nextRun <- execution{replica: replica, tick: info.Tick, fence: info.Fence, start: time.Now()}
+			close(newerWrote)
 			return err
+		default: // later ticks leave the store alone
+			return nil
 		}
 		if _, err := store.FencedSet(ctx, data, "report", info.Fence, "first"); err != nil {
 			return err
