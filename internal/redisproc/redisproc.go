@@ -104,7 +104,9 @@ type Server struct {
 // Start runs redis-server as cfg says on a free loopback port, trying other
 // ports when another process takes the chosen one first, and returns once
 // the server answers PING. When it fails, no process is left running and
-// the error includes the end of the server's log.
+// the error includes the end of the server's log. On Linux the server is
+// killed when the process that started it dies, even without cleanup (see
+// startCmd).
 func Start(cfg Config) (*Server, error) {
 	cfg.Args = slices.Clone(cfg.Args)
 	var err error
@@ -201,12 +203,14 @@ func (s *Server) launch() error {
 	cmd := exec.Command(s.cfg.Bin, s.cfg.args(s.port)...)
 	cmd.Dir = s.cfg.Dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	reaped, err := startCmd(cmd)
+	if err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
+		reaped()
 		close(p.done)
 	}()
 
