@@ -67,19 +67,28 @@ type Config struct {
 	// data acknowledged before Kill survives Restart. Without it the server
 	// persists nothing.
 	AppendOnly bool
+	// TLSPort gives the server a second free loopback port, for TLS
+	// (--tls-port), picked with the plain one each time Start tries a port;
+	// TLSAddr returns it. Args must then carry the server's certificate and
+	// key (--tls-cert-file, --tls-key-file and so on).
+	TLSPort bool
 	// Args are extra redis-server command-line arguments, passed after the
 	// package's own, for example "--maxmemory", "10mb".
 	Args []string
 }
 
-// args returns the redis-server arguments for a server listening on port.
-func (c *Config) args(port int) []string {
+// args returns the redis-server arguments for a server listening on port,
+// and for TLS on tlsPort unless it is 0.
+func (c *Config) args(port, tlsPort int) []string {
 	args := []string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--dir", c.Dir,
 		"--save", "",
 		"--logfile", "",
+	}
+	if tlsPort != 0 {
+		args = append(args, "--tls-port", strconv.Itoa(tlsPort))
 	}
 	if c.AppendOnly {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
@@ -94,28 +103,33 @@ func (c *Config) args(port int) []string {
 // run concurrently with Kill or another Restart; otherwise its methods may
 // be called from any goroutine.
 type Server struct {
-	cfg  Config
-	port int // fixed once started: Restart reuses it
+	cfg     Config
+	port    int // fixed once started: Restart reuses it
+	tlsPort int // likewise; 0 without Config.TLSPort
 
 	mu   sync.Mutex
 	proc *process // the current (or last) run
 }
 
-// Start runs redis-server as cfg says on a free loopback port, trying other
-// ports when another process takes the chosen one first, and returns once
-// the server answers PING. When it fails, no process is left running and
-// the error includes the end of the server's log. On Linux the server is
-// killed when the process that started it dies, even without cleanup (see
-// startCmd).
+// Start runs redis-server as cfg says on a free loopback port (and a free
+// TLS port with cfg.TLSPort), trying other ports when another process takes
+// a chosen one first, and returns once the server answers PING. When it
+// fails, no process is left running and the error includes the end of the
+// server's log. On Linux the server is killed when the process that
+// started it dies, even without cleanup (see startCmd).
 func Start(cfg Config) (*Server, error) {
 	cfg.Args = slices.Clone(cfg.Args)
 	var err error
 	for range 5 {
-		var port int
-		if port, err = freePort(); err != nil {
+		s := &Server{cfg: cfg}
+		if s.port, err = freePort(); err != nil {
 			return nil, err
 		}
-		s := &Server{cfg: cfg, port: port}
+		if cfg.TLSPort {
+			if s.tlsPort, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
 		if err = s.launch(); err == nil {
 			return s, nil
 		}
@@ -129,6 +143,15 @@ func Start(cfg Config) (*Server, error) {
 // Addr returns the host:port the server listens on.
 func (s *Server) Addr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// TLSAddr returns the host:port the server takes TLS connections on, or ""
+// without Config.TLSPort.
+func (s *Server) TLSAddr() string {
+	if s.tlsPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort))
 }
 
 // Dir returns the server's working directory.
@@ -200,7 +223,7 @@ func (s *Server) launch() error {
 		return err
 	}
 
-	cmd := exec.Command(s.cfg.Bin, s.cfg.args(s.port)...)
+	cmd := exec.Command(s.cfg.Bin, s.cfg.args(s.port, s.tlsPort)...)
 	cmd.Dir = s.cfg.Dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	reaped, err := startCmd(cmd)

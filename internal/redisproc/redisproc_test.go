@@ -1,13 +1,24 @@
 package redisproc
 
 import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"io"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // start starts a server for t, which kills it when the test ends.
@@ -137,4 +148,100 @@ func TestProbeChecksPid(t *testing.T) {
 	if err := probe(s.Addr(), s.Pid()+1); err == nil {
 		t.Error("probe accepted the answer of another process")
 	}
+}
+
+func TestTLSPort(t *testing.T) {
+	t.Parallel()
+	cfg, pool := tlsConfig(t)
+	s := start(t, cfg)
+	mustAnswer(t, s)
+	conn, err := tls.Dial("tcp", s.TLSAddr(), &tls.Config{RootCAs: pool})
+	if err != nil {
+		t.Fatalf("TLS dial %s: %v", s.TLSAddr(), err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, "PING\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(conn).ReadString('\n'); line != "+PONG\r\n" {
+		t.Fatalf("PING over TLS on %s answered %q (%v)", s.TLSAddr(), line, err)
+	}
+	if s.TLSAddr() == s.Addr() {
+		t.Errorf("TLSAddr() = Addr() = %s", s.Addr())
+	}
+	if got := start(t, config(t)).TLSAddr(); got != "" {
+		t.Errorf("TLSAddr() = %q without Config.TLSPort, want \"\"", got)
+	}
+}
+
+func TestLaunchDetectsTLSPortInUse(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg, _ := tlsConfig(t)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{cfg: cfg, port: port, tlsPort: ln.Addr().(*net.TCPAddr).Port}
+
+	if err := s.launch(); !errors.Is(err, errAddrInUse) {
+		if err == nil {
+			s.Kill()
+		}
+		t.Fatalf("launch on a taken TLS port: err = %v, want errAddrInUse", err)
+	}
+}
+
+// tlsConfig returns the configuration of a server with a TLS port and a
+// self-signed certificate for 127.0.0.1, which clients need not present,
+// and a pool that trusts the certificate.
+func tlsConfig(t *testing.T) (Config, *x509.CertPool) {
+	t.Helper()
+	cfg := config(t)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "redisproc test"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath := filepath.Join(cfg.Dir, "cert.pem"), filepath.Join(cfg.Dir, "key.pem")
+	for path, block := range map[string]*pem.Block{certPath: {Type: "CERTIFICATE", Bytes: der}, keyPath: {Type: "PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	cfg.TLSPort = true
+	cfg.Args = []string{"--tls-cert-file", certPath, "--tls-key-file", keyPath,
+		"--tls-ca-cert-file", certPath, "--tls-auth-clients", "no"}
+	return cfg, pool
 }

@@ -8,6 +8,7 @@ type Option func(*config)
 type config struct {
 	proxy      bool
 	appendOnly bool
+	tlsPort    bool
 	args       []string
 }
 
@@ -24,6 +25,14 @@ func WithAppendOnly() Option {
 	return func(c *config) { c.appendOnly = true }
 }
 
+// WithTLSPort gives every server a second free port for TLS, which
+// Server.TLSAddr returns. The certificate options go in WithArgs, for
+// example WithArgs("--tls-cert-file", cert, "--tls-key-file", key,
+// "--tls-ca-cert-file", ca).
+func WithTLSPort() Option {
+	return func(c *config) { c.tlsPort = true }
+}
+
 // WithArgs appends extra redis-server command-line arguments, for example
 // WithArgs("--maxmemory", "10mb").
 func WithArgs(args ...string) Option {
@@ -32,5 +41,5 @@ func WithArgs(args ...string) Option {
 
 // procConfig returns the configuration of a server run from bin in dir.
 func (c *config) procConfig(bin, dir string) redisproc.Config {
-	return redisproc.Config{Bin: bin, Dir: dir, AppendOnly: c.appendOnly, Args: c.args}
+	return redisproc.Config{Bin: bin, Dir: dir, AppendOnly: c.appendOnly, TLSPort: c.tlsPort, Args: c.args}
 }

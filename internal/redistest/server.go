@@ -10,8 +10,8 @@ import (
 
 // Server is one redis-server master started by Start. Its methods report
 // failures through the testing.TB given to Start and must be called from the
-// test goroutine; Addr, ServerAddr and Running may be called from any
-// goroutine.
+// test goroutine; Addr, ServerAddr, TLSAddr and Running may be called from
+// any goroutine.
 type Server struct {
 	t     testing.TB
 	proc  *redisproc.Server
@@ -30,6 +30,12 @@ func (s *Server) Addr() string {
 // ServerAddr returns the address redis-server itself listens on.
 func (s *Server) ServerAddr() string {
 	return s.proc.Addr()
+}
+
+// TLSAddr returns the address redis-server takes TLS connections on
+// (directly, never through the proxy), or "" without WithTLSPort.
+func (s *Server) TLSAddr() string {
+	return s.proc.TLSAddr()
 }
 
 // Running reports whether the redis-server process is alive (a paused
