@@ -600,13 +600,12 @@ func TestTLS(t *testing.T) {
 		clients  []*redis.Client
 		tlsAddrs []string
 	)
-	for range 3 {
-		port := freePort(t)
-		s := redistest.Start(t, 1, redistest.WithArgs("--tls-port", strconv.Itoa(port),
-			"--tls-cert-file", pki.serverCert, "--tls-key-file", pki.serverKey,
-			"--tls-ca-cert-file", pki.ca, "--tls-auth-clients", "yes")).Node(0)
+	c := redistest.Start(t, 3, redistest.WithTLSPort(), redistest.WithArgs(
+		"--tls-cert-file", pki.serverCert, "--tls-key-file", pki.serverKey,
+		"--tls-ca-cert-file", pki.ca, "--tls-auth-clients", "yes"))
+	for _, s := range c.Nodes() {
 		clients = append(clients, s.Client(t))
-		tlsAddrs = append(tlsAddrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		tlsAddrs = append(tlsAddrs, s.TLSAddr())
 	}
 	plant(t, clients, "redcron:{forever}:lock", lockValue("", time.Minute), 0)
 	addrs := strings.Join(tlsAddrs, ",")
@@ -635,16 +634,6 @@ func TestTLS(t *testing.T) {
 	if o.code != 1 {
 		t.Errorf("want the leak found with -tls-insecure-skip-verify:\n%s", o)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // pki is a test CA with a server certificate for 127.0.0.1 and localhost
