@@ -140,7 +140,11 @@ func TestNodeLoss(t *testing.T) {
 	// The two nodes that voted yes were released: nothing is left behind.
 	k := lockKey(t, r, "job-x")
 	for _, i := range []int{1, 2} {
-		if n, _ := c.Node(i).Client(t).Exists(ctx, k.Lock).Result(); n != 0 {
+		n, err := c.Node(i).Client(t).Exists(ctx, k.Lock).Result()
+		if err != nil {
+			t.Fatalf("EXISTS on node %d: %v", i, err)
+		}
+		if n != 0 {
 			t.Errorf("node %d still holds the failed attempt's key", i)
 		}
 	}

@@ -216,7 +216,11 @@ func TestTryLockAllNodeFaults(t *testing.T) {
 		if !errors.As(res.Err, &qe) || !errors.Is(res.Err, mutex.ErrNoQuorum) || !qe.Nodes[1].Vote.Failed() || !qe.Nodes[2].Vote.Failed() {
 			t.Fatalf("lock %d, two nodes of 3 down: %v, want ErrNoQuorum with nodes 1 and 2 failed", j, res.Err)
 		}
-		if n := live.Exists(ctx, lockKey(t, r, reqs[j].Name).Lock).Val(); n != 0 {
+		n, err := live.Exists(ctx, lockKey(t, r, reqs[j].Name).Lock).Result()
+		if err != nil {
+			t.Fatalf("EXISTS lock %d on the live node: %v", j, err)
+		}
+		if n != 0 {
 			t.Fatalf("lock %d left on the live node", j)
 		}
 	}

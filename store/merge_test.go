@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -74,8 +75,16 @@ func TestMergedCallsFailAlone(t *testing.T) {
 			if a.err != nil || !a.ok {
 				t.Errorf("lock %s: %v, %v; want released", name, a.ok, a.err)
 			}
-			if rc.Exists(ctx, keys[i].Lock).Val() != 0 || rc.HGet(ctx, keys[i].State, "mark").Val() != "1000" {
-				t.Errorf("lock %s still there, or its mark not raised", name)
+			n, err := rc.Exists(ctx, keys[i].Lock).Result()
+			if err != nil {
+				t.Fatalf("EXISTS lock %s: %v", name, err)
+			}
+			mark, err := rc.HGet(ctx, keys[i].State, "mark").Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatalf("HGET mark of %s: %v", name, err)
+			}
+			if n != 0 || mark != "1000" {
+				t.Errorf("lock %s: exists %d, mark %q; want 0 and \"1000\" (released, mark raised)", name, n, mark)
 			}
 		}
 	}

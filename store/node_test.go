@@ -96,8 +96,8 @@ func TestNodeDeleteIfValue(t *testing.T) {
 	if ok, err := n.DeleteIfValue(ctx, "t:leak", "v1"); !ok || err != nil {
 		t.Fatalf("right value: %v, %v", ok, err)
 	}
-	if c.Exists(ctx, "t:leak").Val() != 0 {
-		t.Fatal("key still there")
+	if n, err := c.Exists(ctx, "t:leak").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS t:leak after the delete: %d, %v; want 0, nil", n, err)
 	}
 }
 
@@ -263,7 +263,11 @@ func TestNodePipelining(t *testing.T) {
 		if i%3 == 0 {
 			want = 1 // another value's: not released
 		}
-		if got := rc.Exists(ctx, keys[i].Lock).Val(); got != want {
+		got, err := rc.Exists(ctx, keys[i].Lock).Result()
+		if err != nil {
+			t.Fatalf("EXISTS lock %d: %v", i, err)
+		}
+		if got != want {
 			t.Fatalf("lock %d: exists %d after the releases, want %d", i, got, want)
 		}
 	}

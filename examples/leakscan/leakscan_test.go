@@ -388,7 +388,11 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("fix report does not list %s:\n%s", key, o)
 		}
 		for i, cl := range clients {
-			if n := cl.Exists(ctx, key).Val(); n != 0 {
+			n, err := cl.Exists(ctx, key).Result()
+			if err != nil {
+				t.Fatalf("EXISTS %s on node %d: %v", key, i, err)
+			}
+			if n != 0 {
 				t.Errorf("%s still on node %d after -fix", key, i)
 			}
 		}
@@ -468,7 +472,11 @@ func TestFixLeavesHashesAlone(t *testing.T) {
 		t.Errorf("human fix report:\n%s", o)
 	}
 	for i, cl := range clients[:2] {
-		if cl.Exists(ctx, "redcron:{stuck}:state").Val() != 1 {
+		n, err := cl.Exists(ctx, "redcron:{stuck}:state").Result()
+		if err != nil {
+			t.Fatalf("EXISTS on node %d: %v", i, err)
+		}
+		if n != 1 {
 			t.Errorf("the state hash was deleted on node %d", i)
 		}
 	}
