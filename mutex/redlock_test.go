@@ -574,7 +574,7 @@ func TestRaceForOccurrences(t *testing.T) {
 						errs <- err
 						return
 					}
-					time.Sleep(time.Duration(1+attempt) * time.Millisecond) // jitter stand-in: contenders retry at different times
+					time.Sleep(time.Duration(1+attempt+i) * time.Millisecond) // jitter stand-in: contenders retry at different times
 				}
 				errs <- fmt.Errorf("contender %d: undecided after 50 attempts", i)
 			})
