@@ -59,7 +59,10 @@ func TestService(t *testing.T) {
 	deadline := time.After(15 * time.Second)
 	for addr == "" {
 		select {
-		case line := <-lines:
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("the service exited before serving (%v): %q", <-exited, log)
+			}
 			log = append(log, line)
 			if m := regexp.MustCompile(`msg=serving addr=(\S+)`).FindStringSubmatch(line); m != nil {
 				addr = m[1]
