@@ -292,8 +292,13 @@ func TestShutdownReleases(t *testing.T) {
 	if err := f.shutdown(f.replicas[holder], 300*time.Millisecond); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
-	if cause := <-firstWhy; !errors.Is(cause, scheduler.ErrShutdown) {
-		t.Errorf("cause %v, want ErrShutdown", cause)
+	select {
+	case cause := <-firstWhy:
+		if !errors.Is(cause, scheduler.ErrShutdown) {
+			t.Errorf("cause %v, want ErrShutdown", cause)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job was not cancelled within 30 s of its replica's shutdown")
 	}
 	select {
 	case next := <-secondRan:

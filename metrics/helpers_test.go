@@ -231,6 +231,22 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// await returns the next value from ch, failing the test if none comes
+// within 30 s, so that a job or scheduler that hangs fails its test instead
+// of holding the package until go test's -timeout.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	const limit = 30 * time.Second
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(limit):
+		t.Fatalf("timed out after %v waiting for %s", limit, what)
+		var zero T
+		return zero
+	}
+}
+
 // compare checks the named families of c against the exposition text
 // want, which lists samples only: the HELP and TYPE lines are taken from
 // what c exposes (TestMetricSet pins them).

@@ -54,7 +54,7 @@ func TestLockResults(t *testing.T) {
 	}
 	kept, stop := l.KeepAlive(ctx)
 	c.del(t, "redcron:{z}:lock")
-	<-kept.Done()
+	await(t, kept.Done(), "the lease to be lost after its key was deleted")
 	stop() // waits for the keepalive goroutine, which reports the loss
 	if err := l.Release(ctx); !errors.Is(err, mutex.ErrLost) {
 		t.Fatalf("Release of a lost lock: %v", err)

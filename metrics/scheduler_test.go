@@ -204,12 +204,12 @@ func TestLockLostRun(t *testing.T) {
 	if _, err := s.Trigger(context.Background(), "long"); err != nil {
 		t.Fatal(err)
 	}
-	<-started
+	await(t, started, "the job to start")
 	if got := get(t, reg, "redcron_scheduler_runs_in_progress", "job_name", "long"); got != 1 {
 		t.Errorf("runs_in_progress %v during the run", got)
 	}
 	c.del(t, "redcron:{long}:lock") // the next extension finds the lock gone
-	if cause := <-returned; !errors.Is(cause, scheduler.ErrLockLost) {
+	if cause := await(t, returned, "the job to be cancelled after its lock was deleted"); !errors.Is(cause, scheduler.ErrLockLost) {
 		t.Fatalf("the job was cancelled with %v", cause)
 	}
 	stop() // waits for the run to be reported
@@ -274,8 +274,8 @@ func TestResults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	<-blocked
-	<-timedOut
+	await(t, blocked, "the stuck job to start")
+	await(t, timedOut, "the slow job to time out")
 	// A second trigger of a job running here is refused before the lock;
 	// it is not a tick, so it is not counted as a skip.
 	if _, err := s.Trigger(context.Background(), "stuck"); !errors.Is(err, scheduler.ErrOverlap) {
@@ -284,7 +284,7 @@ func TestResults(t *testing.T) {
 	expired, cancel := context.WithCancel(context.Background())
 	cancel() // Shutdown cancels the jobs still running at once
 	_ = s.Shutdown(expired)
-	if err := <-done; !errors.Is(err, scheduler.ErrClosed) {
+	if err := await(t, done, "Run to return after Shutdown"); !errors.Is(err, scheduler.ErrClosed) {
 		t.Errorf("Run: %v", err)
 	}
 	compare(t, m, `
