@@ -6,21 +6,72 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
 )
 
-// TestRun runs the whole demo, scenario included, over in-process nodes and
-// checks its verdict and its narration.
+// TestRun runs the whole demo, scenario included, over its in-process
+// miniredis nodes (the default, which it kills and restarts) and checks its
+// verdict and its narration. TestRunRealServers runs it over real
+// redis-server processes.
 func TestRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for 20s")
 	}
+	t.Parallel()
 	cfg, err := parseFlags([]string{"-duration", "20s"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sum, text := runDemo(t, cfg)
+	checkVerdict(t, cfg, sum)
+	checkNarration(t, text,
+		"killed node 2 and 4: 3 of 5 remain, quorum 3 still holds",
+		"killed node 3: 2 of 5 remain",
+		"Quorum lost: no replica may run a tick now",
+		"✗ no quorum",
+		"restarted node 2, 3 and 4",
+		"quorum is back",
+	)
+}
+
+// TestRunRealServers runs the demo with -redis over five real redis-server
+// masters, untrusted as the demo leaves them: it does not kill them, but
+// stalls a replica during a slow run. Every tick runs exactly once, fences
+// rise, and the stalled replica's lease is lost and the next tick runs
+// elsewhere.
+func TestRunRealServers(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 5)
+	cfg, err := parseFlags([]string{"-redis", strings.Join(c.Addrs(), ","), "-duration", "15s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the demo's introduction asks: a server votes only once it has
+	// been up for longer than the max TTL (the lock TTL) plus a second.
+	waitUptime(t, c, cfg.lockTTL+time.Second)
+	sum, text := runDemo(t, cfg)
+	checkVerdict(t, cfg, sum)
+	checkNarration(t, text,
+		"5 real Redis servers (-redis), quorum 3",
+		"real servers: skipping the node kills and restarts",
+	)
+	for _, unwanted := range []string{"stopped answering", "killed node", "restarted node", "✗ no quorum"} {
+		if strings.Contains(text, unwanted) {
+			t.Errorf("output has %q, with every server up throughout", unwanted)
+		}
+	}
+}
+
+// runDemo runs the demo as cfg says, logs its output and returns its
+// summary and output.
+func runDemo(t *testing.T, cfg config) (summary, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out bytes.Buffer
@@ -29,7 +80,14 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
+	return sum, out.String()
+}
 
+// checkVerdict checks the demo's verification: no tick twice, none missed
+// while a quorum was up, fences in order, enough ticks checked, and the
+// stalled replica's lease lost.
+func checkVerdict(t *testing.T, cfg config, sum summary) {
+	t.Helper()
 	if sum.runs == 0 {
 		t.Error("nothing ran")
 	}
@@ -58,23 +116,48 @@ func TestRun(t *testing.T) {
 	if len(sum.leasesLost) == 0 {
 		t.Error("no lease was lost, though a replica was stalled during a slow run")
 	}
+}
 
-	text := out.String()
-	for _, want := range []string{
-		"killed node 2 and 4: 3 of 5 remain, quorum 3 still holds",
-		"killed node 3: 2 of 5 remain",
-		"Quorum lost: no replica may run a tick now",
-		"✗ no quorum",
-		"restarted node 2, 3 and 4",
-		"quorum is back",
+// checkNarration checks that the output has the stall's narration and the
+// verdict, and every string in want.
+func checkNarration(t *testing.T, text string, want ...string) {
+	t.Helper()
+	for _, w := range append(want,
 		"stalled r",
 		"context.Cause is scheduler.ErrLockLost",
 		"another replica ran the next tick",
 		"resumed r",
 		"PASS:",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("output lacks %q", want)
+	) {
+		if !strings.Contains(text, w) {
+			t.Errorf("output lacks %q", w)
+		}
+	}
+}
+
+// waitUptime waits until every server of c reports an uptime of at least d
+// (INFO's whole seconds), failing the test after 10 s more.
+func waitUptime(t *testing.T, c *redistest.Cluster, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d + 10*time.Second)
+	for _, s := range c.Nodes() {
+		cl := s.Client(t)
+		for {
+			info, err := cl.Info(context.Background(), "server").Result()
+			if err != nil {
+				t.Fatalf("INFO on %s: %v", s.Addr(), err)
+			}
+			m := regexp.MustCompile(`\buptime_in_seconds:(\d+)`).FindStringSubmatch(info)
+			if m == nil {
+				t.Fatalf("INFO on %s has no uptime_in_seconds", s.Addr())
+			}
+			if secs, _ := strconv.Atoi(m[1]); time.Duration(secs)*time.Second >= d {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s up only %s s after waiting for %v", s.Addr(), m[1], d)
+			}
+			time.Sleep(100 * time.Millisecond) // uptime counts in real seconds
 		}
 	}
 }
