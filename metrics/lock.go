@@ -93,10 +93,10 @@ func (c *Collector) observeNode(r mutex.NodeResult, uptimeVotes bool) {
 	if !r.Vote.Failed() {
 		n.up.Set(1)
 		if uptimeVotes {
-			if r.Vote == mutex.VoteRestarted {
+			if r.Restarted() {
 				n.quarantined.Set(1)
 			} else {
-				n.quarantined.Set(0) // counted: yes, held, already run
+				n.quarantined.Set(0)
 			}
 		}
 		return

@@ -94,8 +94,9 @@ func TestLockResults(t *testing.T) {
 }
 
 // TestQuarantinedNodes: fresh servers are quarantined by a Redlock that
-// does not trust them (their uptime is below the max TTL), and no longer
-// once a vote of theirs counts.
+// does not trust them (their uptime is below the max TTL), also when they
+// answer that another owner holds the lock, and no longer once a vote of
+// theirs counts.
 func TestQuarantinedNodes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -117,6 +118,28 @@ func TestQuarantinedNodes(t *testing.T) {
 		redcron_lock_acquire_attempts_total{result="no_quorum"} 1
 	`+nodeSeries(c.names, always(1), always(1), noErrors),
 		append(nodeNames, "redcron_lock_acquire_attempts_total")...)
+
+	// Held by an owner that trusts the node (and reports elsewhere): the
+	// node is still quarantined for the untrusting one, and the hold does
+	// not count as held.
+	other, _ := newCollector(t)
+	h, err := c.redlock(t, other).TryLock(ctx, "q", 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := untrusting.TryLock(ctx, "q", 6*time.Second); !errors.Is(err, mutex.ErrNoQuorum) {
+		t.Fatalf("TryLock of a lock held on fresh untrusted nodes: %v, want ErrNoQuorum", err)
+	}
+	compare(t, m, `
+		redcron_lock_acquire_attempts_total{result="acquired"} 0
+		redcron_lock_acquire_attempts_total{result="already_run"} 0
+		redcron_lock_acquire_attempts_total{result="held"} 0
+		redcron_lock_acquire_attempts_total{result="no_quorum"} 2
+	`+nodeSeries(c.names, always(1), always(1), noErrors),
+		append(nodeNames, "redcron_lock_acquire_attempts_total")...)
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	l, err := c.redlock(t, m).TryLock(ctx, "q", 6*time.Second)
 	if err != nil {

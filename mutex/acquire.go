@@ -131,16 +131,22 @@ func (r *Redlock) acquireVote(a store.AcquireResult) NodeResult {
 		return failure(a.Err)
 	}
 	rep := a.Reply
+	// Redis counts uptime from a start time truncated to the second, so it
+	// may read up to a second long: hence the extra second.
+	recent := !r.cfg.trusted && rep.Uptime >= 0 && rep.Uptime < r.cfg.maxTTL+time.Second
 	switch {
 	case rep.Status == store.Held:
-		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence}
+		// On a node that restarted recently, the holder's value is there,
+		// but its holder cannot count the node either: the vote does not
+		// help prove that the holder won (see acquireReason).
+		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, restarted: recent}
 	case rep.Status == store.AlreadyRun:
-		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence}
-	case !r.cfg.trusted && rep.Uptime >= 0 && rep.Uptime < r.cfg.maxTTL+time.Second:
+		// A mark is only written by a winner's commit, so it counts even
+		// on a node that restarted since.
+		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence, restarted: recent}
+	case recent:
 		// The node may have forgotten locks it granted before its restart;
-		// our key on it is ours, so it is released with the rest. Redis
-		// counts uptime from a start time truncated to the second, so it
-		// may read up to a second long: hence the extra second.
+		// our key on it is ours, so it is released with the rest.
 		return NodeResult{Vote: VoteRestarted, fence: rep.Fence,
 			Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", rep.Uptime, r.cfg.maxTTL)}
 	}
@@ -265,20 +271,22 @@ func acquireDecider(n, quorum int) decider {
 // and why an acquisition without quorum failed. The outcome is final only
 // when the votes prove it: a quorum of nodes has the occurrence marked as
 // run, or a quorum holds one and the same other value. Refusals from
-// different holders (a split vote between contenders), or marks on a
+// different holders (a split vote between contenders), holds on nodes
+// that restarted too recently to count for their holder, or marks on a
 // minority (left by a winner whose commit failed), are undecided: a later
 // attempt may win.
 func acquireReason(rs []NodeResult, quorum int) (holder string, reason error) {
 	if count(rs, VoteAlreadyRun) >= quorum {
 		return "", ErrAlreadyRun
 	}
+	counts := func(r NodeResult) bool { return r.Vote == VoteHeld && !r.restarted }
 	for i, a := range rs {
-		if a.Vote != VoteHeld {
+		if !counts(a) {
 			continue
 		}
 		same := 1
 		for _, b := range rs[i+1:] {
-			if b.Vote == VoteHeld && b.Holder == a.Holder {
+			if counts(b) && b.Holder == a.Holder {
 				same++
 			}
 		}

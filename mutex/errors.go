@@ -14,15 +14,18 @@ var (
 	// ErrNotAcquired is matched by every failed acquisition.
 	ErrNotAcquired = errors.New("mutex: lock not acquired")
 	// ErrHeld: another owner holds the lock on a quorum of nodes
-	// (QuorumError.Holder is its value).
+	// (QuorumError.Holder is its value). Unless the nodes are trusted
+	// (WithTrustedNodes), a node that restarted less than the max TTL ago
+	// counts for no holder, so its holds do not make this quorum.
 	ErrHeld = fmt.Errorf("%w: held by another owner", ErrNotAcquired)
 	// ErrAlreadyRun: a quorum of nodes has the occurrence, or a later one,
 	// marked as run.
 	ErrAlreadyRun = fmt.Errorf("%w: occurrence already run", ErrNotAcquired)
 	// ErrNoQuorum: too few nodes granted the lock in time, and no other
 	// owner holds a quorum either (nodes down, slow or restarted, a split
-	// vote between contenders, or the validity ran out); a later attempt
-	// may succeed.
+	// vote between contenders, a holder whose nodes restarted too
+	// recently to count, or the validity ran out); a later attempt may
+	// succeed.
 	ErrNoQuorum = fmt.Errorf("%w: no quorum", ErrNotAcquired)
 
 	// ErrLost: the lease can no longer be proven (it expired, or a quorum
@@ -94,7 +97,17 @@ type NodeResult struct {
 	Latency time.Duration // time to the node's answer
 	Holder  string        // the value holding the lock, for VoteHeld
 	fence   uint64        // the node's fence counter, in an answer to an acquisition
+	// restarted: the node restarted less than the max TTL ago (and is
+	// not trusted), in an answer to an acquisition. A hold there proves
+	// nothing about its holder, who cannot count the node either.
+	restarted bool
 }
+
+// Restarted reports whether the node answered an acquisition while
+// quarantined: it restarted less than the max TTL ago and is not trusted
+// (WithMaxTTL, WithTrustedNodes). Its grants do not count (the vote is
+// VoteRestarted), nor do its holds count toward another owner's quorum.
+func (r NodeResult) Restarted() bool { return r.restarted || r.Vote == VoteRestarted }
 
 // pending reports whether the node had not answered when the operation
 // was decided.
@@ -108,6 +121,8 @@ func (r NodeResult) String() string {
 		return r.Node + " pending"
 	case r.Err != nil:
 		return fmt.Sprintf("%s %s (%v)", r.Node, r.Vote, r.Err)
+	case r.restarted && r.Vote == VoteHeld:
+		return r.Node + " held (node restarted recently: not counted for its holder)"
 	}
 	return r.Node + " " + r.Vote.String()
 }

@@ -476,6 +476,48 @@ func TestHeld(t *testing.T) {
 	}
 }
 
+// TestRestartedHoldsProveNothing: on nodes that restarted less than the
+// max TTL ago, another owner's value does not make ErrHeld for a Redlock
+// that does not trust them, since its holder cannot count those nodes
+// either: nobody is known to hold the lock (ErrNoQuorum), and the votes
+// still say who holds what. A Redlock that trusts the nodes sees the
+// holder's quorum.
+func TestRestartedHoldsProveNothing(t *testing.T) {
+	c := redistest.Start(t, 3) // brand new: every node's uptime is below the max TTL
+	ctx := ctxTimeout(t, time.Minute)
+	held, err := newRedlock(t, c).TryLock(ctx, "job", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+
+	guarded, err := mutex.New(nodesOf(t, c), mutex.WithMaxTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = guarded.TryLock(ctx, "job", 10*time.Second)
+	var qe *mutex.QuorumError
+	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) {
+		t.Fatalf("untrusted, held on restarted nodes: got %v, want ErrNoQuorum", err)
+	}
+	for _, res := range qe.Nodes {
+		if res.Vote != mutex.VoteHeld || res.Holder != held.Value() || !res.Restarted() {
+			t.Errorf("node %s: %v holder %q restarted %v, want held by %q on a restarted node", res.Node, res.Vote, res.Holder, res.Restarted(), held.Value())
+		}
+	}
+
+	_, err = newRedlock(t, c).TryLock(ctx, "job", 10*time.Second)
+	qe = nil
+	if !errors.Is(err, mutex.ErrHeld) || !errors.As(err, &qe) || qe.Holder != held.Value() {
+		t.Fatalf("trusted: got %v, want ErrHeld by %q", err, held.Value())
+	}
+	for _, res := range qe.Nodes {
+		if res.Restarted() {
+			t.Errorf("trusted: node %s reported as restarted", res.Node)
+		}
+	}
+}
+
 // TestWrongType puts values of the wrong type at the keys: a clear error
 // that names the key, not a panic or a false success.
 func TestWrongType(t *testing.T) {
