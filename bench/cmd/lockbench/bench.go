@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redis/go-redis/v9"
@@ -56,14 +55,14 @@ func benchmark(ctx context.Context, cfg config, clients []*redis.Client, progres
 		names := lockNames(sc.Names, sc.Goroutines)
 		for i, l := range lockers {
 			measure(ctx, l, names, cfg.warmup) // fills connection pools and script caches
-			flush(ctx, cfg.impls[i].Name, l, progress)
+			locks.FlushAfter(ctx, cfg.impls[i].Name, l, progress)
 		}
 		for r := range cfg.rounds {
 			fmt.Fprintf(progress, "[%d/%d] %v: round %d/%d\n", n+1, len(scs), sc, r+1, cfg.rounds)
 			for k := range lockers {
 				i := (r + k) % len(lockers)
 				rd := measure(ctx, lockers[i], names, cfg.duration)
-				flush(ctx, cfg.impls[i].Name, lockers[i], progress)
+				locks.FlushAfter(ctx, cfg.impls[i].Name, lockers[i], progress)
 				if err := ctx.Err(); err != nil {
 					return nil, fmt.Errorf("interrupted: %w", err)
 				}
@@ -76,21 +75,6 @@ func benchmark(ctx context.Context, cfg config, clients []*redis.Client, progres
 		results = append(results, res...)
 	}
 	return results, nil
-}
-
-// flushTimeout bounds the wait for an implementation's background calls
-// after a measurement: redcron gives a release up after at most
-// max(10 × node timeout, 1 s), 2.5 s by default.
-const flushTimeout = 10 * time.Second
-
-// flush waits for l's background calls (locks.Locker.Flush), up to
-// flushTimeout; a failure is reported to progress, as a warning.
-func flush(ctx context.Context, impl string, l locks.Locker, progress io.Writer) {
-	fctx, cancel := context.WithTimeout(ctx, flushTimeout)
-	defer cancel()
-	if err := l.Flush(fctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(progress, "  warning: %s: background calls still under way after %v: %v\n", impl, flushTimeout, err)
-	}
 }
 
 // lockNames returns the lock names of each goroutine: its own

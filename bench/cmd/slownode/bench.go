@@ -90,7 +90,10 @@ func measure(ctx context.Context, l locks.Locker, prefix string, d, interval tim
 // that rotates from round to round. The first node of the slow, dead and hung
 // conditions is made bad after a first warm-up (so that connections and
 // script caches are warm, as on a node that fails in service), and each
-// pair is warmed up again after that.
+// pair is warmed up again after that. After each measurement, outside its
+// timed part, the implementation's background calls are flushed
+// (locks.FlushAfter): a release still under way to a slow or hung node
+// must not run into the next measurement.
 func benchmark(ctx context.Context, cfg config, cl *cluster, progress io.Writer) (map[key][]round, error) {
 	pairs := roundOrder(cfg.conditions, cfg.impls, 0)
 	lockers := make(map[key]locks.Locker)
@@ -106,6 +109,7 @@ func benchmark(ctx context.Context, cfg config, cl *cluster, progress io.Writer)
 	fmt.Fprintln(progress, "warm-up")
 	for _, k := range pairs {
 		measure(ctx, lockers[k], prefix(k), cfg.warmup, cfg.interval, 1)
+		locks.FlushAfter(ctx, k.impl, lockers[k], progress)
 	}
 	if err := cl.breakNodes(); err != nil {
 		return nil, err
@@ -113,12 +117,14 @@ func benchmark(ctx context.Context, cfg config, cl *cluster, progress io.Writer)
 	fmt.Fprintln(progress, "first node of 'slow' slowed, of 'dead' killed, of 'hung' stopped; warm-up again")
 	for _, k := range pairs {
 		measure(ctx, lockers[k], prefix(k), cfg.warmup, cfg.interval, 1)
+		locks.FlushAfter(ctx, k.impl, lockers[k], progress)
 	}
 	res := make(map[key][]round)
 	for r := range cfg.rounds {
 		fmt.Fprintf(progress, "round %d/%d\n", r+1, cfg.rounds)
 		for _, k := range roundOrder(cfg.conditions, cfg.impls, r) {
 			rd := measure(ctx, lockers[k], prefix(k), cfg.duration, cfg.interval, cfg.minSamples)
+			locks.FlushAfter(ctx, k.cond+"/"+k.impl, lockers[k], progress)
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("interrupted: %w", err)
 			}

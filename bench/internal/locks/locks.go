@@ -5,6 +5,7 @@ package locks
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -31,6 +32,22 @@ type Locker interface {
 	// does not run into the next one's measurement. The Lockers have
 	// nothing else to close: the clients are the caller's.
 	Flush(ctx context.Context) error
+}
+
+// FlushTimeout bounds the wait for a Locker's background calls after a
+// measurement: redcron gives a release up after at most
+// max(10 × node timeout, 1 s), 2.5 s by default.
+const FlushTimeout = 10 * time.Second
+
+// FlushAfter waits for l's background calls (Locker.Flush), up to
+// FlushTimeout, after a measurement of implementation impl; a failure is
+// reported to progress, as a warning.
+func FlushAfter(ctx context.Context, impl string, l Locker, progress io.Writer) {
+	fctx, cancel := context.WithTimeout(ctx, FlushTimeout)
+	defer cancel()
+	if err := l.Flush(fctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(progress, "  warning: %s: background calls still under way after %v: %v\n", impl, FlushTimeout, err)
+	}
 }
 
 // Held is an acquired lock.
