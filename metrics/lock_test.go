@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -108,16 +109,22 @@ func TestQuarantinedNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// quarantinedAfter checks that after noQuorum failed attempts, and
+	// none with another result, every node is up and quarantined.
+	quarantinedAfter := func(noQuorum int) {
+		t.Helper()
+		compare(t, m, fmt.Sprintf(`
+			redcron_lock_acquire_attempts_total{result="acquired"} 0
+			redcron_lock_acquire_attempts_total{result="already_run"} 0
+			redcron_lock_acquire_attempts_total{result="held"} 0
+			redcron_lock_acquire_attempts_total{result="no_quorum"} %d
+		`, noQuorum)+nodeSeries(c.names, always(1), always(1), noErrors),
+			append(nodeNames, "redcron_lock_acquire_attempts_total")...)
+	}
 	if _, err := untrusting.TryLock(ctx, "q", 6*time.Second); !errors.Is(err, mutex.ErrNoQuorum) {
 		t.Fatalf("TryLock on fresh untrusted nodes: %v", err)
 	}
-	compare(t, m, `
-		redcron_lock_acquire_attempts_total{result="acquired"} 0
-		redcron_lock_acquire_attempts_total{result="already_run"} 0
-		redcron_lock_acquire_attempts_total{result="held"} 0
-		redcron_lock_acquire_attempts_total{result="no_quorum"} 1
-	`+nodeSeries(c.names, always(1), always(1), noErrors),
-		append(nodeNames, "redcron_lock_acquire_attempts_total")...)
+	quarantinedAfter(1)
 
 	// Held by an owner that trusts the node (and reports elsewhere): the
 	// node is still quarantined for the untrusting one, and the hold does
@@ -130,13 +137,7 @@ func TestQuarantinedNodes(t *testing.T) {
 	if _, err := untrusting.TryLock(ctx, "q", 6*time.Second); !errors.Is(err, mutex.ErrNoQuorum) {
 		t.Fatalf("TryLock of a lock held on fresh untrusted nodes: %v, want ErrNoQuorum", err)
 	}
-	compare(t, m, `
-		redcron_lock_acquire_attempts_total{result="acquired"} 0
-		redcron_lock_acquire_attempts_total{result="already_run"} 0
-		redcron_lock_acquire_attempts_total{result="held"} 0
-		redcron_lock_acquire_attempts_total{result="no_quorum"} 2
-	`+nodeSeries(c.names, always(1), always(1), noErrors),
-		append(nodeNames, "redcron_lock_acquire_attempts_total")...)
+	quarantinedAfter(2)
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
