@@ -53,6 +53,7 @@ type summary struct {
 	missExample                 string
 	skips, failedRuns           map[string]int
 	perReplica                  []int
+	tickShares                  []float64 // over rounds (see result.tickShares)
 }
 
 func summarize(cfg config, results []result) []summary {
@@ -142,6 +143,7 @@ func summarize(cfg config, results []result) []summary {
 			for i, n := range r.perReplica {
 				s.perReplica[i] += n
 			}
+			s.tickShares = append(s.tickShares, r.tickShares...)
 		}
 		sums = append(sums, s)
 	}
@@ -244,6 +246,11 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 		}
 		fmt.Fprintf(w, "  %s: skipped: %s; lock retries %d; runs by replica %s\n",
 			s.setup, strings.Join(parts, ", "), s.retries, strings.Join(share, "/"))
+		if len(s.tickShares) > 0 {
+			slices.Sort(s.tickShares)
+			fmt.Fprintf(w, "             the replica that started most of a tick's runs started %.0f%% of them (median over ticks; %.0f-%.0f%%)\n",
+				100*s.tickShares[len(s.tickShares)/2], 100*s.tickShares[0], 100*s.tickShares[len(s.tickShares)-1])
+		}
 		fmt.Fprintf(w, "             runs won at the first attempt %.1f%% (start p50 %s, p99 %s; %s runs a round); after retries: p50 %s, p99 %s (%s runs a round)\n",
 			100*s.firstShare, s.firstP50, s.firstP99, s.firstP99.samples(), s.retriedP50, s.retriedP99, s.retriedP99.samples())
 		fmt.Fprintf(w, "             start delay as the jobs saw it (their first action): p50 %s, p99 %s (%s runs a round)\n", s.jobP50, s.jobP99, s.jobP99.samples())

@@ -97,6 +97,9 @@ type result struct {
 	retries                int            // lock_retry events of window ticks
 	failedRuns             map[string]int // run_finished of window ticks other than success, by result
 	perReplica             []int          // runs by replica
+	// For each window tick with runs: the share of its runs started by
+	// the replica that started most of them.
+	tickShares []float64
 
 	// Failed lock acquisitions during the window (mutex observers).
 	lockFails     map[string]int // by reason, of attempts stamped with a window tick (lockObserver)
@@ -235,6 +238,7 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 	outcomes := make([]uint8, jobs*ticks) // run_started + skipped, over replicas
 	var delays, first, retried []time.Duration
 	alreadyRan := make([]bool, jobs*ticks)
+	tickRuns := make([]int, ticks*replicas) // runs by tick and replica
 	for _, r := range col.records() {
 		if r.Tick < col.w0 || r.Tick >= col.w1 || int(r.Job) >= jobs {
 			continue
@@ -246,6 +250,7 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			outcomes[i]++
 			res.runs++
 			res.perReplica[r.Replica]++
+			tickRuns[int(r.Tick-col.w0)*replicas+int(r.Replica)]++
 			delays = append(delays, r.Delay)
 			if r.Attempts <= 1 {
 				res.firstAttempt++
@@ -265,6 +270,16 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			if r.Result != scheduler.ResultSuccess {
 				res.failedRuns[r.Result.String()]++
 			}
+		}
+	}
+	for t := range ticks {
+		byReplica := tickRuns[t*replicas : (t+1)*replicas]
+		total := 0
+		for _, n := range byReplica {
+			total += n
+		}
+		if total > 0 {
+			res.tickShares = append(res.tickShares, float64(slices.Max(byReplica))/float64(total))
 		}
 	}
 	// What the lock observers saw, for the window and for the misses.
