@@ -57,7 +57,9 @@ const (
 	// EventJobAdded reports a job registered with Add, so that metrics can
 	// create its series before it first runs.
 	EventJobAdded EventKind = iota + 1
-	// EventJobRemoved reports a job unregistered with Remove.
+	// EventJobRemoved reports a job unregistered with Remove. No skip of
+	// the job follows it; a run already started still reports its end
+	// (EventRunFinished).
 	EventJobRemoved
 	// EventRunStarted reports that this replica won the lease and started
 	// the job.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -396,6 +397,47 @@ func TestRemove(t *testing.T) {
 		}
 		if want := []scheduler.EventKind{scheduler.EventJobAdded, scheduler.EventJobRemoved, scheduler.EventJobAdded}; !slices.Equal(kinds, want) {
 			t.Errorf("job events %v, want %v", kinds, want)
+		}
+	})
+}
+
+// heldAfter is a Locker whose Acquire reports that called, waits for
+// answer and then refuses the lock as held elsewhere.
+type heldAfter struct {
+	*schedulertest.Locker
+	called, answer chan struct{}
+}
+
+func (h *heldAfter) Acquire(context.Context, scheduler.LockRequest) (scheduler.Lease, error) {
+	h.called <- struct{}{}
+	<-h.answer
+	return nil, fmt.Errorf("test: held by another replica: %w", scheduler.ErrHeld)
+}
+
+// TestRemoveBeforeRefusal: a refusal that comes for a job removed while
+// its lock attempt was under way is not reported: nothing of the job
+// follows EventJobRemoved.
+func TestRemoveBeforeRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &heldAfter{Locker: locker(), called: make(chan struct{}), answer: make(chan struct{})}
+		obs := &recorder{}
+		s := newScheduler(t, l, scheduler.WithObserver(obs))
+		mustAdd(t, s, "job", "* * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
+		stop := start(t, s)
+		<-l.called // the first tick's attempt
+		if err := s.Remove("job"); err != nil {
+			t.Fatal(err)
+		}
+		close(l.answer)
+		synctest.Wait()
+		stop()
+
+		events := obs.of(scheduler.EventJobRemoved, scheduler.EventSkipped)
+		if len(events) == 0 || events[0].Kind != scheduler.EventJobRemoved {
+			t.Fatalf("events %v: want EventJobRemoved and nothing after it", events)
+		}
+		for _, ev := range events[1:] {
+			t.Errorf("after EventJobRemoved: %v skip %v of tick %v", ev.Kind, ev.Skip, ev.Tick)
 		}
 	})
 }

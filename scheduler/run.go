@@ -449,11 +449,16 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 	}
 }
 
-// skip records and reports a skipped tick.
+// skip records and reports a skipped tick, unless its job was removed: it
+// is reported under the lock, as Remove reports the removal, so that
+// nothing of a job follows EventJobRemoved.
 func (s *Scheduler) skip(e *entry, tick time.Time, reason SkipReason, attempts int, err error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.removed.Load() {
+		return
+	}
 	e.lastResult, e.lastSkip, e.lastErr = 0, reason, err
-	s.mu.Unlock()
 	s.emit(Event{Kind: EventSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
 }
 
