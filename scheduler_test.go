@@ -7,14 +7,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
 )
+
+// TestMain silences go-redis's logging of the failed dials that the
+// tests' killed and stopped servers cause on purpose.
+func TestMain(m *testing.M) {
+	redistest.QuietClients()
+	os.Exit(m.Run())
+}
 
 const everySecond = "* * * * * *"
 

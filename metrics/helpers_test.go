@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,13 @@ import (
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
 )
+
+// TestMain silences go-redis's logging of the failed dials that the
+// tests' killed and stopped servers cause on purpose.
+func TestMain(m *testing.M) {
+	redistest.QuietClients()
+	os.Exit(m.Run())
+}
 
 // waitTimeout bounds every wait for real ticks, scans and node failures.
 const waitTimeout = 20 * time.Second

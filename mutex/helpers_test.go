@@ -2,6 +2,7 @@ package mutex_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,13 @@ import (
 	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
 )
+
+// TestMain silences go-redis's logging of the failed dials that the
+// tests' killed and stopped servers cause on purpose.
+func TestMain(m *testing.M) {
+	redistest.QuietClients()
+	os.Exit(m.Run())
+}
 
 // nodesOf returns a store.Node per server of c, each with its own client.
 func nodesOf(t testing.TB, c *redistest.Cluster) []*store.Node {

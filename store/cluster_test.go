@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,6 +13,13 @@ import (
 	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
 )
+
+// TestMain silences go-redis's logging of the failed dials that the
+// tests' killed and stopped servers cause on purpose.
+func TestMain(m *testing.M) {
+	redistest.QuietClients()
+	os.Exit(m.Run())
+}
 
 // TestClusterAndRing: on a Cluster or a Ring client, whose servers each
 // answer NOSCRIPT to their first script call, every lock of a batch is

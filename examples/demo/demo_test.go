@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +15,13 @@ import (
 
 	"github.com/redcron/redcron/internal/redistest"
 )
+
+// TestMain silences go-redis's logging of the failed dials that the
+// tests' killed and stopped servers cause on purpose.
+func TestMain(m *testing.M) {
+	redistest.QuietClients()
+	os.Exit(m.Run())
+}
 
 // TestRun runs the whole demo, scenario included, over its in-process
 // miniredis nodes (the default, which it kills and restarts) and checks its

@@ -21,6 +21,7 @@ import (
 // TestMain checks, after all tests and their cleanups, that no redis-server
 // child process and no goroutine of this package is left behind.
 func TestMain(m *testing.M) {
+	QuietClients() // the tests kill servers on purpose
 	code := m.Run()
 	if code == 0 {
 		if err := checkNoLeaks(); err != nil {
