@@ -71,9 +71,10 @@
 // it is older than the job's interval. redcron_lock_node_up is 1 when the
 // node's last answer to a lock operation was not a failure; a node nobody
 // asked yet counts as up. A node that is quarantined
-// (redcron_lock_node_quarantined 1) answers but its acquisition votes do
-// not count until it has been up for the max TTL (see
-// mutex.WithTrustedNodes). The leak gauges hold the counts of the last
+// (redcron_lock_node_quarantined 1) answers but its grants do not count
+// until it has been up for the max TTL (see mutex.WithTrustedNodes and
+// mutex.NodeResult.Restarted); any answer of its to an acquisition, a
+// refusal too, keeps it at 1 until then. The leak gauges hold the counts of the last
 // successful scan of this replica (scheduler.WithLeakScan); only one
 // replica scans at a time, so take the max across replicas.
 //

@@ -203,9 +203,10 @@ func TestKilledNode(t *testing.T) {
 
 // TestQuarantineEndsWithACountedVote: a node's quarantine gauge, set by a
 // vote not counted because the node restarted recently, goes back to 0 at
-// its next counted acquisition vote, a refusal (held, already run) as well
-// as a yes: a replica that keeps losing ticks to others must not keep it
-// at 1.
+// its next answer to an acquisition from out of quarantine, a refusal
+// (held, already run) as well as a yes: a replica that keeps losing ticks
+// to others must not keep it at 1. (A refusal from a node still in
+// quarantine keeps it at 1: TestQuarantinedNodes.)
 func TestQuarantineEndsWithACountedVote(t *testing.T) {
 	for _, vote := range []mutex.Vote{mutex.VoteYes, mutex.VoteHeld, mutex.VoteAlreadyRun} {
 		t.Run(vote.String(), func(t *testing.T) {

@@ -133,7 +133,7 @@ func New(opts ...Option) (*Collector, error) {
 		nodeUp: gauge("lock", "node_up",
 			"1 if the last answer of the node to a lock operation was not a failure (timeout, unreachable, error), else 0.", nodeLabel),
 		nodeQuarantined: gauge("lock", "node_quarantined",
-			"1 if the node's last acquisition vote was not counted because it restarted less than the max TTL ago, else 0.", nodeLabel),
+			"1 if the node's last answer to an acquisition showed it restarted less than the max TTL ago, so that its grants do not count, else 0.", nodeLabel),
 
 		leakScans: counter("leak", "scans_total",
 			"Leak scans made by this replica, by result (ok, failed).", resultLabel),

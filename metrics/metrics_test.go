@@ -103,7 +103,7 @@ redcron_lock_leases_lost_total 0
 redcron_lock_node_errors_total{node="n1",vote="error"} 0
 redcron_lock_node_errors_total{node="n1",vote="timeout"} 0
 redcron_lock_node_errors_total{node="n1",vote="unreachable"} 0
-# HELP redcron_lock_node_quarantined 1 if the node's last acquisition vote was not counted because it restarted less than the max TTL ago, else 0.
+# HELP redcron_lock_node_quarantined 1 if the node's last answer to an acquisition showed it restarted less than the max TTL ago, so that its grants do not count, else 0.
 # TYPE redcron_lock_node_quarantined gauge
 redcron_lock_node_quarantined{node="n1"} 0
 # HELP redcron_lock_node_up 1 if the last answer of the node to a lock operation was not a failure (timeout, unreachable, error), else 0.

@@ -136,10 +136,9 @@ func (r *Redlock) acquireVote(a store.AcquireResult) NodeResult {
 	recent := !r.cfg.trusted && rep.Uptime >= 0 && rep.Uptime < r.cfg.maxTTL+time.Second
 	switch {
 	case rep.Status == store.Held:
-		// On a node that restarted recently, the holder's value is there,
-		// but its holder cannot count the node either: the vote does not
-		// help prove that the holder won (see acquireReason).
-		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, restarted: recent}
+		res := NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, restarted: recent}
+		res.unproven = recent && !r.survived(rep)
+		return res
 	case rep.Status == store.AlreadyRun:
 		// A mark is only written by a winner's commit, so it counts even
 		// on a node that restarted since.
@@ -151,6 +150,24 @@ func (r *Redlock) acquireVote(a store.AcquireResult) NodeResult {
 			Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", rep.Uptime, r.cfg.maxTTL)}
 	}
 	return NodeResult{Vote: VoteYes, fence: rep.Fence}
+}
+
+// survived reports whether the value holding the lock on a node that
+// restarted recently was set before the restart, so that its holder may
+// count the node (the node kept its data). A value set since the restart
+// proves nothing of its holder, who does not count the node either: it
+// was set by an acquisition whose vote there was VoteRestarted (or by a
+// holder that trusts the nodes, which this Redlock cannot tell). Its
+// acquisition time is by the holder's clock and started up to a node
+// timeout before it reached the node; the restart is known to the second.
+// A value that cannot be read counts as set since the restart.
+func (r *Redlock) survived(rep store.AcquireReply) bool {
+	v, err := store.ParseValue(rep.Holder)
+	if err != nil {
+		return false
+	}
+	restart := time.Now().Add(-rep.Uptime - time.Second) // at the latest
+	return v.Acquired.Before(restart.Add(-r.cfg.nodeTimeout))
 }
 
 // commitItem is one acquisition's second phase in commitAll.
@@ -271,15 +288,15 @@ func acquireDecider(n, quorum int) decider {
 // and why an acquisition without quorum failed. The outcome is final only
 // when the votes prove it: a quorum of nodes has the occurrence marked as
 // run, or a quorum holds one and the same other value. Refusals from
-// different holders (a split vote between contenders), holds on nodes
-// that restarted too recently to count for their holder, or marks on a
+// different holders (a split vote between contenders), holds set since
+// a recent restart of their node (see survived), or marks on a
 // minority (left by a winner whose commit failed), are undecided: a later
 // attempt may win.
 func acquireReason(rs []NodeResult, quorum int) (holder string, reason error) {
 	if count(rs, VoteAlreadyRun) >= quorum {
 		return "", ErrAlreadyRun
 	}
-	counts := func(r NodeResult) bool { return r.Vote == VoteHeld && !r.restarted }
+	counts := func(r NodeResult) bool { return r.Vote == VoteHeld && !r.unproven }
 	for i, a := range rs {
 		if !counts(a) {
 			continue

@@ -15,17 +15,17 @@ var (
 	ErrNotAcquired = errors.New("mutex: lock not acquired")
 	// ErrHeld: another owner holds the lock on a quorum of nodes
 	// (QuorumError.Holder is its value). Unless the nodes are trusted
-	// (WithTrustedNodes), a node that restarted less than the max TTL ago
-	// counts for no holder, so its holds do not make this quorum.
+	// (WithTrustedNodes), a value set since its node restarted, less than
+	// the max TTL ago, does not count toward this quorum: it was set by
+	// an acquisition that could not count the node either.
 	ErrHeld = fmt.Errorf("%w: held by another owner", ErrNotAcquired)
 	// ErrAlreadyRun: a quorum of nodes has the occurrence, or a later one,
 	// marked as run.
 	ErrAlreadyRun = fmt.Errorf("%w: occurrence already run", ErrNotAcquired)
 	// ErrNoQuorum: too few nodes granted the lock in time, and no other
 	// owner holds a quorum either (nodes down, slow or restarted, a split
-	// vote between contenders, a holder whose nodes restarted too
-	// recently to count, or the validity ran out); a later attempt may
-	// succeed.
+	// vote between contenders, a value set only since its nodes' recent
+	// restart, or the validity ran out); a later attempt may succeed.
 	ErrNoQuorum = fmt.Errorf("%w: no quorum", ErrNotAcquired)
 
 	// ErrLost: the lease can no longer be proven (it expired, or a quorum
@@ -98,15 +98,20 @@ type NodeResult struct {
 	Holder  string        // the value holding the lock, for VoteHeld
 	fence   uint64        // the node's fence counter, in an answer to an acquisition
 	// restarted: the node restarted less than the max TTL ago (and is
-	// not trusted), in an answer to an acquisition. A hold there proves
-	// nothing about its holder, who cannot count the node either.
+	// not trusted), in an answer to an acquisition.
 	restarted bool
+	// unproven: for VoteHeld on such a node, the value was set since the
+	// restart, so it proves nothing of its holder (see survived).
+	unproven bool
 }
 
 // Restarted reports whether the node answered an acquisition while
 // quarantined: it restarted less than the max TTL ago and is not trusted
 // (WithMaxTTL, WithTrustedNodes). Its grants do not count (the vote is
-// VoteRestarted), nor do its holds count toward another owner's quorum.
+// VoteRestarted). Another owner's value there counts toward that owner's
+// quorum only if it was set before the restart (the node kept its data):
+// one set since was set by an acquisition that could not count the node
+// either. Its marks of occurrences as run count: only a winner writes one.
 func (r NodeResult) Restarted() bool { return r.restarted || r.Vote == VoteRestarted }
 
 // pending reports whether the node had not answered when the operation
@@ -121,8 +126,8 @@ func (r NodeResult) String() string {
 		return r.Node + " pending"
 	case r.Err != nil:
 		return fmt.Sprintf("%s %s (%v)", r.Node, r.Vote, r.Err)
-	case r.restarted && r.Vote == VoteHeld:
-		return r.Node + " held (node restarted recently: not counted for its holder)"
+	case r.unproven:
+		return r.Node + " held (set since the node's recent restart: not counted for its holder)"
 	}
 	return r.Node + " " + r.Vote.String()
 }

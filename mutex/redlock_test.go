@@ -476,6 +476,51 @@ func TestHeld(t *testing.T) {
 	}
 }
 
+// TestRestartedHoldsSurvived: on nodes that restarted recently but kept
+// their data, a value set before the restart still counts toward its
+// holder's quorum (ErrHeld); one set since does not (ErrNoQuorum).
+func TestRestartedHoldsSurvived(t *testing.T) {
+	c := redistest.Start(t, 3, redistest.WithAppendOnly())
+	ctx := ctxTimeout(t, time.Minute)
+	guarded, err := mutex.New(nodesOf(t, c), mutex.WithMaxTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := lockKey(t, guarded, "job")
+	holder := func(acquired time.Time) string {
+		return store.Value{Token: store.NewToken(), Acquired: acquired.Truncate(time.Millisecond), Owner: "other"}.String()
+	}
+	plant := func(value string) {
+		t.Helper()
+		for _, s := range c.Nodes() {
+			if err := s.Client(t).Set(ctx, k.Lock, value, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	kept := holder(time.Now().Add(-10 * time.Second)) // kept alive since, say
+	plant(kept)
+	for _, s := range c.Nodes() {
+		s.Restart() // with its data
+	}
+	_, err = guarded.TryLock(ctx, "job", 10*time.Second)
+	var qe *mutex.QuorumError
+	if !errors.Is(err, mutex.ErrHeld) || !errors.As(err, &qe) || qe.Holder != kept {
+		t.Fatalf("held since before the restart: got %v, want ErrHeld by %q", err, kept)
+	}
+	for _, res := range qe.Nodes {
+		if res.Vote != 0 && !res.Restarted() {
+			t.Errorf("node %s not reported as restarted: %v", res.Node, res)
+		}
+	}
+
+	plant(holder(time.Now())) // set since the restart
+	if _, err := guarded.TryLock(ctx, "job", 10*time.Second); !errors.Is(err, mutex.ErrNoQuorum) {
+		t.Fatalf("held since the restart only: got %v, want ErrNoQuorum", err)
+	}
+}
+
 // TestRestartedHoldsProveNothing: on nodes that restarted less than the
 // max TTL ago, another owner's value does not make ErrHeld for a Redlock
 // that does not trust them, since its holder cannot count those nodes
