@@ -415,7 +415,7 @@ func (h *heldAfter) Acquire(context.Context, scheduler.LockRequest) (scheduler.L
 }
 
 // TestRemoveBeforeRefusal: a refusal that comes for a job removed while
-// its lock attempt was under way is not reported: nothing of the job
+// its lock attempt was under way is not reported: no skip of the job
 // follows EventJobRemoved.
 func TestRemoveBeforeRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

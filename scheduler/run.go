@@ -450,8 +450,8 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 }
 
 // skip records and reports a skipped tick, unless its job was removed: it
-// is reported under the lock, as Remove reports the removal, so that
-// nothing of a job follows EventJobRemoved.
+// is reported under the lock, as Remove reports the removal, so that no
+// skip of a job follows EventJobRemoved.
 func (s *Scheduler) skip(e *entry, tick time.Time, reason SkipReason, attempts int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
