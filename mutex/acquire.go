@@ -166,7 +166,7 @@ func (r *Redlock) survived(rep store.AcquireReply) bool {
 	if err != nil {
 		return false
 	}
-	restart := time.Now().Add(-rep.Uptime - time.Second) // at the latest
+	restart := time.Now().Add(-rep.Uptime - time.Second) // the earliest it may have been
 	return v.Acquired.Before(restart.Add(-r.cfg.nodeTimeout))
 }
 
