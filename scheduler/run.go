@@ -423,14 +423,19 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 	e, tick := d.e, d.tick
 	var reason SkipReason
 	switch {
+	case errors.Is(context.Cause(d.ctx), errRemoved):
+		// Whatever the answer, the job is gone: nothing to report.
+		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick abandoned: job removed",
+			tickAttrs(e.name, tick, slog.Any("error", err))...)
+		return
 	case errors.Is(err, ErrHeld):
 		reason = SkipHeld
 	case errors.Is(err, ErrTickDone):
 		reason = SkipAlreadyRun
 	case errors.Is(err, ErrOverlap):
 		reason = SkipOverlap
-	case rn.loopCtx.Err() != nil, errors.Is(context.Cause(d.ctx), errRemoved):
-		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick abandoned: scheduler stopping or job removed",
+	case rn.loopCtx.Err() != nil:
+		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick abandoned: scheduler stopping",
 			tickAttrs(e.name, tick, slog.Any("error", err))...)
 		return
 	default:
