@@ -7,13 +7,12 @@ import (
 	"flag"
 	"io"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/store"
 )
 
 // TestMain silences go-redis's logging of the failed dials that the
@@ -144,26 +143,26 @@ func checkNarration(t *testing.T, text string, want ...string) {
 }
 
 // waitUptime waits until every server of c reports an uptime of at least d
-// (INFO's whole seconds), failing the test after 10 s more.
+// (INFO's whole seconds, read with store.Node.Info), failing the test after
+// 10 s more.
 func waitUptime(t *testing.T, c *redistest.Cluster, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d + 10*time.Second)
 	for _, s := range c.Nodes() {
-		cl := s.Client(t)
+		n, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for {
-			info, err := cl.Info(context.Background(), "server").Result()
+			info, err := n.Info(context.Background())
 			if err != nil {
-				t.Fatalf("INFO on %s: %v", s.Addr(), err)
+				t.Fatal(err)
 			}
-			m := regexp.MustCompile(`\buptime_in_seconds:(\d+)`).FindStringSubmatch(info)
-			if m == nil {
-				t.Fatalf("INFO on %s has no uptime_in_seconds", s.Addr())
-			}
-			if secs, _ := strconv.Atoi(m[1]); time.Duration(secs)*time.Second >= d {
+			if info.Uptime >= d {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s up only %s s after waiting for %v", s.Addr(), m[1], d)
+				t.Fatalf("%s up only %v after waiting for %v", s.Addr(), info.Uptime, d)
 			}
 			time.Sleep(100 * time.Millisecond) // uptime counts in real seconds
 		}
