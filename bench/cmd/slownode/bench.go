@@ -106,25 +106,28 @@ func benchmark(ctx context.Context, cfg config, cl *cluster, progress io.Writer)
 		lockers[k] = l
 	}
 	prefix := func(k key) string { return k.cond }
+	// measured measures k for d, then flushes its background calls.
+	measured := func(k key, d time.Duration, minSamples int) round {
+		rd := measure(ctx, lockers[k], prefix(k), d, cfg.interval, minSamples)
+		locks.FlushAfter(ctx, k.cond+"/"+k.impl, lockers[k], progress)
+		return rd
+	}
 	fmt.Fprintln(progress, "warm-up")
 	for _, k := range pairs {
-		measure(ctx, lockers[k], prefix(k), cfg.warmup, cfg.interval, 1)
-		locks.FlushAfter(ctx, k.impl, lockers[k], progress)
+		measured(k, cfg.warmup, 1)
 	}
 	if err := cl.breakNodes(); err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(progress, "first node of 'slow' slowed, of 'dead' killed, of 'hung' stopped; warm-up again")
 	for _, k := range pairs {
-		measure(ctx, lockers[k], prefix(k), cfg.warmup, cfg.interval, 1)
-		locks.FlushAfter(ctx, k.impl, lockers[k], progress)
+		measured(k, cfg.warmup, 1)
 	}
 	res := make(map[key][]round)
 	for r := range cfg.rounds {
 		fmt.Fprintf(progress, "round %d/%d\n", r+1, cfg.rounds)
 		for _, k := range roundOrder(cfg.conditions, cfg.impls, r) {
-			rd := measure(ctx, lockers[k], prefix(k), cfg.duration, cfg.interval, cfg.minSamples)
-			locks.FlushAfter(ctx, k.cond+"/"+k.impl, lockers[k], progress)
+			rd := measured(k, cfg.duration, cfg.minSamples)
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("interrupted: %w", err)
 			}
