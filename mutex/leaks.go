@@ -130,15 +130,22 @@ func (r *ScanReport) Leaks() []Finding {
 	return out
 }
 
+// unscanned returns the number of nodes that could not be scanned (one
+// error each). Such a node may hold any key: it counts as holding a
+// heartbeat of every owner and a copy of every lock, so that no live lock
+// is taken for a leak.
+func (r *ScanReport) unscanned() int { return len(r.Errors) }
+
 // ScanLeaks SCANs every node (never KEYS) for the keys under the prefix
 // and classifies them. It reads only. Nodes that cannot be scanned are
 // listed in the report's Errors; the error is non-nil only when no node
 // could be scanned. A node not scanned is counted as if it held a copy of
 // every lock and a heartbeat of every owner, so that no live lock is
 // reported, or fixed, as a leak: with nodes missing, a lock is a minority,
-// or its owner dead, only if it would be whatever they hold. Classification needs the heartbeats, so a lock's
-// orphaned status is only as good as the owners' heartbeats (see the
-// scheduler's WithHeartbeat); locks without an owner are never orphaned.
+// or its owner dead, only if it would be whatever they hold.
+// Classification needs the heartbeats, so a lock's orphaned status is
+// only as good as the owners' heartbeats (see the scheduler's
+// WithHeartbeat); locks without an owner are never orphaned.
 func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport, error) {
 	if opts.Settle <= 0 {
 		opts.Settle = 10 * time.Second
@@ -194,11 +201,8 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 	if len(rep.Errors) == len(r.nodes) {
 		return rep, fmt.Errorf("mutex: leak scan: no node could be scanned: %w", errors.Join(rep.Errors...))
 	}
-	// A node not scanned may hold any key: counted as holding a heartbeat
-	// and a copy of each lock, so that no live lock is taken for a leak.
-	unscanned := len(rep.Errors)
 	for owner, n := range beats {
-		if n+unscanned >= r.quorum {
+		if n+rep.unscanned() >= r.quorum {
 			rep.Live = append(rep.Live, owner)
 		}
 	}
@@ -269,7 +273,7 @@ func (r *Redlock) classify(f *Finding, rep *ScanReport, opts ScanOptions, now ti
 		if c.Lock.Owner != "" && !slices.Contains(rep.Live, c.Lock.Owner) {
 			c.Classes = append(c.Classes, LeakOrphaned)
 		}
-		if copiesOf[c.Value]+len(rep.Errors) < r.quorum && age > opts.Settle {
+		if copiesOf[c.Value]+rep.unscanned() < r.quorum && age > opts.Settle {
 			c.Classes = append(c.Classes, LeakMinority)
 		}
 		if opts.MaxAge > 0 && age > opts.MaxAge {
