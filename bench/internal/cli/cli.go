@@ -1,8 +1,8 @@
 // Package cli is the start-up the benchmark programs under bench/cmd
 // share: running under a context that SIGINT and SIGTERM cancel, so that
 // the redis-servers a program started are killed on Ctrl-C too; parsing
-// their flags (-h prints the usage and exits with status 0); and finding the redis-server binary and the machine their
-// reports describe.
+// their flags (-h prints the usage and exits with status 0); and finding
+// the redis-server binary and the machine their reports describe.
 package cli
 
 import (
