@@ -247,9 +247,8 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 		fmt.Fprintf(w, "  %s: skipped: %s; lock retries %d; runs by replica %s\n",
 			s.setup, strings.Join(parts, ", "), s.retries, strings.Join(share, "/"))
 		if len(s.tickShares) > 0 {
-			slices.Sort(s.tickShares)
 			fmt.Fprintf(w, "             the replica that started most of a tick's runs started %.0f%% of them (median over all rounds' ticks; %.0f-%.0f%%)\n",
-				100*stats.Median(s.tickShares), 100*s.tickShares[0], 100*s.tickShares[len(s.tickShares)-1])
+				100*stats.Median(s.tickShares), 100*slices.Min(s.tickShares), 100*slices.Max(s.tickShares))
 		}
 		fmt.Fprintf(w, "             runs won at the first attempt %.1f%% (start p50 %s, p99 %s; %s runs a round); after retries: p50 %s, p99 %s (%s runs a round)\n",
 			100*s.firstShare, s.firstP50, s.firstP99, s.firstP99.samples(), s.retriedP50, s.retriedP99, s.retriedP99.samples())
