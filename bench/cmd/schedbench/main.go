@@ -14,7 +14,7 @@
 //
 //	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-ahead 0,400ms] [-replicas 3] [-nodes 5]
 //	    [-warmup 3s] [-measure 8s] [-min-samples 200] [-rounds 3] [-settle 10s]
-//	    [-cpuprofile file [-profile-jobs 1000]]   (writes file.0, file.1, ...: one per replica)
+//	    [-per-tick] [-cpuprofile file [-profile-jobs 1000]]   (writes file.0, file.1, ...: one per replica)
 package main
 
 import (
@@ -42,6 +42,7 @@ type config struct {
 	settle      time.Duration
 	cpuProfile  string
 	profileJobs int
+	perTick     bool
 }
 
 func main() {
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 3, "runs per number of jobs, interleaved; medians over them")
 	fs.DurationVar(&c.settle, "settle", 10*time.Second, "how long after the window to wait for its ticks to be handled by every replica")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the first measured window of -profile-jobs, replica i's to this file's name followed by .i")
+	fs.BoolVar(&c.perTick, "per-tick", false, "after each round, print each window tick's start delays and busiest replica's share")
 	fs.IntVar(&c.profileJobs, "profile-jobs", 1000, "number of jobs whose windows -cpuprofile covers")
 	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
@@ -108,6 +110,11 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 				return fmt.Errorf("%s, round %d: %w", su, r+1, err)
 			}
 			fmt.Fprintf(stderr, "  %s\n", res.brief())
+			if cfg.perTick {
+				for _, t := range res.perTick {
+					fmt.Fprintf(stderr, "    %v\n", t)
+				}
+			}
 			results = append(results, res)
 			waited := quiesce(ctx, admin)
 			fmt.Fprintf(stderr, "  quiet after %v; goroutines left in the replicas after their shutdown: %v\n",

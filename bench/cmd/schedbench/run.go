@@ -100,6 +100,9 @@ type result struct {
 	// For each window tick with runs: the share of its runs started by
 	// the replica that started most of them.
 	tickShares []float64
+	// For each window tick with runs: its start delays' p50, p99 and max,
+	// and the share of its busiest replica (the -per-tick lines).
+	perTick []tickStat
 
 	// Failed lock acquisitions during the window (mutex observers).
 	lockFails     map[string]int // by reason, of attempts stamped with a window tick (lockObserver)
@@ -150,6 +153,24 @@ func (r result) brief() string {
 		r.runs, r.jobs*r.ticks, r.duplicates, r.misses, r.mismatches, r.unhandled, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
 		r.jobP50.Round(time.Microsecond), r.jobP99.Round(time.Microsecond),
 		r.callsPerJobTick(), r.skips)
+}
+
+// tickStat is the start delays of one tick's runs, over replicas.
+type tickStat struct {
+	tick          int64 // unix seconds
+	byReplica     []int // runs, by replica
+	replicaP99    []time.Duration
+	p50, p99, max time.Duration
+}
+
+func (t tickStat) String() string {
+	var rs []string
+	for i, n := range t.byReplica {
+		rs = append(rs, fmt.Sprintf("%d (p99 %v)", n, t.replicaP99[i].Round(time.Microsecond)))
+	}
+	return fmt.Sprintf("tick %s: start delay p50 %v p99 %v max %v; runs by replica %s",
+		time.Unix(t.tick, 0).UTC().Format("15:04:05"),
+		t.p50.Round(time.Microsecond), t.p99.Round(time.Microsecond), t.max.Round(time.Microsecond), strings.Join(rs, ", "))
 }
 
 // runOnce runs J jobs on the replicas, each in a process of its own
@@ -238,7 +259,8 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 	outcomes := make([]uint8, jobs*ticks) // run_started + skipped, over replicas
 	var delays, first, retried []time.Duration
 	alreadyRan := make([]bool, jobs*ticks)
-	tickRuns := make([]int, ticks*replicas) // runs by tick and replica
+	tickRuns := make([]int, ticks*replicas)               // runs by tick and replica
+	tickDelays := make([][]time.Duration, ticks*replicas) // by tick and replica
 	for _, r := range col.records() {
 		if r.Tick < col.w0 || r.Tick >= col.w1 || int(r.Job) >= jobs {
 			continue
@@ -252,6 +274,8 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			res.perReplica[r.Replica]++
 			tickRuns[int(r.Tick-col.w0)*replicas+int(r.Replica)]++
 			delays = append(delays, r.Delay)
+			k := int(r.Tick-col.w0)*replicas + int(r.Replica)
+			tickDelays[k] = append(tickDelays[k], r.Delay)
 			if r.Attempts <= 1 {
 				res.firstAttempt++
 				first = append(first, r.Delay)
@@ -279,7 +303,18 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			total += n
 		}
 		if total > 0 {
-			res.tickShares = append(res.tickShares, float64(slices.Max(byReplica))/float64(total))
+			share := float64(slices.Max(byReplica)) / float64(total)
+			res.tickShares = append(res.tickShares, share)
+			ts := tickStat{tick: col.w0 + int64(t), byReplica: byReplica}
+			var d []time.Duration
+			for _, rd := range tickDelays[t*replicas : (t+1)*replicas] {
+				slices.Sort(rd)
+				ts.replicaP99 = append(ts.replicaP99, stats.Percentile(rd, 0.99))
+				d = append(d, rd...)
+			}
+			slices.Sort(d)
+			ts.p50, ts.p99, ts.max = stats.Percentile(d, 0.5), stats.Percentile(d, 0.99), d[len(d)-1]
+			res.perTick = append(res.perTick, ts)
 		}
 	}
 	// What the lock observers saw, for the window and for the misses.
