@@ -10,6 +10,13 @@ import (
 // for the runs of its members to start.
 const maxStartWait = 100 * time.Millisecond
 
+// minStartWait is how long after its gate opens a start group of more
+// than one member waits at least, however fast its members started: the
+// other replicas' runs of the same tick may take longer to start than
+// this replica's, and releases sent meanwhile would compete with them for
+// the CPU, the replicas' and the Redis servers'.
+const minStartWait = 20 * time.Millisecond
+
 // startGroup is the runs due at one tick whose leases a batch won at its
 // first attempt, and those whose leases a retry of the batch's undecided
 // attempt won before the tick (see join): with lock-ahead, most split
@@ -24,13 +31,14 @@ const maxStartWait = 100 * time.Millisecond
 //
 // Their handlers, which release the leases and report the ends, wait until
 // every member's run has started or is known not to start, and then as
-// long again as that took from the gate's opening; or until maxStartWait
-// after the opening. With many jobs due at one tick, the handlers of the
-// jobs that end at once would otherwise compete for the CPU, the process'
-// and the Redis servers', with the starts of the others, and delay them
-// several times over. The second half of the wait is for the other
-// replicas: their runs of the same tick take about as long to start, and
-// the releases would compete with them on the servers. The tick is claimed
+// long again as that took from the gate's opening, and at least until
+// minStartWait after the opening; or until maxStartWait after it. With
+// many jobs due at one tick, the handlers of the jobs that end at once
+// would otherwise compete for the CPU, the process' and the Redis
+// servers', with the starts of the others, and delay them several times
+// over. The rest of the wait is for the other replicas: their runs of the
+// same tick take about as long to start, or longer if they won more of
+// them, and the releases would compete with them. The tick is claimed
 // already; during the wait a run that ended still counts as running: its
 // end is reported, and its lock released, after it. A member whose run
 // will not start (its lease lost before the tick, its job removed) does
@@ -110,9 +118,10 @@ func newStartGroup(n int, wait time.Duration) *startGroup {
 
 // done records that one member's run has started, or that it will not
 // start. Each member calls it once. After the last, the handlers' wait
-// ends as long after as the members took from the gate's opening, or at
-// its bound if that comes first; at once if the group had one member
-// only, whose release delays no other start of its own replica.
+// ends as long after as the members took from the gate's opening, but no
+// sooner than minStartWait after the opening, or at its bound if that
+// comes first; at once if the group had one member only, whose release
+// delays no other start of its own replica.
 func (g *startGroup) done() {
 	if g == nil || g.left.Add(-1) != 0 {
 		return
@@ -127,7 +136,7 @@ func (g *startGroup) done() {
 		g.bound.Stop()
 		g.closeAll()
 	case 2*took < maxStartWait:
-		g.bound.Reset(took)
+		g.bound.Reset(max(took, minStartWait-took))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -16,19 +17,22 @@ import (
 
 // TestBatchReleaseWaitsForStarts checks that a run that ends before another
 // run of its batch (due at the same tick) has started keeps its lease until
-// that run starts and as long again from the tick, or until 100ms after the
-// tick at most (not after its end), also when the batch was locked ahead of
-// the tick.
+// that run starts and as long again from the tick, but at least 20ms from
+// the tick, or until 100ms after the tick at most (not after its end), also
+// when the batch was locked ahead of the tick.
 func TestBatchReleaseWaitsForStarts(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		startSlow bool          // let the slow run start; otherwise wait out the bound
+		startSlow time.Duration // when the slow run starts after the tick; 0: never, wait out the bound
 		ahead     time.Duration // WithLockAhead
+		released  time.Duration // after the tick
 	}{
-		{"released as long after the other run started as it took", true, 0},
-		{"released after 100ms at most", false, 0},
-		{"locked ahead, released as long after the other run started as it took", true, 400 * time.Millisecond},
-		{"locked ahead, released 100ms after the tick at most", false, 400 * time.Millisecond},
+		{"released as long after the other run started as it took", 30 * time.Millisecond, 0, 60 * time.Millisecond},
+		{"released 20ms after the tick at least", 5 * time.Millisecond, 0, 20 * time.Millisecond},
+		{"released after 100ms at most", 0, 0, 100 * time.Millisecond},
+		{"locked ahead, released as long after the other run started as it took", 30 * time.Millisecond, 400 * time.Millisecond, 60 * time.Millisecond},
+		{"locked ahead, released 20ms after the tick at least", 5 * time.Millisecond, 400 * time.Millisecond, 20 * time.Millisecond},
+		{"locked ahead, released 100ms after the tick at most", 0, 400 * time.Millisecond, 100 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -38,7 +42,7 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 				fastRan := make(chan time.Time, 10)
 				mustAdd(t, s, "fast", "* * * * * *", scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
 					fastRan <- info.Tick
-					time.Sleep(40 * time.Millisecond)
+					time.Sleep(10 * time.Millisecond)
 					return nil
 				}))
 				mustAdd(t, s, "slow", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
@@ -66,14 +70,13 @@ func TestBatchReleaseWaitsForStarts(t *testing.T) {
 						t.Errorf("fast's lease still held (%+v) %v after the tick (%s)", g, end.Sub(tick), why)
 					}
 				}
-				if tc.startSlow {
-					const took = 30 * time.Millisecond
-					time.Sleep(took)
+				why := "the bound of the wait"
+				if tc.startSlow > 0 {
+					time.Sleep(tc.startSlow)
 					hold.release()
-					heldUntil(tick.Add(2*took), "slow started 30ms after the tick")
-				} else {
-					heldUntil(tick.Add(100*time.Millisecond), "the bound of the wait")
+					why = fmt.Sprintf("slow started %v after the tick", tc.startSlow)
 				}
+				heldUntil(tick.Add(tc.released), why)
 				hold.release()
 				stop()
 				if n := len(l.Grants()); n != 2 {
