@@ -290,7 +290,7 @@ func (s *Scheduler) startAtTick(rn *runner, d dueTick, lease Lease, attempts int
 		err = r.awaitStart()
 	} else {
 		s.launch(rn, r, kept, func() error {
-			<-starts.gate
+			starts.wait()
 			if !r.claim() {
 				return errWithdrawn
 			}
