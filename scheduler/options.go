@@ -30,6 +30,7 @@ type config struct {
 	instanceID        string
 	observer          Observer
 	clock             func() time.Time
+	ownClock          bool // clock was set by WithClock
 	heartbeatInterval time.Duration
 	heartbeatTTL      time.Duration
 	leakScanInterval  time.Duration
@@ -128,7 +129,7 @@ func WithClock(now func() time.Time) Option {
 		if now == nil {
 			return optionError("WithClock", "nil clock")
 		}
-		c.clock = now
+		c.clock, c.ownClock = now, true
 		return nil
 	}
 }

@@ -646,8 +646,10 @@ func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, attempts int) *r
 // Keep. The goroutine first calls ready, if it is not nil, and does not
 // start the job if ready returns an error. It is not in rn.wg: the handler
 // that called launch waits for it, except when it abandons a job that
-// ignores cancellation.
+// ignores cancellation. The job's context, but for its run timeout, is
+// built here, before the goroutine waits for the tick.
 func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func() error) {
+	base := contextWithRunInfo(kept, &r.info)
 	go func() {
 		if ready != nil {
 			if err := ready(); err != nil {
@@ -659,7 +661,7 @@ func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func(
 				return
 			}
 		}
-		s.markStart(rn, r, kept)
+		s.markStart(rn, r, base)
 		close(r.started) // wakes no handler waiting for its group
 		r.batch.done()
 		out := outcome{err: errGoexit}
@@ -672,14 +674,20 @@ func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func(
 	}()
 }
 
-// markStart records r's start and builds its job's context from kept.
-func (s *Scheduler) markStart(rn *runner, r *run, kept context.Context) {
+// markStart records r's start and builds its job's context from base, the
+// lease's kept context with r's RunInfo.
+func (s *Scheduler) markStart(rn *runner, r *run, base context.Context) {
 	e, tick := r.e, r.info.Tick
 	e.running.Add(1)
 
+	r.start = time.Now()
 	var startDelay time.Duration
 	if !tick.IsZero() {
-		startDelay = s.cfg.clock().Sub(tick)
+		wall := r.start // one reading of the clock with the default one
+		if s.cfg.ownClock {
+			wall = s.cfg.clock()
+		}
+		startDelay = wall.Sub(tick)
 	}
 	s.emit(Event{Kind: EventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
 		StartDelay: startDelay, Attempts: r.attempts})
@@ -687,13 +695,10 @@ func (s *Scheduler) markStart(rn *runner, r *run, kept context.Context) {
 		s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
 	}
 
-	ctx := kept
-	r.stopCtx = func() {}
+	r.ctx, r.stopCtx = base, func() {}
 	if d := e.cfg.runTimeout; d > 0 {
-		ctx, r.stopCtx = context.WithTimeoutCause(ctx, d, ErrRunTimeout)
+		r.ctx, r.stopCtx = context.WithTimeoutCause(base, d, ErrRunTimeout)
 	}
-	r.ctx = contextWithRunInfo(ctx, &r.info)
-	r.start = time.Now()
 }
 
 // callJob runs job, turning a panic into a *PanicError.
