@@ -65,7 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 3, "runs per number of jobs, interleaved; medians over them")
 	fs.DurationVar(&c.settle, "settle", 10*time.Second, "how long after the window to wait for its ticks to be handled by every replica")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the first measured window of -profile-jobs, replica i's to this file's name followed by .i")
-	fs.BoolVar(&c.perTick, "per-tick", false, "after each round, print each window tick's start delays and busiest replica's share")
+	fs.BoolVar(&c.perTick, "per-tick", false, "after each round, print each window tick's start delays (p50, p99, max) and its runs and p99 by replica")
 	fs.IntVar(&c.profileJobs, "profile-jobs", 1000, "number of jobs whose windows -cpuprofile covers")
 	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err

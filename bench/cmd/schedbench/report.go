@@ -53,7 +53,7 @@ type summary struct {
 	missExample                 string
 	skips, failedRuns           map[string]int
 	perReplica                  []int
-	tickShares                  []float64 // over rounds (see result.tickShares)
+	tickShares                  []float64 // over rounds' ticks (see tickStat.share)
 }
 
 func summarize(cfg config, results []result) []summary {
@@ -143,7 +143,9 @@ func summarize(cfg config, results []result) []summary {
 			for i, n := range r.perReplica {
 				s.perReplica[i] += n
 			}
-			s.tickShares = append(s.tickShares, r.tickShares...)
+			for _, t := range r.perTick {
+				s.tickShares = append(s.tickShares, t.share())
+			}
 		}
 		sums = append(sums, s)
 	}

@@ -97,11 +97,8 @@ type result struct {
 	retries                int            // lock_retry events of window ticks
 	failedRuns             map[string]int // run_finished of window ticks other than success, by result
 	perReplica             []int          // runs by replica
-	// For each window tick with runs: the share of its runs started by
-	// the replica that started most of them.
-	tickShares []float64
-	// For each window tick with runs: its start delays' p50, p99 and max,
-	// and the share of its busiest replica (the -per-tick lines).
+	// For each window tick with runs: its runs by replica and their start
+	// delays (the -per-tick lines, and the busiest replica's share).
 	perTick []tickStat
 
 	// Failed lock acquisitions during the window (mutex observers).
@@ -161,6 +158,16 @@ type tickStat struct {
 	byReplica     []int // runs, by replica
 	replicaP99    []time.Duration
 	p50, p99, max time.Duration
+}
+
+// share returns the share of t's runs started by the replica that started
+// most of them.
+func (t tickStat) share() float64 {
+	total := 0
+	for _, n := range t.byReplica {
+		total += n
+	}
+	return float64(slices.Max(t.byReplica)) / float64(total)
 }
 
 func (t tickStat) String() string {
@@ -259,8 +266,7 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 	outcomes := make([]uint8, jobs*ticks) // run_started + skipped, over replicas
 	var delays, first, retried []time.Duration
 	alreadyRan := make([]bool, jobs*ticks)
-	tickRuns := make([]int, ticks*replicas)               // runs by tick and replica
-	tickDelays := make([][]time.Duration, ticks*replicas) // by tick and replica
+	tickDelays := make([][]time.Duration, ticks*replicas) // start delays by tick and replica
 	for _, r := range col.records() {
 		if r.Tick < col.w0 || r.Tick >= col.w1 || int(r.Job) >= jobs {
 			continue
@@ -272,7 +278,6 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			outcomes[i]++
 			res.runs++
 			res.perReplica[r.Replica]++
-			tickRuns[int(r.Tick-col.w0)*replicas+int(r.Replica)]++
 			delays = append(delays, r.Delay)
 			k := int(r.Tick-col.w0)*replicas + int(r.Replica)
 			tickDelays[k] = append(tickDelays[k], r.Delay)
@@ -297,25 +302,20 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 		}
 	}
 	for t := range ticks {
-		byReplica := tickRuns[t*replicas : (t+1)*replicas]
-		total := 0
-		for _, n := range byReplica {
-			total += n
+		ts := tickStat{tick: col.w0 + int64(t)}
+		var d []time.Duration
+		for _, rd := range tickDelays[t*replicas : (t+1)*replicas] {
+			slices.Sort(rd)
+			ts.byReplica = append(ts.byReplica, len(rd))
+			ts.replicaP99 = append(ts.replicaP99, stats.Percentile(rd, 0.99))
+			d = append(d, rd...)
 		}
-		if total > 0 {
-			share := float64(slices.Max(byReplica)) / float64(total)
-			res.tickShares = append(res.tickShares, share)
-			ts := tickStat{tick: col.w0 + int64(t), byReplica: byReplica}
-			var d []time.Duration
-			for _, rd := range tickDelays[t*replicas : (t+1)*replicas] {
-				slices.Sort(rd)
-				ts.replicaP99 = append(ts.replicaP99, stats.Percentile(rd, 0.99))
-				d = append(d, rd...)
-			}
-			slices.Sort(d)
-			ts.p50, ts.p99, ts.max = stats.Percentile(d, 0.5), stats.Percentile(d, 0.99), d[len(d)-1]
-			res.perTick = append(res.perTick, ts)
+		if len(d) == 0 {
+			continue
 		}
+		slices.Sort(d)
+		ts.p50, ts.p99, ts.max = stats.Percentile(d, 0.5), stats.Percentile(d, 0.99), d[len(d)-1]
+		res.perTick = append(res.perTick, ts)
 	}
 	// What the lock observers saw, for the window and for the misses.
 	res.lockFails = map[string]int{}
