@@ -20,7 +20,7 @@
 //
 // Usage:
 //
-//	go run ./cmd/startbench [-jobs 1,100,1000,5000] [-ahead 500ms] [-ticks 5] [-min-samples 200] [-rounds 3]
+//	go run ./cmd/startbench [-jobs 1,100,1000,5000] [-ways timers,gate,scheduler] [-ahead 500ms] [-ticks 5] [-min-samples 200] [-rounds 3]
 package main
 
 import (
@@ -30,6 +30,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,7 @@ import (
 
 type config struct {
 	jobs       []int
+	ways       []way // the ways measured, in the order of allWays
 	ahead      time.Duration
 	ticks      int
 	minSamples int
@@ -53,6 +55,7 @@ func main() { cli.Main("startbench", parseFlags, run) }
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := cli.NewFlagSet("startbench", stderr)
 	jobs := fs.String("jobs", "1,100,1000,5000", "comma-separated numbers of jobs, each due every second")
+	ways := fs.String("ways", "timers,gate,scheduler", "comma-separated ways of starting to measure (timers, gate, scheduler): one alone, to profile it")
 	var c config
 	fs.DurationVar(&c.ahead, "ahead", 500*time.Millisecond, "the scheduler's lock-ahead lead (scheduler.WithLockAhead)")
 	fs.IntVar(&c.ticks, "ticks", 5, "ticks measured per round and number of jobs; more for J below -min-samples / ticks")
@@ -63,6 +66,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	var err error
 	if c.jobs, err = cli.PositiveInts("jobs", *jobs); err != nil {
+		return config{}, err
+	}
+	if c.ways, err = pickWays(*ways); err != nil {
 		return config{}, err
 	}
 	if c.ahead <= 0 || c.ahead > 900*time.Millisecond || c.ticks < 1 || c.rounds < 1 || c.minSamples < 0 {
@@ -83,7 +89,26 @@ type way struct {
 	ticks func(ctx context.Context, cfg config, jobs, ticks int) ([]time.Duration, error)
 }
 
-var ways = []way{{"timers", timers}, {"gate", gate}, {"scheduler", sched}}
+var allWays = []way{{"timers", timers}, {"gate", gate}, {"scheduler", sched}}
+
+// pickWays returns the ways a -ways list names, in the order of allWays.
+func pickWays(list string) ([]way, error) {
+	want := make(map[string]bool)
+	for _, f := range strings.Split(list, ",") {
+		name := strings.TrimSpace(f)
+		if !slices.ContainsFunc(allWays, func(w way) bool { return w.name == name }) {
+			return nil, fmt.Errorf("-ways: unknown way %q (want timers, gate or scheduler)", name)
+		}
+		want[name] = true
+	}
+	var out []way
+	for _, w := range allWays {
+		if want[w.name] {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
 
 // result is one round of one way with one number of jobs.
 type result struct {
@@ -97,8 +122,8 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	var results []result
 	for r := range cfg.rounds {
 		for _, j := range cfg.jobs {
-			for k := range ways {
-				w := ways[(r+k)%len(ways)]
+			for k := range cfg.ways {
+				w := cfg.ways[(r+k)%len(cfg.ways)]
 				delays, err := w.ticks(ctx, cfg, j, cfg.ticksFor(j))
 				if err != nil {
 					return fmt.Errorf("%s, %d jobs, round %d: %w", w.name, j, r+1, err)
@@ -128,11 +153,17 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	}
 	p50 := func(r result) time.Duration { return r.p50 }
 	p99 := func(r result) time.Duration { return r.p99 }
+	measured := func(w string) bool {
+		return slices.ContainsFunc(cfg.ways, func(x way) bool { return x.name == w })
+	}
 	cell := func(w string, j int) string {
+		if !measured(w) {
+			return "-"
+		}
 		return fmt.Sprintf("%.2f / %.2f", stats.Millis(med(w, j, p50)), stats.Millis(med(w, j, p99)))
 	}
 	ratio := func(a, b time.Duration) string {
-		if b == 0 {
+		if a == 0 || b == 0 { // a way not measured
 			return "-"
 		}
 		return fmt.Sprintf("%.1f×", float64(a)/float64(b))
