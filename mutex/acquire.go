@@ -96,7 +96,8 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 		}
 		out[j].Lock = &Lock{r: r, keys: q.keys, value: areqs[j].Value, token: q.token, fence: fences[j],
 			occurrence: q.lc.occurrence, ttl: q.ttl, acquired: start, until: until}
-		r.observe(Event{Kind: EventAcquire, Name: q.keys.Name, Fence: fences[j], Duration: time.Since(start), Nodes: votes[j]})
+		r.observe(Event{Kind: EventAcquire, Name: q.keys.Name, Fence: fences[j], Duration: time.Since(start), Nodes: votes[j],
+			Occurrence: occurrenceTime(q.lc.occurrence)})
 	}
 	// The abandoned attempts are released together, where they may hold
 	// their value, so that their releases share round trips; then they are
@@ -120,7 +121,7 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 		wg.Wait()
 	}
 	for _, j := range abandons {
-		out[j].Err = r.reportFailure(ctx, failed[j], start)
+		out[j].Err = r.reportFailure(ctx, failed[j], start, reqs[j].lc.occurrence)
 	}
 	return out
 }
@@ -314,12 +315,14 @@ func acquireReason(rs []NodeResult, quorum int) (holder string, reason error) {
 	return "", ErrNoQuorum
 }
 
-// reportFailure reports a failed attempt and returns its error.
-func (r *Redlock) reportFailure(ctx context.Context, qerr *QuorumError, start time.Time) error {
+// reportFailure reports a failed attempt at a lock claiming occurrence (0
+// for none) and returns its error.
+func (r *Redlock) reportFailure(ctx context.Context, qerr *QuorumError, start time.Time, occurrence int64) error {
 	if err := ctx.Err(); err != nil {
 		qerr.Cause = context.Cause(ctx)
 	}
-	r.observe(Event{Kind: EventAcquire, Name: qerr.Name, Err: qerr, Duration: time.Since(start), Nodes: qerr.Nodes})
+	r.observe(Event{Kind: EventAcquire, Name: qerr.Name, Err: qerr, Duration: time.Since(start), Nodes: qerr.Nodes,
+		Occurrence: occurrenceTime(occurrence)})
 	return qerr
 }
 

@@ -72,7 +72,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 	}
 	if !start.Before(until) {
 		err := fmt.Errorf("%w: extend %q: validity ran out %v ago", ErrLost, l.keys.Name, start.Sub(until))
-		l.r.observe(Event{Kind: EventExtend, Name: l.keys.Name, Err: err})
+		l.r.observe(Event{Kind: EventExtend, Name: l.keys.Name, Err: err, Occurrence: occurrenceTime(l.occurrence)})
 		return err
 	}
 	r := l.r
@@ -94,7 +94,8 @@ func (l *Lock) Extend(ctx context.Context) error {
 		}
 		err = qerr
 	}
-	r.observe(Event{Kind: EventExtend, Name: l.keys.Name, Err: err, Duration: time.Since(start), Nodes: results})
+	r.observe(Event{Kind: EventExtend, Name: l.keys.Name, Err: err, Duration: time.Since(start), Nodes: results,
+		Occurrence: occurrenceTime(l.occurrence)})
 	return err
 }
 
@@ -133,7 +134,8 @@ func (l *Lock) Release(ctx context.Context) error {
 		qerr := r.ownershipError("release", l.keys.Name, results)
 		err = qerr
 	}
-	r.observe(Event{Kind: EventRelease, Name: l.keys.Name, Err: err, Duration: time.Since(start), Nodes: results})
+	r.observe(Event{Kind: EventRelease, Name: l.keys.Name, Err: err, Duration: time.Since(start), Nodes: results,
+		Occurrence: occurrenceTime(l.occurrence)})
 	return err
 }
 
@@ -150,7 +152,7 @@ func (r *Redlock) ownershipError(op, name string, results []NodeResult) *QuorumE
 
 // lost reports a kept-alive lease's loss.
 func (l *Lock) lost(cause error) {
-	l.r.observe(Event{Kind: EventLost, Name: l.keys.Name, Err: cause})
+	l.r.observe(Event{Kind: EventLost, Name: l.keys.Name, Err: cause, Occurrence: occurrenceTime(l.occurrence)})
 	l.r.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "lock lost",
 		slog.String("lock", l.keys.Name), slog.Uint64("fence", l.fence), slog.Any("error", cause))
 }

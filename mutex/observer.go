@@ -40,6 +40,20 @@ type Event struct {
 	Fence    uint64        // the fencing token, on a successful acquisition
 	Duration time.Duration // how long the operation took
 	Nodes    []NodeResult  // every node's answer (nil for EventLost); do not modify
+	// Occurrence is the occurrence the lock claims (the Occurrence option,
+	// to the millisecond), whether or not the operation succeeded; zero for
+	// a lock without one and for EventHeartbeat. With the scheduler, it is
+	// the tick the lock is for.
+	Occurrence time.Time
+}
+
+// occurrenceTime returns the time of an occurrence in Unix milliseconds,
+// or the zero time for 0 (none).
+func occurrenceTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // Observer receives lock events, for metrics and audits. ObserveLock is

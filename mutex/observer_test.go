@@ -1,0 +1,86 @@
+package mutex_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+)
+
+// TestEventOccurrence checks that the events of a lock claiming an
+// occurrence carry it, to the millisecond, whatever their outcome, and
+// that those of a lock without one carry the zero time.
+func TestEventOccurrence(t *testing.T) {
+	c := redistest.Start(t, 3)
+	rec := &recorder{}
+	r := newRedlock(t, c, mutex.WithObserver(rec))
+	ctx := ctxTimeout(t, time.Minute)
+	tick := time.Date(2026, 11, 22, 6, 0, 0, 123456789, time.UTC)
+	want := tick.Truncate(time.Millisecond)
+
+	check := func(what string, kind mutex.EventKind, wantErr bool, want time.Time) {
+		t.Helper()
+		ev, ok := rec.last(kind)
+		switch {
+		case !ok:
+			t.Fatalf("%s: no %v event", what, kind)
+		case (ev.Err != nil) != wantErr:
+			t.Fatalf("%s: %v event with error %v", what, kind, ev.Err)
+		case !ev.Occurrence.Equal(want):
+			t.Errorf("%s: %v event's Occurrence %v, want %v", what, kind, ev.Occurrence, want)
+		}
+	}
+
+	l, err := r.TryLock(ctx, "report", 2*time.Second, mutex.Occurrence(tick))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("won", mutex.EventAcquire, false, want)
+	if err := l.Extend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("extended", mutex.EventExtend, false, want)
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("released", mutex.EventRelease, false, want)
+
+	if _, err := r.TryLock(ctx, "report", 2*time.Second, mutex.Occurrence(tick)); !errors.Is(err, mutex.ErrAlreadyRun) {
+		t.Fatalf("the same occurrence again: %v, want ErrAlreadyRun", err)
+	}
+	check("refused as already run", mutex.EventAcquire, true, want)
+
+	res := r.TryLockAll(ctx, []mutex.Request{
+		{Name: "batch-a", TTL: 2 * time.Second, Options: []mutex.LockOption{mutex.Occurrence(tick)}},
+		{Name: "batch-b", TTL: 2 * time.Second},
+	})
+	for i, x := range res {
+		if x.Err != nil {
+			t.Fatalf("batch lock %d: %v", i, x.Err)
+		}
+		defer x.Lock.Release(ctx)
+	}
+	got := map[string]time.Time{}
+	rec.mu.Lock()
+	for _, ev := range rec.events {
+		if ev.Kind == mutex.EventAcquire && ev.Err == nil {
+			got[ev.Name] = ev.Occurrence
+		}
+	}
+	rec.mu.Unlock()
+	if !got["batch-a"].Equal(want) || !got["batch-b"].IsZero() {
+		t.Errorf("batch events' Occurrence: a %v, b %v; want %v and the zero time", got["batch-a"], got["batch-b"], want)
+	}
+
+	plain, err := r.TryLock(ctx, "plain", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("without an occurrence", mutex.EventAcquire, false, time.Time{})
+	if err := plain.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("released, without an occurrence", mutex.EventRelease, false, time.Time{})
+}
