@@ -91,7 +91,7 @@ func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
 	// Room for a run's start and end and two refusals per job and tick,
 	// warm-up, window and settling included.
 	allTicks := int(time.Until(spec.Deadline).Seconds()) + 2
-	col := &collector{w0: spec.W0, w1: spec.W1, ahead: spec.Ahead,
+	col := &collector{w0: spec.W0, w1: spec.W1,
 		recs:   newBuffer[record](4 * spec.Jobs * allTicks),
 		inJobs: newBuffer[record](spec.Jobs * allTicks),
 		fails:  newBuffer[lockFail](spec.Jobs * allTicks)}

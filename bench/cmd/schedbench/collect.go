@@ -28,8 +28,7 @@ type record struct {
 // collector receives the events of a replica's run, in its process; and
 // in the benchmark's, those of every replica, merged.
 type collector struct {
-	w0, w1 int64         // the measured window of ticks, [w0, w1) in unix seconds
-	ahead  time.Duration // the scheduler's lock-ahead lead (WithLockAhead)
+	w0, w1 int64 // the measured window of ticks, [w0, w1) in unix seconds
 
 	recs   buffer[record]   // scheduler events
 	inJobs buffer[record]   // the start delays the jobs themselves saw
@@ -133,7 +132,7 @@ func (b *buffer[T]) all() []T {
 // observer.
 type lockFail struct {
 	At       int64 // when the attempt started, unix milliseconds
-	Tick     int64 // the tick it was for, as far as known (lockObserver): unix seconds
+	Tick     int64 // the tick it was for: unix seconds
 	Replica  int8
 	Job      int32
 	Reason   string // held, already_run, no_quorum
@@ -144,20 +143,9 @@ type lockFail struct {
 	HolderOwner int8
 }
 
-// lockObserver returns the mutex Observer of replica id.
-//
-// A mutex.Event names the lock (the job) but not the occurrence the
-// attempt claimed (the scheduler passes the tick as a lock option, which
-// the event does not carry), so the tick is inferred from the time: the
-// scheduler makes its first attempt for tick T at T − ahead, so an attempt
-// that started (now − Event.Duration, the batch's start for a batch) in
-// [T − ahead, T + 1 − ahead) is stamped T. That is exact for first
-// attempts and for retries within that second; a retry after the next
-// tick's lead is stamped with a later tick. (Stamping with the second of
-// the failure, as before, put the failures for T in second T − 1 with
-// lock-ahead.) describeMiss, which traces a missed tick, therefore looks
-// at the attempts started from the lead before the tick on, not at the
-// stamps.
+// lockObserver returns the mutex Observer of replica id. A failure is
+// stamped with the tick it was for, the occurrence the scheduler's lock
+// claims (Event.Occurrence).
 func (c *collector) lockObserver(id int) mutex.Observer {
 	return mutex.ObserverFunc(func(e mutex.Event) {
 		if e.Kind != mutex.EventAcquire || e.Err == nil {
@@ -167,8 +155,11 @@ func (c *collector) lockObserver(id int) mutex.Observer {
 		if !ok {
 			return
 		}
+		if e.Occurrence.IsZero() { // not a tick's lock
+			return
+		}
 		start := time.Now().Add(-e.Duration)
-		f := lockFail{At: start.UnixMilli(), Tick: attemptTick(start, c.ahead), Replica: int8(id), Job: job, HolderOwner: -1}
+		f := lockFail{At: start.UnixMilli(), Tick: e.Occurrence.Unix(), Replica: int8(id), Job: job, HolderOwner: -1}
 		var qe *mutex.QuorumError
 		if errors.As(e.Err, &qe) {
 			for _, n := range qe.Nodes {
@@ -198,10 +189,3 @@ func (c *collector) lockObserver(id int) mutex.Observer {
 }
 
 func (c *collector) lockFails() []lockFail { return c.fails.all() }
-
-// attemptTick returns the tick (unix seconds) of a lock attempt of an
-// every-second job that started at start, with the lock-ahead lead ahead:
-// the tick T with start in [T − ahead, T + 1 − ahead) (see lockObserver).
-func attemptTick(start time.Time, ahead time.Duration) int64 {
-	return start.Add(ahead).Unix()
-}

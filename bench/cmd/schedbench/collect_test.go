@@ -8,43 +8,24 @@ import (
 	"github.com/redcron/redcron/scheduler"
 )
 
-func TestAttemptTick(t *testing.T) {
-	const T = 1_800_000_000
-	tick := time.Unix(T, 0)
-	for _, tc := range []struct {
-		start time.Duration // from the tick
-		ahead time.Duration
-		want  int64
-	}{
-		{3 * time.Millisecond, 0, T},                         // at the tick
-		{900 * time.Millisecond, 0, T},                       // a late retry
-		{-397 * time.Millisecond, 400 * time.Millisecond, T}, // ahead, in second T − 1
-		{-1 * time.Millisecond, 400 * time.Millisecond, T},
-		{550 * time.Millisecond, 400 * time.Millisecond, T},
-		{600 * time.Millisecond, 400 * time.Millisecond, T + 1}, // T + 1's lead
-		{-401 * time.Millisecond, 400 * time.Millisecond, T - 1},
-	} {
-		if got := attemptTick(tick.Add(tc.start), tc.ahead); got != tc.want {
-			t.Errorf("attempt at %v, ahead %v: tick %+d, want %+d", tc.start, tc.ahead, got-T, tc.want-T)
-		}
-	}
-}
-
 // TestDescribeMissAhead checks that the trace of a missed tick includes
-// the failed attempts made ahead of it, in the second before.
+// the failed attempts for it, those made ahead of it in the second before
+// and a late retry, and none for another tick or job.
 func TestDescribeMissAhead(t *testing.T) {
 	const T = 1_800_000_000
-	ahead := 400 * time.Millisecond
-	col := &collector{w0: T, w1: T + 2, ahead: ahead}
+	col := &collector{w0: T, w1: T + 2}
 	at := func(d time.Duration) int64 { return time.Unix(T, 0).Add(d).UnixMilli() }
 	col.fails.set([]lockFail{
 		{At: at(-390 * time.Millisecond), Tick: T, Replica: 1, Job: 0, Reason: "held", HolderTick: T, HolderOwner: 2},
-		{At: at(-2 * time.Second), Tick: T - 2, Replica: 1, Job: 0, Reason: "already_run"}, // an earlier tick's
-		{At: at(-390 * time.Millisecond), Tick: T, Replica: 2, Job: 1, Reason: "held"},     // another job's
+		{At: at(-2 * time.Second), Tick: T - 2, Replica: 1, Job: 0, Reason: "already_run"},  // an earlier tick's
+		{At: at(-390 * time.Millisecond), Tick: T, Replica: 2, Job: 1, Reason: "held"},      // another job's
+		{At: at(2500 * time.Millisecond), Tick: T, Replica: 0, Job: 0, Reason: "no_quorum"}, // a late retry
+		{At: at(600 * time.Millisecond), Tick: T + 1, Replica: 2, Job: 0, Reason: "held"},   // the next tick's, ahead
 	})
 	col.recs.set([]record{{Kind: scheduler.EventSkipped, Skip: scheduler.SkipHeld, Replica: 1, Job: 0, Tick: T, Attempts: 1}})
 	got := describeMiss(col, 2, 0) // job 0 at tick T
-	for _, want := range []string{"replica-1 lock held at -390ms", "holder replica-2 for tick +0s", "replica-1 skipped"} {
+	for _, want := range []string{"replica-1 lock held at -390ms", "holder replica-2 for tick +0s", "replica-1 skipped",
+		"replica-0 lock no_quorum at +2500ms"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("describeMiss = %q, lacks %q", got, want)
 		}

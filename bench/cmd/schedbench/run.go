@@ -233,7 +233,7 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 		a.addReplica(o.A)
 		b.addReplica(o.B)
 	}
-	col := &collector{w0: w0.Unix(), w1: w1.Unix(), ahead: su.ahead}
+	col := &collector{w0: w0.Unix(), w1: w1.Unix()}
 	col.recs.set(recs)
 	col.inJobs.set(inJobs)
 	col.fails.set(fails)
@@ -426,11 +426,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // describeMiss tells what every replica reported about the missed pair i:
 // the scheduler's events for the tick, and the failed lock attempts of the
-// job that started from the lock-ahead lead before the tick to two seconds
-// after it, each with its start relative to the tick. The mutex events do
-// not say which tick an attempt was for (see lockObserver), so the search
-// goes by time, widened by the lead: with lock-ahead the attempts for a
-// tick start before it, in the previous second.
+// job for the tick, each with its start relative to the tick.
 func describeMiss(col *collector, jobs, i int) string {
 	tick, job := col.w0+int64(i/jobs), int32(i%jobs)
 	var parts []string
@@ -439,10 +435,8 @@ func describeMiss(col *collector, jobs, i int) string {
 			parts = append(parts, fmt.Sprintf("replica-%d %s %s (attempt %d)", r.Replica, r.Kind, r.Skip, r.Attempts))
 		}
 	}
-	from := time.Unix(tick, 0).Add(-col.ahead).UnixMilli()
-	to := time.Unix(tick+2, 0).UnixMilli()
 	for _, f := range col.lockFails() {
-		if f.Job == job && f.At >= from && f.At < to {
+		if f.Job == job && f.Tick == tick {
 			s := fmt.Sprintf("replica-%d lock %s at %+dms, %d timeouts", f.Replica, f.Reason, f.At-tick*1000, f.Timeouts)
 			if f.Reason == "held" {
 				s += fmt.Sprintf(", holder replica-%d for tick %+ds", f.HolderOwner, f.HolderTick-tick)
