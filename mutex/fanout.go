@@ -130,8 +130,13 @@ func (r *Redlock) fanoutAll(ctx context.Context, count int, op batchOp, decided 
 // perLockAllowance is how much longer than the node timeout a node may
 // take to answer a batch, per operation after the first: a batch of n
 // locks is n scripts' worth of work for a server that is also answering
-// every other replica's batch.
-const perLockAllowance = 50 * time.Microsecond
+// every other replica's batch of the same tick, on cores it may share. A
+// lock costs a server 5-10 µs of CPU; 200 µs covers a batch queued behind
+// those of about ten replicas on a host that gives the server a third of
+// a core. Too short a wait turns load into timeouts, and timeouts into
+// retries and more load; only a batch whose quorum cannot answer (a
+// majority of nodes hung) waits it out.
+const perLockAllowance = 200 * time.Microsecond
 
 // nodeTimeoutFor returns how long fanoutAll waits for the nodes' answers to
 // a batch of count operations: the node timeout, plus perLockAllowance per

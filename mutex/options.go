@@ -88,8 +88,9 @@ func WithDriftFactor(f float64) Option {
 // so the timeout only costs time when a slow node's vote is needed; it
 // also counts the time a call waits behind others to the same node, so
 // too small a value turns load into timeouts and retries. A TryLockAll
-// batch of n locks waits (n-1) × 50µs longer, for the server's work on
-// it. A lock's TTL must be at least 4 times this timeout.
+// batch of n locks waits (n-1) × 200µs longer, for the servers' work on
+// it and on the other replicas' batches. A lock's TTL must be at least 4
+// times this timeout.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Millisecond || d > 10*time.Second {
