@@ -96,8 +96,9 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 		}
 		out[j].Lock = &Lock{r: r, keys: q.keys, value: areqs[j].Value, token: q.token, fence: fences[j],
 			occurrence: q.lc.occurrence, ttl: q.ttl, acquired: start, until: until}
-		r.observe(Event{Kind: EventAcquire, Name: q.keys.Name, Fence: fences[j], Duration: time.Since(start), Nodes: votes[j],
-			Occurrence: occurrenceTime(q.lc.occurrence)})
+		ev := out[j].Lock.event(EventAcquire, nil)
+		ev.Fence, ev.Duration, ev.Nodes = fences[j], time.Since(start), votes[j]
+		r.observe(ev)
 	}
 	// The abandoned attempts are released together, where they may hold
 	// their value, so that their releases share round trips; then they are

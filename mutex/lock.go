@@ -72,7 +72,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 	}
 	if !start.Before(until) {
 		err := fmt.Errorf("%w: extend %q: validity ran out %v ago", ErrLost, l.keys.Name, start.Sub(until))
-		l.r.observe(Event{Kind: EventExtend, Name: l.keys.Name, Err: err, Occurrence: occurrenceTime(l.occurrence)})
+		l.r.observe(l.event(EventExtend, err))
 		return err
 	}
 	r := l.r
@@ -94,8 +94,9 @@ func (l *Lock) Extend(ctx context.Context) error {
 		}
 		err = qerr
 	}
-	r.observe(Event{Kind: EventExtend, Name: l.keys.Name, Err: err, Duration: time.Since(start), Nodes: results,
-		Occurrence: occurrenceTime(l.occurrence)})
+	ev := l.event(EventExtend, err)
+	ev.Duration, ev.Nodes = time.Since(start), results
+	r.observe(ev)
 	return err
 }
 
@@ -134,8 +135,9 @@ func (l *Lock) Release(ctx context.Context) error {
 		qerr := r.ownershipError("release", l.keys.Name, results)
 		err = qerr
 	}
-	r.observe(Event{Kind: EventRelease, Name: l.keys.Name, Err: err, Duration: time.Since(start), Nodes: results,
-		Occurrence: occurrenceTime(l.occurrence)})
+	ev := l.event(EventRelease, err)
+	ev.Duration, ev.Nodes = time.Since(start), results
+	r.observe(ev)
 	return err
 }
 
@@ -150,9 +152,15 @@ func (r *Redlock) ownershipError(op, name string, results []NodeResult) *QuorumE
 	return qerr
 }
 
+// event returns an Event of kind about l, with err: its name and
+// occurrence set, its Duration and Nodes left to the caller.
+func (l *Lock) event(kind EventKind, err error) Event {
+	return Event{Kind: kind, Name: l.keys.Name, Err: err, Occurrence: occurrenceTime(l.occurrence)}
+}
+
 // lost reports a kept-alive lease's loss.
 func (l *Lock) lost(cause error) {
-	l.r.observe(Event{Kind: EventLost, Name: l.keys.Name, Err: cause, Occurrence: occurrenceTime(l.occurrence)})
+	l.r.observe(l.event(EventLost, cause))
 	l.r.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "lock lost",
 		slog.String("lock", l.keys.Name), slog.Uint64("fence", l.fence), slog.Any("error", cause))
 }
