@@ -91,12 +91,17 @@ type way struct {
 
 var allWays = []way{{"timers", timers}, {"gate", gate}, {"scheduler", sched}}
 
+// hasWay reports whether ways has the way called name.
+func hasWay(ways []way, name string) bool {
+	return slices.ContainsFunc(ways, func(w way) bool { return w.name == name })
+}
+
 // pickWays returns the ways a -ways list names, in the order of allWays.
 func pickWays(list string) ([]way, error) {
 	want := make(map[string]bool)
 	for _, f := range strings.Split(list, ",") {
 		name := strings.TrimSpace(f)
-		if !slices.ContainsFunc(allWays, func(w way) bool { return w.name == name }) {
+		if !hasWay(allWays, name) {
 			return nil, fmt.Errorf("-ways: unknown way %q (want timers, gate or scheduler)", name)
 		}
 		want[name] = true
@@ -153,11 +158,8 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	}
 	p50 := func(r result) time.Duration { return r.p50 }
 	p99 := func(r result) time.Duration { return r.p99 }
-	measured := func(w string) bool {
-		return slices.ContainsFunc(cfg.ways, func(x way) bool { return x.name == w })
-	}
 	cell := func(w string, j int) string {
-		if !measured(w) {
+		if !hasWay(cfg.ways, w) {
 			return "-"
 		}
 		return fmt.Sprintf("%.2f / %.2f", stats.Millis(med(w, j, p50)), stats.Millis(med(w, j, p99)))
