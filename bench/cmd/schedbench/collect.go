@@ -101,7 +101,16 @@ type buffer[T any] struct {
 	more []T
 }
 
-func newBuffer[T any](size int) buffer[T] { return buffer[T]{buf: make([]T, size)} }
+// newBuffer returns a buffer with room for size values before it takes
+// its lock. The storage is written once here: a large allocation's fresh
+// pages are not touched by make, and each would otherwise take its page
+// fault when the first value lands on it, at a tick, in the replicas'
+// measured starts.
+func newBuffer[T any](size int) buffer[T] {
+	buf := make([]T, size)
+	clear(buf)
+	return buffer[T]{buf: buf}
+}
 
 // set makes vs the values of an empty buffer.
 func (b *buffer[T]) set(vs []T) {
