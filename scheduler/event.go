@@ -59,7 +59,10 @@ const (
 	EventJobAdded EventKind = iota + 1
 	// EventJobRemoved reports a job unregistered with Remove. No skip of
 	// the job follows it; a run already started still reports its end
-	// (EventRunFinished).
+	// (EventRunFinished). A run whose start, or a lock attempt whose
+	// retry, coincides with Remove may still report it just after
+	// (EventRunStarted, EventLockRetry): the start path takes no lock
+	// that Remove could order it by.
 	EventJobRemoved
 	// EventRunStarted reports that this replica won the lease and started
 	// the job.
