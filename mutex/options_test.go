@@ -20,28 +20,25 @@ func TestOptionErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		nodes []*store.Node
-		opt   mutex.Option
+		opts  []mutex.Option
 		want  string
 	}{
 		{"no nodes", nil, nil, "empty node list"},
 		{"nil node", []*store.Node{nil}, nil, "node 0 is nil"},
 		{"duplicate node", []*store.Node{nodes[0], nodes[0]}, nil, "appears twice"},
-		{"prefix", nodes, mutex.WithKeyPrefix("a b"), "WithKeyPrefix"},
-		{"drift", nodes, mutex.WithDriftFactor(0.7), "WithDriftFactor"},
-		{"node timeout", nodes, mutex.WithNodeTimeout(0), "WithNodeTimeout"},
-		{"retry", nodes, mutex.WithRetryDelay(0), "WithRetryDelay"},
-		{"max ttl", nodes, mutex.WithMaxTTL(time.Millisecond), "WithMaxTTL"},
-		{"max ttl vs node timeout", nodes, mutex.WithMaxTTL(100 * time.Millisecond), "WithMaxTTL"},
-		{"max hold", nodes, mutex.WithMaxHold(0), "WithMaxHold"},
-		{"state ttl", nodes, mutex.WithStateTTL(time.Second), "WithStateTTL"},
-		{"logger", nodes, mutex.WithLogger(nil), "WithLogger"},
+		{"prefix", nodes, []mutex.Option{mutex.WithKeyPrefix("a b")}, "WithKeyPrefix"},
+		{"drift", nodes, []mutex.Option{mutex.WithDriftFactor(0.7)}, "WithDriftFactor"},
+		{"node timeout", nodes, []mutex.Option{mutex.WithNodeTimeout(0)}, "WithNodeTimeout"},
+		{"retry", nodes, []mutex.Option{mutex.WithRetryDelay(0)}, "WithRetryDelay"},
+		{"max ttl", nodes, []mutex.Option{mutex.WithMaxTTL(time.Millisecond)}, "WithMaxTTL"},
+		{"max ttl vs node timeout", nodes, []mutex.Option{mutex.WithMaxTTL(100 * time.Millisecond)}, "WithMaxTTL"},
+		{"max hold", nodes, []mutex.Option{mutex.WithMaxHold(0)}, "WithMaxHold"},
+		{"state ttl", nodes, []mutex.Option{mutex.WithStateTTL(time.Second)}, "WithStateTTL"},
+		{"logger", nodes, []mutex.Option{mutex.WithLogger(nil)}, "WithLogger"},
+		{"nil option", nodes, []mutex.Option{nil}, "nil Option"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var opts []mutex.Option
-			if tc.opt != nil {
-				opts = append(opts, tc.opt)
-			}
-			_, err := mutex.New(tc.nodes, opts...)
+			_, err := mutex.New(tc.nodes, tc.opts...)
 			if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrInvalidOption naming %q", err, tc.want)
 			}
@@ -72,6 +69,10 @@ func TestArgumentErrors(t *testing.T) {
 		if !errors.Is(err, mutex.ErrInvalidOption) {
 			t.Errorf("Lock(%q, %v) = %v, want ErrInvalidOption", tc.name, tc.ttl, err)
 		}
+	}
+	_, err := r.TryLock(ctx, "report", time.Second, mutex.Owner("a"), nil)
+	if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), `lock "report": nil LockOption`) {
+		t.Errorf("TryLock with a nil LockOption = %v, want ErrInvalidOption naming the lock and the nil option", err)
 	}
 }
 

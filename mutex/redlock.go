@@ -41,6 +41,9 @@ func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
 	}
 	cfg := defaults()
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: New: nil Option", ErrInvalidOption)
+		}
 		if err := opt(&cfg); err != nil {
 			return nil, err
 		}
@@ -116,6 +119,9 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (st
 	keys, _ := r.keys.Lock(name) // checked above
 	lc := lockConfig{owner: r.cfg.owner}
 	for _, o := range opts {
+		if o == nil {
+			return store.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: nil LockOption", ErrInvalidOption, name)
+		}
 		o(&lc)
 	}
 	return keys, lc, nil
