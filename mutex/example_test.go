@@ -49,7 +49,7 @@ func connect() *mutex.Redlock {
 		}
 		nodes = append(nodes, n)
 	}
-	locks, err := mutex.New(nodes, mutex.WithOwner("billing-7f9c"))
+	locks, err := mutex.New(nodes)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -109,8 +109,8 @@ func (l *Lock) Extend(ctx context.Context) error {
 // Release returns as soon as the outcome is known from a majority of
 // nodes, or after the node timeout; ctx's cancellation does not cut it
 // short. The other nodes still get the release, even a node that answers
-// later (or is backing off after a failure), until the lock would have
-// expired by itself: Flush waits for those. Release returns nil when a
+// later (or is backing off after a failure), for up to ten node timeouts
+// (at least a second, at most the lock's TTL): Flush waits for those. Release returns nil when a
 // majority of nodes deleted the lock; an error matching ErrLost when the
 // lock had already expired or been taken over on a majority; an error
 // matching ErrNoQuorum when too few nodes answered (the rest expires with

@@ -179,7 +179,11 @@ func WithTrustedNodes() Option {
 }
 
 // WithOwner sets the owner id stored in lock values (default empty), which
-// the leak scan reports; the Owner lock option overrides it per call.
+// the leak scan reports; the Owner lock option overrides it per call. An
+// owner must keep its heartbeat alive (Heartbeat) while it holds locks: the
+// scan classifies the locks of an owner without a live heartbeat as
+// LeakOrphaned, and FixLeaks, given that class or none, deletes them. Locks
+// without an owner are never orphaned.
 func WithOwner(owner string) Option {
 	return func(c *config) error {
 		c.owner = owner
@@ -227,7 +231,9 @@ func Occurrence(at time.Time) LockOption {
 	}
 }
 
-// Owner sets the owner id stored in this lock's value.
+// Owner sets the owner id stored in this lock's value. As with WithOwner,
+// the owner must keep its heartbeat alive, or the leak scan takes the lock
+// for an orphan.
 func Owner(owner string) LockOption {
 	return func(c *lockConfig) {
 		c.owner, c.hasOwner = owner, true

@@ -44,8 +44,9 @@ type Event struct {
 	Attempts int
 	// Leaks counts leaked locks by class (EventLeakScan).
 	Leaks map[string]int
-	// Err is the run's error (EventRunFinished, unless ResultSuccess), or
-	// the last lock error (EventSkipped with SkipNoQuorum, EventLockRetry).
+	// Err is the run's error (EventRunFinished, unless ResultSuccess), the
+	// last lock error (EventSkipped with SkipNoQuorum, EventLockRetry), or
+	// why the lease was lost (EventSkipped with SkipLeaseLost).
 	Err error
 }
 

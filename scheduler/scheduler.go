@@ -93,7 +93,8 @@ type Entry struct {
 	// LastResult, LastSkip and LastErr describe the latest handling of the
 	// job that completed on this replica: a run that ended (LastResult is
 	// set) or a tick that was skipped (LastSkip is set). LastErr is the
-	// run's error, or the lock error of a SkipNoQuorum.
+	// run's error, the lock error of a SkipNoQuorum, or why the lease of a
+	// SkipLeaseLost was lost.
 	LastResult Result
 	LastSkip   SkipReason
 	LastErr    error

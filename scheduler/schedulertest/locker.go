@@ -15,7 +15,11 @@ import (
 
 // Locker is an in-memory scheduler.Locker, scheduler.BatchLocker,
 // scheduler.Heartbeater and scheduler.RequestChecker with the semantics of
-// the Redis one, for a single process. Time is read from time.Now, so it
+// the Redis one, for a single process, but for one race: over Redis a
+// replica asking for a tick gets ErrHeld only until the winner has
+// committed it (right after its vote) and ErrTickDone after, while here it
+// gets ErrHeld for as long as the lease is held, as replicas whose clocks
+// agree mostly do over Redis, their attempts racing the winner's. Time is read from time.Now, so it
 // works under testing/synctest's fake clock. It is safe for concurrent use;
 // create it with NewLocker.
 //
