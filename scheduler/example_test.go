@@ -115,7 +115,7 @@ func ExampleNew() {
 	_, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithHeartbeat(10*time.Second, 5*time.Second))
 	fmt.Println(errors.Is(err, scheduler.ErrInvalidOption), err)
 	// Output:
-	// true scheduler: invalid option: WithHeartbeat: ttl 5s is not longer than interval 10s
+	// true scheduler: invalid option: WithHeartbeat: ttl 5s is less than twice the interval 10s
 }
 
 // With lock-ahead, the lease of each tick is won before the tick and the run

@@ -137,15 +137,17 @@ func WithClock(now func() time.Time) Option {
 // WithHeartbeat sets how often the scheduler publishes its liveness and for
 // how long each heartbeat counts, when the Locker implements Heartbeater
 // (otherwise it has no effect). interval must be at least a second (it
-// also bounds each heartbeat's call), and ttl longer than interval. The
-// defaults are 5s and 15s.
+// also bounds each heartbeat's call), and ttl at least twice interval, so
+// that the next heartbeat lands before the last expires even when its call
+// takes the whole interval: a gap would make the leak scan take this
+// replica's live locks for orphans. The defaults are 5s and 15s.
 func WithHeartbeat(interval, ttl time.Duration) Option {
 	return func(c *config) error {
 		if interval < time.Second {
 			return optionError("WithHeartbeat", "interval %v is less than a second", interval)
 		}
-		if ttl <= interval {
-			return optionError("WithHeartbeat", "ttl %v is not longer than interval %v", ttl, interval)
+		if ttl < 2*interval {
+			return optionError("WithHeartbeat", "ttl %v is less than twice the interval %v", ttl, interval)
 		}
 		c.heartbeatInterval, c.heartbeatTTL = interval, ttl
 		return nil

@@ -274,6 +274,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"WithHeartbeat", scheduler.WithHeartbeat(time.Nanosecond, 2*time.Nanosecond)},
 		{"WithHeartbeat", scheduler.WithHeartbeat(999*time.Millisecond, time.Minute)},
 		{"WithHeartbeat", scheduler.WithHeartbeat(time.Second, time.Second)},
+		{"WithHeartbeat", scheduler.WithHeartbeat(time.Second, 1999*time.Millisecond)},
 		{"WithLockAhead", scheduler.WithLockAhead(-time.Millisecond)},
 		{"WithLockAhead", scheduler.WithLockAhead(time.Minute + time.Millisecond)},
 		{"nil Option", nil},
