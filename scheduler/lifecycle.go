@@ -190,8 +190,9 @@ func (s *Scheduler) drain(ctx context.Context, rn *runner) {
 // running until it returns.
 //
 // After Shutdown the Scheduler is closed: Run returns ErrClosed. Shutdown
-// may be called before Run, and more than once; later calls wait like the
-// first.
+// may be called before Run, and more than once: a call made while Run is
+// still returning waits as the first does; once Run has returned, a call
+// returns nil at once (it does not repeat the first call's error).
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	rn := s.run

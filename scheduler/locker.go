@@ -109,7 +109,8 @@ type Flusher interface {
 }
 
 // LeakScanner is implemented by lockers that can look for leaked locks.
-// With WithLeakScan, Run calls ScanLeaks periodically on every replica; the
+// Run calls ScanLeaks periodically on every replica (every 5 minutes unless
+// WithLeakScan says otherwise; never with WithLeakScan(0)); the
 // locker lets one replica scan at a time and returns an error matching
 // ErrHeld to the others. It returns the number of leaked locks by class
 // (no_expiry, orphaned, minority, over_age, unparseable).

@@ -22,8 +22,9 @@ import (
 // attempts that reach no decision are retried with jitter for up to the
 // job's misfire grace, within ctx. The returned error matches ErrOverlap
 // if a run of the job is in progress on this replica; the Locker's refusal
-// (ErrHeld or ErrOverlap) if the lock is held elsewhere (or here, for a
-// tick locked ahead with WithLockAhead); the Locker's error
+// (ErrHeld: a request without a tick is never refused as an overlap) if
+// the lock is held elsewhere (or here, for a tick locked ahead with
+// WithLockAhead); the Locker's error
 // (ErrNoQuorum) if no decision was reached; ErrUnknownJob if no job is
 // called name, or if it is removed before its run starts; and ErrClosed if
 // the Scheduler is closed.

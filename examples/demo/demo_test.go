@@ -27,9 +27,6 @@ func TestMain(m *testing.M) {
 // verdict and its narration. TestRunRealServers runs it over real
 // redis-server processes.
 func TestRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs for 20s")
-	}
 	t.Parallel()
 	cfg, err := parseFlags([]string{"-duration", "20s"}, io.Discard)
 	if err != nil {
