@@ -110,11 +110,11 @@ func (l *Lock) Extend(ctx context.Context) error {
 // nodes, or after the node timeout; ctx's cancellation does not cut it
 // short. The other nodes still get the release, even a node that answers
 // later (or is backing off after a failure), for up to ten node timeouts
-// (at least a second, at most the lock's TTL): Flush waits for those. Release returns nil when a
-// majority of nodes deleted the lock; an error matching ErrLost when the
-// lock had already expired or been taken over on a majority; an error
-// matching ErrNoQuorum when too few nodes answered (the rest expires with
-// the TTL); ErrReleased on a second call.
+// (at least a second, at most the lock's TTL): Flush waits for those.
+// Release returns nil when a majority of nodes deleted the lock; an error
+// matching ErrLost when the lock had already expired or been taken over on
+// a majority; an error matching ErrNoQuorum when too few nodes answered
+// (the rest expires with the TTL); ErrReleased on a second call.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {

@@ -19,9 +19,9 @@ import (
 // replica asking for a tick gets ErrHeld only until the winner has
 // committed it (right after its vote) and ErrTickDone after, while here it
 // gets ErrHeld for as long as the lease is held, as replicas whose clocks
-// agree mostly do over Redis, their attempts racing the winner's. Time is read from time.Now, so it
-// works under testing/synctest's fake clock. It is safe for concurrent use;
-// create it with NewLocker.
+// agree mostly do over Redis, their attempts racing the winner's. Time is
+// read from time.Now, so it works under testing/synctest's fake clock. It
+// is safe for concurrent use; create it with NewLocker.
 //
 // Per job it keeps one lock, a fencing counter and an occurrence mark:
 //   - While the lock is held, Acquire fails with ErrOverlap if it is held
