@@ -36,10 +36,10 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 	strags := make([]*stragglers, len(reqs))
 	for j, q := range reqs {
 		value := store.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
-		areqs[j] = store.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantUptime: !r.cfg.trusted}
+		areqs[j] = store.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: !r.cfg.trusted}
 		strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
 	}
-	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, _ int, n *store.Node, deliver func([]NodeResult)) {
+	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult)) {
 		// Counted for Flush until answered: a late answer of an abandoned
 		// attempt queues a release (stragglers.late) before it is done.
 		r.pending.add(1)
@@ -47,11 +47,14 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 			defer r.pending.done()
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
-				res[j] = r.acquireVote(a)
+				res[j] = r.acquireVote(i, a, areqs[j].Occurrence)
 			}
 			deliver(res)
 		})
 	}, acquireDecider(len(r.nodes), r.quorum), func(j int, res NodeResult) { strags[j].late(res) })
+	for _, rs := range votes {
+		twins(rs)
+	}
 
 	// Those with a quorum go on to the commit, if they have something to
 	// commit; the others are abandoned.
@@ -127,20 +130,33 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 	return out
 }
 
-// acquireVote turns a node's answer to an acquisition into its vote.
-func (r *Redlock) acquireVote(a store.AcquireResult) NodeResult {
+// acquireVote turns node i's answer to an acquisition claiming occurrence
+// (0 for none) into its vote. Unless the nodes are trusted, a node counts
+// only while its server is known to have kept what it was told: not during
+// the max TTL after it started (it may have forgotten locks it granted),
+// not for an occurrence older than its start (it may have forgotten the
+// mark), and never when its server cannot be read or answers for two node
+// names. Anything unreadable fails closed.
+func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (res NodeResult) {
 	if a.Err != nil {
 		return failure(a.Err)
 	}
 	rep := a.Reply
-	// Redis counts uptime from a start time truncated to the second, so it
-	// may read up to a second long: hence the extra second.
-	recent := !r.cfg.trusted && rep.Uptime >= 0 && rep.Uptime < r.cfg.maxTTL+time.Second
+	var start time.Time
+	recent := false
+	if !r.cfg.trusted {
+		var err error
+		now := time.Now()
+		if start, err = r.servers.observe(r, i, rep.Info, rep.InfoErr, now); err != nil {
+			return NodeResult{Vote: VoteError, fence: rep.Fence, Err: err}
+		}
+		recent = r.quarantined(start, now)
+		defer func() { res.server = rep.Info.RunID }()
+	}
 	switch {
 	case rep.Status == store.Held:
-		res := NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, restarted: recent}
-		res.unproven = recent && !r.survived(rep)
-		return res
+		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, restarted: recent,
+			unproven: recent && !r.survived(rep.Holder, start)}
 	case rep.Status == store.AlreadyRun:
 		// A mark is only written by a winner's commit, so it counts even
 		// on a node that restarted since.
@@ -149,27 +165,30 @@ func (r *Redlock) acquireVote(a store.AcquireResult) NodeResult {
 		// The node may have forgotten locks it granted before its restart;
 		// our key on it is ours, so it is released with the rest.
 		return NodeResult{Vote: VoteRestarted, fence: rep.Fence,
-			Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", rep.Uptime, r.cfg.maxTTL)}
+			Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", time.Since(start).Round(time.Second), r.cfg.maxTTL)}
+	case !r.cfg.trusted && occurrence > 0 && !vouches(start, occurrence):
+		return NodeResult{Vote: VoteRestarted, fence: rep.Fence,
+			Err: fmt.Errorf("node's server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",
+				start.UTC().Format(time.RFC3339), occurrenceTime(occurrence).UTC().Format(time.RFC3339Nano))}
 	}
 	return NodeResult{Vote: VoteYes, fence: rep.Fence}
 }
 
-// survived reports whether the value holding the lock on a node that
-// restarted recently was set before the restart, so that its holder may
-// count the node (the node kept its data). A value set since the restart
-// proves nothing of its holder, who does not count the node either: it
-// was set by an acquisition whose vote there was VoteRestarted (or by a
-// holder that trusts the nodes, which this Redlock cannot tell). Its
-// acquisition time is by the holder's clock and started up to a node
-// timeout before it reached the node; the restart is known to the second.
-// A value that cannot be read counts as set since the restart.
-func (r *Redlock) survived(rep store.AcquireReply) bool {
-	v, err := store.ParseValue(rep.Holder)
+// survived reports whether holder, the value holding the lock on a node
+// whose server started at start, less than the max TTL ago, was set before
+// that start, so that its holder may count the node (the node kept its
+// data). A value set since proves nothing of its holder, who does not count
+// the node either: it was set by an acquisition whose vote there was
+// VoteRestarted (or by a holder that trusts the nodes, which this Redlock
+// cannot tell). Its acquisition time is by the holder's clock and started
+// up to a node timeout before it reached the node. A value that cannot be
+// read counts as set since the start.
+func (r *Redlock) survived(holder string, start time.Time) bool {
+	v, err := store.ParseValue(holder)
 	if err != nil {
 		return false
 	}
-	restart := time.Now().Add(-rep.Uptime - time.Second) // the earliest it may have been
-	return v.Acquired.Before(restart.Add(-r.cfg.nodeTimeout))
+	return v.Acquired.Before(start.Add(-uptimeSlack - r.cfg.nodeTimeout))
 }
 
 // commitItem is one acquisition's second phase in commitAll.

@@ -103,6 +103,8 @@ type NodeResult struct {
 	// unproven: for VoteHeld on such a node, the value was set since the
 	// restart, so it proves nothing of its holder (see survived).
 	unproven bool
+	// server is the run id of the node's server, when read.
+	server string
 }
 
 // Restarted reports whether the node answered an acquisition while

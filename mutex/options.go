@@ -144,18 +144,23 @@ func WithMaxHold(d time.Duration) Option {
 }
 
 // WithStateTTL sets how long a lock's state (fence counter, occurrence
-// mark) is kept after its last acquisition (default 7 days, at least 1m).
+// mark) is kept after its last acquisition (default 7 days, at least 5m).
 // After it a name's fence counter starts over from the time floor, which
-// keeps tokens increasing.
+// keeps tokens increasing. An occurrence can be claimed only while its mark
+// would still be kept: up to MaxReach after it.
 func WithStateTTL(d time.Duration) Option {
 	return func(c *config) error {
-		if d < time.Minute {
-			return optErr("WithStateTTL", "%v is below 1m", d)
+		if d < minStateTTL {
+			return optErr("WithStateTTL", "%v is below %v", d, minStateTTL)
 		}
 		c.stateTTL = d
 		return nil
 	}
 }
+
+// minStateTTL is the shortest state TTL: it must outlive an occurrence's
+// lead and clock skew margin and leave a few minutes to claim it in.
+const minStateTTL = 5 * time.Minute
 
 // WithFencing turns fencing tokens on or off (default on). With fencing
 // off, Fence returns 0 and an acquisition without an occurrence costs one
@@ -220,7 +225,9 @@ type lockConfig struct {
 }
 
 // Occurrence makes the acquisition claim the occurrence at: it is refused
-// (ErrAlreadyRun) if at, or a later occurrence, was already claimed, and on
+// (ErrAlreadyRun) if at, or a later occurrence, was already claimed; an
+// occurrence older than MaxReach is refused at once (ErrInvalidOption),
+// since its mark may have expired; and on
 // success at is recorded on a majority of nodes. at is kept to the
 // millisecond; the zero time means no occurrence.
 func Occurrence(at time.Time) LockOption {

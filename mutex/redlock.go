@@ -20,6 +20,7 @@ type Redlock struct {
 	quorum  int
 	cfg     config
 	pending *releases // release calls under way, for Flush
+	servers *servers  // what is known of each node's server, for the restart check
 }
 
 // New returns a Redlock over nodes: 1, 3 or 5 independent masters are the
@@ -55,7 +56,7 @@ func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}}, nil
+	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes))}, nil
 }
 
 // Nodes returns the nodes, in the order given to New.
@@ -124,7 +125,21 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (st
 		}
 		o(&lc)
 	}
+	if lc.occurrence > 0 {
+		if age := time.Since(occurrenceTime(lc.occurrence)); age > r.MaxReach() {
+			return store.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: occurrence %s is %v old, more than the %v the state TTL (%v, WithStateTTL) keeps its mark for: it cannot be claimed safely",
+				ErrInvalidOption, name, occurrenceTime(lc.occurrence).UTC().Format(time.RFC3339), age.Round(time.Second), r.MaxReach(), r.cfg.stateTTL)
+		}
+	}
 	return keys, lc, nil
+}
+
+// MaxReach returns how long after an occurrence it can still be claimed:
+// the state TTL less MaxLead and a clock skew margin of 2 s, so that the
+// occurrence's mark, written from MaxLead before it, is still kept on the
+// nodes. A scheduler's misfire grace and catch-up window must not exceed it.
+func (r *Redlock) MaxReach() time.Duration {
+	return r.cfg.stateTTL - MaxLead - clockSkew
 }
 
 // Lock acquires the lock called name for ttl, retrying after a random delay

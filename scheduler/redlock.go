@@ -38,13 +38,19 @@ var (
 // CheckRequest implements RequestChecker. The name of the leak scan's own
 // lock is refused (ErrInvalidName): a job of that name would share it. A
 // name or TTL the Redlock refuses matches ErrInvalidOption, and
-// mutex.ErrInvalidOption too.
+// mutex.ErrInvalidOption too; so does a reach (misfire grace, catch-up
+// window) beyond the Redlock's MaxReach, since a tick claimed after its
+// mark expired could run again.
 func (a *redlockLocker) CheckRequest(req LockRequest) error {
 	if req.Job == leakScanLock {
 		return fmt.Errorf("%w: %q is reserved for the leak scan's lock", ErrInvalidName, leakScanLock)
 	}
 	if err := a.r.Check(req.Job, req.TTL); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	if req.Reach > a.r.MaxReach() {
+		return fmt.Errorf("%w: WithMisfireGrace or WithCatchUp: the job reaches %v back, longer than the %v the Redlock keeps a tick's mark (its state TTL less the lead): raise mutex.WithStateTTL",
+			ErrInvalidOption, req.Reach, a.r.MaxReach())
 	}
 	return nil
 }

@@ -82,8 +82,28 @@ func TestRedlockLockerBadInput(t *testing.T) {
 		!errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), "max TTL") {
 		t.Errorf("Add with a lock TTL above the max TTL = %v, want scheduler.ErrInvalidOption and mutex.ErrInvalidOption naming the max TTL", err)
 	}
+	// A monthly job catching up a month back would reach past the 7 days
+	// the Redlock keeps a tick's mark: the tick could run again.
+	if err := s.Add("monthly", "@monthly", nop, scheduler.WithCatchUp(31*24*time.Hour)); !errors.Is(err, scheduler.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "WithStateTTL") || !strings.Contains(err.Error(), `"monthly"`) {
+		t.Errorf("Add with a catch-up window past the state TTL = %v, want ErrInvalidOption naming the job and WithStateTTL", err)
+	}
+	if err := s.Add("grace", "@daily", nop, scheduler.WithMisfireGrace(8*24*time.Hour)); !errors.Is(err, scheduler.ErrInvalidOption) {
+		t.Errorf("Add with a misfire grace past the state TTL = %v, want ErrInvalidOption", err)
+	}
 	if len(s.Entries()) != 0 {
 		t.Error("a job was registered anyway")
+	}
+	long, err := mutex.New(redlockOn(t, redistest.Start(t, 1)).Nodes(), mutex.WithStateTTL(32*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := scheduler.New(scheduler.NewRedlockLocker(long))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Add("monthly", "@monthly", nop, scheduler.WithCatchUp(31*24*time.Hour)); err != nil {
+		t.Errorf("Add with a catch-up window within a 32-day state TTL: %v", err)
 	}
 }
 

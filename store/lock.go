@@ -43,8 +43,9 @@ type AcquireRequest struct {
 	// Occurrence, in unix ms, makes the node refuse when its mark is at or
 	// above it; 0 means no occurrence.
 	Occurrence int64
-	// WantUptime asks the node for its uptime, for the restart check.
-	WantUptime bool
+	// WantInfo asks the node for its run id and uptime, for the restart
+	// check.
+	WantInfo bool
 }
 
 // AcquireReply is a node's answer to an AcquireRequest.
@@ -56,8 +57,10 @@ type AcquireReply struct {
 	Holder string
 	// Mark is the node's occurrence mark when Status is AlreadyRun.
 	Mark int64
-	// Uptime is the server's uptime, or -1 when not asked for.
-	Uptime time.Duration
+	// Info is the server's run id and uptime when asked for (WantInfo)
+	// and readable; InfoErr says why it is not, when asked for.
+	Info    *Info
+	InfoErr error
 }
 
 // AcquireResult is a node's answer to one request of AcquireAll.
@@ -101,45 +104,52 @@ func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done 
 		for _, r := range reqs[lo:hi] {
 			keys = append(keys, r.Keys.Lock, r.Keys.State)
 			args = append(args, r.Value, millis(r.TTL), r.Occurrence)
-			if r.WantUptime {
+			if r.WantInfo {
 				args[0] = "1"
 			}
 		}
 		return keys, args
 	}, func(lo, hi int, res []any, err error) {
-		var uptime time.Duration = -1
+		var info *Info
+		var infoErr error
 		if err == nil {
-			uptime, err = parseUptime(res[0])
+			info, infoErr, err = parseServer(res[0], res[1])
 		}
 		for i := lo; i < hi; i++ {
 			var rep AcquireReply
 			ierr := err
 			if ierr == nil {
-				rep, ierr = parseAcquire(res[1+3*(i-lo):][:3])
+				rep, ierr = parseAcquire(res[2+3*(i-lo):][:3])
 			}
 			if ierr != nil {
 				out[i].Err = n.fail("acquire", reqs[i].Keys.Lock, ierr)
 				continue
 			}
-			if reqs[i].WantUptime {
-				rep.Uptime = uptime
+			if reqs[i].WantInfo {
+				rep.Info, rep.InfoErr = info, infoErr
 			}
 			out[i].Reply = rep
 		}
 	}, func() { done(out) })
 }
 
-// parseUptime reads the uptime an acquire script reports: seconds, or -1
-// when not asked for.
-func parseUptime(v any) (time.Duration, error) {
-	sec, ok := v.(int64)
+// parseServer reads the run id and uptime an acquire script reports: nil
+// when not asked for, an error in infoErr when unreadable, and an error in
+// err when the reply is not the script's.
+func parseServer(uptime, runID any) (info *Info, infoErr, err error) {
+	u, ok1 := uptime.(string)
+	id, ok2 := runID.(string)
 	switch {
-	case !ok:
-		return 0, fmt.Errorf("unexpected uptime %v", v)
-	case sec < 0:
-		return -1, nil
+	case !ok1 || !ok2:
+		return nil, nil, fmt.Errorf("unexpected server info %v, %v", uptime, runID)
+	case u == "" && id == "":
+		return nil, nil, nil
 	}
-	return time.Duration(sec) * time.Second, nil
+	i, ierr := parseInfo(u, id)
+	if ierr != nil {
+		return nil, ierr, nil
+	}
+	return &i, nil, nil
 }
 
 // parseAcquire reads one lock's answer to an acquire script: its status,
@@ -158,7 +168,7 @@ func parseAcquire(res []any) (AcquireReply, error) {
 	if err != nil {
 		return AcquireReply{}, fmt.Errorf("fence counter %q: %w", fence, err)
 	}
-	rep := AcquireReply{Fence: f, Uptime: -1}
+	rep := AcquireReply{Fence: f}
 	switch status {
 	case 1:
 		rep.Status = Acquired

@@ -41,7 +41,7 @@ func TestNodeAcquireAll(t *testing.T) {
 	reqs := make([]store.AcquireRequest, count)
 	for i := range reqs {
 		reqs[i] = store.AcquireRequest{Keys: keys[i], Value: fmt.Sprintf("v%d", i), TTL: time.Minute,
-			Occurrence: 5000, WantUptime: i == 7}
+			Occurrence: 5000, WantInfo: i == 7}
 	}
 	before := n.Stats()
 	rs := n.AcquireAll(ctx, reqs)
@@ -74,8 +74,8 @@ func TestNodeAcquireAll(t *testing.T) {
 				t.Errorf("lock %d holds %q", i, got)
 			}
 		}
-		if want := i == 7; (r.Reply.Uptime >= 0) != want && r.Err == nil {
-			t.Errorf("lock %d: uptime %v, asked for: %v", i, r.Reply.Uptime, want)
+		if want := i == 7; (r.Reply.Info != nil) != want && r.Err == nil {
+			t.Errorf("lock %d: info %v, asked for: %v", i, r.Reply.Info, want)
 		}
 	}
 	if ttl := rc.PTTL(ctx, keys[4].Lock).Val(); ttl < 59*time.Second {

@@ -102,27 +102,37 @@ func (n *Node) Info(ctx context.Context) (Info, error) {
 	if err != nil {
 		return Info{}, n.fail("info", "", err)
 	}
-	var info Info
+	var uptime, runID string
 	for line := range strings.Lines(s) {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "run_id":
-			info.RunID = v
-		case "uptime_in_seconds":
-			sec, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return Info{}, n.fail("info", "", fmt.Errorf("uptime_in_seconds %q: %w", v, err))
-			}
-			info.Uptime = time.Duration(sec) * time.Second
+		switch {
+		case ok && k == "run_id":
+			runID = v
+		case ok && k == "uptime_in_seconds":
+			uptime = v
 		}
 	}
-	if info.RunID == "" {
-		return Info{}, n.fail("info", "", errors.New("no run_id in INFO server"))
+	info, err := parseInfo(uptime, runID)
+	if err != nil {
+		return Info{}, n.fail("info", "", err)
 	}
 	return info, nil
+}
+
+// parseInfo reads INFO server's uptime_in_seconds and run_id. Anything
+// unreadable is an error: a negative uptime (the server's clock stepped
+// back), a missing field or an empty run id.
+func parseInfo(uptime, runID string) (Info, error) {
+	sec, err := strconv.ParseInt(uptime, 10, 64)
+	switch {
+	case err != nil:
+		return Info{}, fmt.Errorf("uptime_in_seconds %q unreadable: %w", uptime, err)
+	case sec < 0:
+		return Info{}, fmt.Errorf("uptime_in_seconds %q is negative (the server's clock stepped back?)", uptime)
+	case runID == "":
+		return Info{}, errors.New("no run_id in INFO server")
+	}
+	return Info{RunID: runID, Uptime: time.Duration(sec) * time.Second}, nil
 }
 
 // Heartbeat sets key to the current unix time in milliseconds with a TTL.

@@ -32,12 +32,12 @@ func TestNodeLockScripts(t *testing.T) {
 	a := store.Value{Token: store.NewToken(), Acquired: time.Now(), Occurrence: 1000}.String()
 	b := store.Value{Token: store.NewToken(), Acquired: time.Now(), Occurrence: 1000}.String()
 
-	rep, err := n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: a, TTL: time.Minute, Occurrence: 1000, WantUptime: true})
-	if err != nil || rep.Status != store.Acquired || rep.Fence != 0 || rep.Uptime < 0 {
+	rep, err := n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: a, TTL: time.Minute, Occurrence: 1000, WantInfo: true})
+	if err != nil || rep.Status != store.Acquired || rep.Fence != 0 || rep.Info == nil || rep.Info.RunID == "" {
 		t.Fatalf("first acquire: %+v, %v", rep, err)
 	}
 	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: a, TTL: time.Minute, Occurrence: 1000})
-	if err != nil || rep.Status != store.Acquired || rep.Uptime != -1 {
+	if err != nil || rep.Status != store.Acquired || rep.Info != nil {
 		t.Fatalf("same value again: %+v, %v", rep, err)
 	}
 	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 1000})

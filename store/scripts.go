@@ -22,7 +22,7 @@ var (
 	//go:embed lua/release.lua
 	releaseSrc string
 
-	acquireScript = newScript("acquire", acquireSrc, 1, 3)
+	acquireScript = newScript("acquire", acquireSrc, 2, 3)
 	commitScript  = newScript("commit", commitSrc, 0, 2)
 	extendScript  = newScript("extend", extendSrc, 0, 2)
 	releaseScript = newScript("release", releaseSrc, 0, 2)

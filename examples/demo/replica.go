@@ -66,8 +66,9 @@ func newReplica(id string, cfg config, addrs []string, trusted bool, prefix stri
 		mutex.WithMaxTTL(cfg.lockTTL),
 		mutex.WithKeyPrefix(prefix),
 		// The fence counters and occurrence marks of the demo's jobs
-		// expire a minute after their last use.
-		mutex.WithStateTTL(time.Minute),
+		// expire ten minutes after their last use: long enough to cover
+		// the jobs' misfire grace and the lead (mutex.MaxReach).
+		mutex.WithStateTTL(10 * time.Minute),
 		mutex.WithObserver(mutex.ObserverFunc(func(ev mutex.Event) { rec.lockEvent(id, ev) })),
 	}
 	if trusted {

@@ -4,7 +4,8 @@
 -- its occurrence mark to ARGV[3i+1] (each "0" to leave it; neither is ever
 -- lowered), and when either is raised give the state a TTL of ARGV[1] ms.
 -- Returns {result_1, detail_1, result_2, ...}: result 1 if the value held,
--- 0 if not, -1 if the keys could not be read (detail = the server's error).
+-- 0 if not, -1 if the keys could not be read or the state holds a field
+-- that is not a number (detail = the error).
 for i = 1, #KEYS / 2 do
   local lock, state = KEYS[2 * i - 1], KEYS[2 * i]
   local value, f, o = ARGV[3 * i - 1], tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
@@ -16,6 +17,8 @@ for i = 1, #KEYS / 2 do
     answer(0, "")
   elseif failed(st) then
     answer(-1, st.err)
+  elseif badState(state, st) then
+    answer(-1, badState(state, st))
   else
     local raise = {}
     if f > 0 and tonumber(st[1] or "0") < f then

@@ -11,3 +11,16 @@ local function failed(r)
   return type(r) == "table" and r.err ~= nil
 end
 
+-- badState returns an error text when the fields fence and mark of the
+-- state hash, as HMGET read them into st, are not whole numbers, and nil
+-- when they are (or are absent): bad data at one lock fails that lock
+-- alone.
+local function badState(key, st)
+  local names = {"fence", "mark"}
+  for i = 1, 2 do
+    if st[i] and not string.match(st[i], "^%d+$") then
+      return "ERR state " .. key .. ": field " .. names[i] .. " is not a whole number: " .. st[i]
+    end
+  end
+  return nil
+end

@@ -12,12 +12,15 @@ for i = 1, #KEYS / 2 do
   local value, o = ARGV[2 * i], tonumber(ARGV[2 * i + 1])
   local cur = redis.pcall("GET", lock)
   local mark = cur == value and o > 0 and redis.pcall("HGET", state, "mark")
+  local bad = mark and not failed(mark) and badState(state, {"0", mark})
   if failed(cur) then
     answer(-1, cur.err)
   elseif cur ~= value then
     answer(0, "")
   elseif failed(mark) then
     answer(-1, mark.err) -- the lock is left to its TTL
+  elseif bad then
+    answer(-1, bad) -- the lock is left to its TTL
   else
     if o > 0 and tonumber(mark or "0") < o then
       redis.call("HSET", state, "mark", ARGV[2 * i + 1])

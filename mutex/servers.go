@@ -1,0 +1,127 @@
+package mutex
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/store"
+)
+
+// MaxLead is the longest a lock may be won before its occurrence (the
+// scheduler's WithLockAhead is at most this): an occurrence's mark may have
+// been written from MaxLead, plus the clock skew margin, before it.
+const MaxLead = time.Minute
+
+// clockSkew is the margin for the difference between replicas' clocks in
+// the restart rule for occurrences (see servers.vouches).
+const clockSkew = 2 * time.Second
+
+// uptimeSlack covers Redis's uptime, which counts whole seconds.
+const uptimeSlack = time.Second
+
+// servers follows the Redis server behind each node across its answers:
+// its run id, and when it started by this process's clocks. A server it
+// cannot read, or one that answers under two node names, cannot vote.
+type servers struct {
+	mu   sync.Mutex
+	seen []serverSeen // by node index
+}
+
+// serverSeen is what is known of one node's server.
+type serverSeen struct {
+	runID string
+	// start is the latest estimate of when the server started: from its
+	// uptime, or, when its run id changed, no earlier than the last answer
+	// of the previous server (a failover or another server behind the
+	// address). It carries the monotonic clock reading.
+	start    time.Time
+	lastSeen time.Time
+	twin     string // the other node name found with the same run id, for logging once
+}
+
+func newServers(n int) *servers { return &servers{seen: make([]serverSeen, n)} }
+
+// observe records node i's answer about its server at now and returns the
+// server's start. It fails when the answer is unreadable or another node
+// answered with the same run id: one server's vote must not count twice.
+func (s *servers) observe(r *Redlock, i int, info *store.Info, infoErr error, now time.Time) (time.Time, error) {
+	if infoErr == nil && info == nil {
+		infoErr = fmt.Errorf("no server info in the answer")
+	}
+	if infoErr != nil {
+		return time.Time{}, fmt.Errorf("server info unreadable, not counted: %w", infoErr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := &s.seen[i]
+	est := now.Add(-info.Uptime)
+	switch {
+	case prev.runID == "":
+		prev.start = est
+	case prev.runID == info.RunID:
+		prev.start = later(prev.start, est) // a clock stepped forward never makes it older
+	default:
+		r.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis server changed: its votes wait as after a restart",
+			slog.String("node", r.nodes[i].Name()), slog.String("run_id", info.RunID), slog.String("previous_run_id", prev.runID))
+		prev.start = later(est, prev.lastSeen)
+	}
+	prev.runID, prev.lastSeen = info.RunID, now
+	for j := range s.seen {
+		if j == i || s.seen[j].runID != info.RunID {
+			continue
+		}
+		a, b := r.nodes[j].Name(), r.nodes[i].Name()
+		if prev.twin != a {
+			prev.twin = a
+			r.cfg.logger.LogAttrs(context.Background(), slog.LevelError, "two nodes are one redis server: neither is counted",
+				slog.String("node", b), slog.String("same_as", a), slog.String("run_id", info.RunID))
+		}
+		return time.Time{}, fmt.Errorf("%w: nodes %s and %s are one redis server (run_id %s): its vote would count twice",
+			ErrInvalidOption, a, b, info.RunID)
+	}
+	prev.twin = ""
+	return prev.start, nil
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// quarantined reports whether a server that started at start may have
+// forgotten locks it granted: it started less than the max TTL ago.
+func (r *Redlock) quarantined(start, now time.Time) bool {
+	return now.Before(start.Add(r.cfg.maxTTL + uptimeSlack))
+}
+
+// vouches reports whether a server that started at start was up when any
+// mark of occurrence (unix ms) could have been written, so that its
+// answer proves the occurrence was not run: marks are written from MaxLead
+// before the occurrence on (a lease won ahead), by clocks up to clockSkew
+// apart. A server that started after that cannot tell.
+func vouches(start time.Time, occurrence int64) bool {
+	return !time.UnixMilli(occurrence).Before(start.Add(MaxLead + clockSkew + uptimeSlack))
+}
+
+// twins turns the yes votes of nodes whose servers have one run id into
+// errors: two node names for one server (127.0.0.1:7001 and
+// localhost:7001) must not give it two votes. Servers.observe catches them
+// once both have answered once; this catches them in the first tally.
+func twins(rs []NodeResult) {
+	for i := range rs {
+		for j := range rs {
+			a, b := &rs[i], &rs[j]
+			if i == j || a.server == "" || a.server != b.server || a.Vote != VoteYes {
+				continue
+			}
+			a.Vote, a.Err = VoteError, fmt.Errorf("%w: nodes %s and %s are one redis server (run_id %s): its vote would count twice",
+				ErrInvalidOption, b.Node, a.Node, a.server)
+		}
+	}
+}

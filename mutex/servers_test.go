@@ -1,0 +1,298 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// Short TTLs, so that a restarted server's quarantine ends within seconds.
+const (
+	quickMaxTTL      = 400 * time.Millisecond
+	quickNodeTimeout = 100 * time.Millisecond
+)
+
+// guardedOn returns a Redlock over nodes that does not trust them: the
+// restart check is on.
+func guardedOn(t testing.TB, nodes []*store.Node) *mutex.Redlock {
+	t.Helper()
+	r, err := mutex.New(nodes, mutex.WithMaxTTL(quickMaxTTL), mutex.WithNodeTimeout(quickNodeTimeout),
+		mutex.WithRetryDelay(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// waitUp waits until server s has been up long enough for its votes to
+// count again (the max TTL plus the uptime's second of resolution).
+func waitUp(ctx context.Context, t *testing.T, s *redistest.Server) {
+	t.Helper()
+	n, err := store.NewNode(s.Addr(), s.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := n.Info(ctx)
+		if err == nil && info.Uptime >= quickMaxTTL+2*time.Second {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not up long enough: %v, %v", s.Addr(), info, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// votes lists a failed acquisition's tally, for failure messages.
+func votes(err error) string {
+	var qe *mutex.QuorumError
+	if !errors.As(err, &qe) {
+		return "no tally"
+	}
+	var b strings.Builder
+	for _, n := range qe.Nodes {
+		fmt.Fprintf(&b, "\n  %s %v %v", n.Node, n.Vote, n.Err)
+	}
+	return b.String()
+}
+
+// TestRollingRestartKeepsTicksRun: a tick run and marked on every node must
+// stay refused after a majority of the nodes restarted empty, one at a
+// time, each waiting out its quarantine. A node that started after the
+// tick cannot vouch that it did not run, so the attempt fails closed.
+func TestRollingRestartKeepsTicksRun(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := ctxTimeout(t, time.Minute)
+	for _, s := range c.Nodes() {
+		waitUp(ctx, t, s)
+	}
+	r := guardedOn(t, nodesOf(t, c))
+	// A tick whose lease is won a minute ahead: the nodes, up for a few
+	// seconds, were up since before its lead, so they vouch for it; the
+	// same nodes restarted from now on will not.
+	tick := time.Now().Add(mutex.MaxLead + time.Second)
+	l, err := r.TryLock(ctx, "job", quickMaxTTL, mutex.Occurrence(tick))
+	if err != nil {
+		t.Fatalf("first run of the tick: %v%s", err, votes(err))
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // rolling, each waiting out its quarantine
+		c.Node(i).Restart()
+		waitUp(ctx, t, c.Node(i))
+	}
+	later := guardedOn(t, nodesOf(t, c)) // a replica started now, with fresh clients
+	for _, rl := range []*mutex.Redlock{r, later} {
+		l, err := rl.TryLock(ctx, "job", quickMaxTTL, mutex.Occurrence(tick))
+		if err == nil {
+			_ = l.Release(ctx)
+			t.Fatal("the tick was claimed again after a rolling restart of a majority")
+		}
+		var qe *mutex.QuorumError
+		if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteRestarted) != 2 {
+			t.Fatalf("old tick after the restarts: %v, want no quorum with 2 restarted votes%s", err, votes(err))
+		}
+	}
+	// A tick far enough after the restarts is vouched for by every node.
+	next := time.Now().Add(mutex.MaxLead + 10*time.Second)
+	if l, err := later.TryLock(ctx, "job", quickMaxTTL, mutex.Occurrence(next)); err != nil {
+		t.Fatalf("a tick after the restarts: %v%s", err, votes(err))
+	} else {
+		_ = l.Release(ctx)
+	}
+}
+
+// infoRewrite is a go-redis hook that rewrites the server info in the
+// answers to acquire scripts that asked for it, while rewrite is set.
+type infoRewrite struct {
+	rewrite atomic.Pointer[func(uptime, runID string) (string, string)]
+}
+
+func (*infoRewrite) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (*infoRewrite) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *infoRewrite) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		f := h.rewrite.Load()
+		if f == nil {
+			return err
+		}
+		for _, c := range cmds {
+			cmd, ok := c.(*redis.Cmd)
+			if !ok || !asksInfo(c) {
+				continue
+			}
+			res, rerr := cmd.Slice()
+			if rerr != nil || len(res) < 2 {
+				continue
+			}
+			up, id := (*f)(fmt.Sprint(res[0]), fmt.Sprint(res[1]))
+			res[0], res[1] = up, id
+			cmd.SetVal(res)
+		}
+		return err
+	}
+}
+
+// asksInfo reports whether c is an acquire script call asking for the
+// server's info: its leading argument, after the keys, is "1".
+func asksInfo(c redis.Cmder) bool {
+	args := c.Args()
+	if name := fmt.Sprint(args[0]); (name != "evalsha" && name != "eval") || len(args) < 4 {
+		return false
+	}
+	var nkeys int
+	if _, err := fmt.Sscan(fmt.Sprint(args[2]), &nkeys); err != nil || len(args) <= 3+nkeys {
+		return false
+	}
+	return fmt.Sprint(args[3+nkeys]) == "1"
+}
+
+// hooked returns the nodes of c, each with an infoRewrite hook.
+func hooked(t *testing.T, c *redistest.Cluster) ([]*store.Node, []*infoRewrite) {
+	hooks := make([]*infoRewrite, len(c.Nodes()))
+	nodes := nodesWith(t, c, func(i int, cl *redis.Client) *redis.Client {
+		hooks[i] = &infoRewrite{}
+		cl.AddHook(hooks[i])
+		return cl
+	})
+	return nodes, hooks
+}
+
+// TestUnreadableUptimeFailsClosed: a node whose uptime cannot be read (a
+// negative one, after its clock stepped back) is not counted.
+func TestUnreadableUptimeFailsClosed(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := ctxTimeout(t, time.Minute)
+	nodes, hooks := hooked(t, c)
+	negative := func(_, id string) (string, string) { return "-3", id }
+	hooks[0].rewrite.Store(&negative)
+	hooks[1].rewrite.Store(&negative)
+	for _, s := range c.Nodes() {
+		waitUp(ctx, t, s)
+	}
+	r := guardedOn(t, nodes)
+	l, err := r.TryLock(ctx, "job", quickMaxTTL)
+	if err == nil {
+		_ = l.Release(ctx)
+		t.Fatal("acquired with two nodes whose uptime is unreadable")
+	}
+	var qe *mutex.QuorumError
+	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteError) != 2 ||
+		!strings.Contains(err.Error(), `"-3" is negative`) {
+		t.Fatalf("got %v, want no quorum, two nodes not counted for their uptime%s", err, votes(err))
+	}
+}
+
+// TestChangedRunIDIsRestart: a node whose server changed (a failover to a
+// replica that lacks recent writes, another server behind the address)
+// waits out the quarantine like a restarted one, timed by the client's
+// clock, whatever uptime the new server reports.
+func TestChangedRunIDIsRestart(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := ctxTimeout(t, time.Minute)
+	for _, s := range c.Nodes() {
+		waitUp(ctx, t, s)
+	}
+	holder := guardedOn(t, nodesOf(t, c))
+	held, err := holder.TryLock(ctx, "job", quickMaxTTL)
+	if err != nil {
+		t.Fatalf("holder: %v%s", err, votes(err))
+	}
+	kept, stop := held.KeepAlive(ctx)
+	defer stop()
+
+	nodes, hooks := hooked(t, c)
+	r := guardedOn(t, nodes)
+	if l, err := r.TryLock(ctx, "other", quickMaxTTL); err != nil { // r sees the servers
+		t.Fatalf("other lock: %v%s", err, votes(err))
+	} else {
+		_ = l.Release(ctx)
+	}
+	// Nodes 0 and 1 fail over to servers that never saw the lock and have
+	// been up for a day.
+	for i := range 2 {
+		failover := func(_, id string) (string, string) { return "86400", strings.Repeat(string(rune('a'+i)), len(id)) }
+		if err := c.Node(i).Client(t).FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		hooks[i].rewrite.Store(&failover)
+	}
+	l, err := r.TryLock(ctx, "job", quickMaxTTL)
+	if err == nil {
+		_ = l.Release(ctx)
+		t.Fatal("a second holder won the lock through two failed-over nodes")
+	}
+	var qe *mutex.QuorumError
+	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteRestarted) != 2 {
+		t.Fatalf("got %v, want no quorum with 2 restarted votes%s", err, votes(err))
+	}
+	select {
+	case <-kept.Done():
+		t.Fatalf("holder lost its lease: %v", context.Cause(kept))
+	default:
+	}
+}
+
+// TestSameServerTwice: one server listed under two addresses has one vote,
+// not two; neither address is counted, and the error names both.
+func TestSameServerTwice(t *testing.T) {
+	c := redistest.Start(t, 2)
+	ctx := ctxTimeout(t, time.Minute)
+	for _, s := range c.Nodes() {
+		waitUp(ctx, t, s)
+	}
+	nodes := nodesOf(t, c)
+	port := c.Node(0).Addr()[strings.LastIndex(c.Node(0).Addr(), ":"):]
+	alias := redis.NewClient(&redis.Options{Addr: "localhost" + port, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = alias.Close() })
+	twin, err := store.NewNode("localhost"+port, alias)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := guardedOn(t, append(nodes, twin)) // 3 names, quorum 2, but 2 servers
+	c.Node(1).Kill()                       // the one real server left must not make a quorum alone
+	l, err := r.TryLock(ctx, "job", quickMaxTTL)
+	if err == nil {
+		_ = l.Release(ctx)
+		t.Fatal("acquired with one server's vote counted twice")
+	}
+	msg := err.Error()
+	if !errors.Is(err, mutex.ErrNoQuorum) || !strings.Contains(msg, c.Node(0).Addr()) ||
+		!strings.Contains(msg, "localhost"+port) || !strings.Contains(msg, "one redis server") {
+		t.Fatalf("got %v, want no quorum naming both addresses of one server%s", err, votes(err))
+	}
+}
+
+// TestOccurrenceBeyondReach: an occurrence older than the state TTL keeps
+// its mark for (MaxReach) is refused at once: its mark may have expired,
+// so winning it would prove nothing.
+func TestOccurrenceBeyondReach(t *testing.T) {
+	c := redistest.Start(t, 1)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, time.Minute)
+	old := time.Now().Add(-8 * 24 * time.Hour)
+	if l, err := r.TryLock(ctx, "job", time.Second, mutex.Occurrence(old)); !errors.Is(err, mutex.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "WithStateTTL") {
+		if l != nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("an occurrence 8 days old with a 7-day state TTL: %v, want ErrInvalidOption naming WithStateTTL", err)
+	}
+	if got := r.MaxReach(); got != mutex.DefaultStateTTL-mutex.MaxLead-2*time.Second {
+		t.Errorf("MaxReach() = %v", got)
+	}
+}
