@@ -1,0 +1,79 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/store"
+)
+
+// TestBadStateFailsItsLockAlone: a state hash whose mark or fence is not a
+// number fails its own lock, with an error naming the key and the field,
+// and not the other locks of the same script call (acquire, commit and
+// release alike).
+func TestBadStateFailsItsLockAlone(t *testing.T) {
+	n, s, _ := setup(t)
+	ctx := context.Background()
+	rc := s.Client(t)
+	ks, _ := store.NewKeyspace("t")
+	badMark, _ := ks.Lock("bad-mark")
+	badFence, _ := ks.Lock("bad-fence")
+	good, _ := ks.Lock("good")
+	rc.HSet(ctx, badMark.State, "mark", "abc", "fence", 3)
+	rc.HSet(ctx, badFence.State, "fence", "x1")
+
+	reqs := []store.AcquireRequest{
+		{Keys: badMark, Value: "v0", TTL: time.Minute, Occurrence: 5000},
+		{Keys: badFence, Value: "v1", TTL: time.Minute, Occurrence: 5000},
+		{Keys: good, Value: "v2", TTL: time.Minute, Occurrence: 5000},
+	}
+	rs := n.AcquireAll(ctx, reqs)
+	for i, want := range []string{"field mark is not a whole number: abc", "field fence is not a whole number: x1"} {
+		if err := rs[i].Err; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), reqs[i].Keys.State) {
+			t.Errorf("acquire %s: %v, want an error naming %s and %q", reqs[i].Keys.Name, err, reqs[i].Keys.State, want)
+		}
+	}
+	if rs[2].Err != nil || rs[2].Reply.Status != store.Acquired {
+		t.Fatalf("acquire of the good lock in the same call: %+v, %v", rs[2].Reply, rs[2].Err)
+	}
+
+	// Commit and release, the bad lock holding our value so that the
+	// scripts reach its state.
+	rc.Set(ctx, badMark.Lock, "v0", time.Minute)
+	commits := make(chan []store.CommitResult, 1)
+	n.CommitAllAsync(ctx, []store.CommitRequest{
+		{Keys: badMark, Value: "v0", Fence: 9, Occurrence: 6000},
+		{Keys: good, Value: "v2", Fence: 9, Occurrence: 6000},
+	}, time.Hour, func(rs []store.CommitResult) { commits <- rs })
+	cs := <-commits
+	if err := cs[0].Err; err == nil || !strings.Contains(err.Error(), "field mark is not a whole number") {
+		t.Errorf("commit of the bad lock: %v", err)
+	}
+	if cs[1].Err != nil || !cs[1].Held {
+		t.Errorf("commit of the good lock in the same call: %+v", cs[1])
+	}
+
+	type answer struct {
+		ok  bool
+		err error
+	}
+	answers := make(chan answer, 2)
+	for _, r := range []struct {
+		k store.LockKeys
+		v string
+	}{{badMark, "v0"}, {good, "v2"}} { // adjacent releases are merged into one call
+		n.ReleaseAsync(ctx, r.k, r.v, 7000, time.Hour, func(ok bool, err error) { answers <- answer{ok, err} })
+	}
+	bad, ok := <-answers, <-answers
+	if bad.err == nil || !strings.Contains(bad.err.Error(), badMark.State) {
+		t.Errorf("release of the bad lock: %v, want an error naming its state", bad.err)
+	}
+	if ok.err != nil || !ok.ok {
+		t.Errorf("release of the good lock merged with it: %v, %v", ok.ok, ok.err)
+	}
+	if mark, _ := rc.HGet(ctx, good.State, "mark").Result(); mark != "7000" {
+		t.Errorf("good lock's mark after release: %q, want 7000", mark)
+	}
+}
