@@ -9,9 +9,12 @@ import (
 )
 
 // Heartbeat publishes owner's liveness: it sets the owner's heartbeat key
-// with a TTL on every node, in parallel, and succeeds when a quorum did.
-// The leak scan reports the locks of owners without a live heartbeat as
-// orphaned; the scheduler calls it periodically for its instance id.
+// on every node, in parallel, and succeeds when a quorum did. The key lives
+// for ttl plus the max TTL: a lease stays valid for up to its TTL after its
+// last extension, so an owner cut off from the nodes is taken for dead only
+// once none of its leases can still be valid. The leak scan reports the
+// locks of owners without a live heartbeat as orphaned; the scheduler calls
+// Heartbeat every interval shorter than ttl for its instance id.
 func (r *Redlock) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
 	key := r.keys.Heartbeat(owner)
 	start := time.Now()
@@ -22,7 +25,7 @@ func (r *Redlock) Heartbeat(ctx context.Context, owner string, ttl time.Duration
 		wg.Go(func() {
 			nctx, cancel := context.WithTimeout(ctx, r.cfg.nodeTimeout)
 			defer cancel()
-			errs[i] = n.Heartbeat(nctx, key, ttl)
+			errs[i] = n.Heartbeat(nctx, key, ttl+r.cfg.maxTTL)
 			results[i] = NodeResult{Vote: VoteYes}
 			if errs[i] != nil {
 				results[i] = failure(errs[i])

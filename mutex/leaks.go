@@ -21,11 +21,13 @@ const (
 	// LeakNoExpiry: a key with no TTL: it will never go away by itself.
 	LeakNoExpiry LeakClass = iota + 1
 	// LeakOrphaned: a lock whose owner has no live heartbeat on a
-	// majority of nodes: its holder is gone.
+	// majority of nodes: its holder has not beaten for longer than its
+	// heartbeat TTL plus the max TTL, so none of its leases can still be
+	// valid.
 	LeakOrphaned
-	// LeakMinority: a lock present on fewer nodes than a quorum, older
-	// than the settle time: the leftover of a failed acquisition or of a
-	// node that missed a release.
+	// LeakMinority: a lock present on fewer nodes than a quorum, acquired
+	// longer ago than the settle time: the leftover of a failed
+	// acquisition or of a node that missed a release.
 	LeakMinority
 	// LeakOverAge: a lock held for longer than ScanOptions.MaxAge.
 	LeakOverAge
@@ -308,7 +310,8 @@ type FixResult struct {
 // without a TTL) cannot be compared and are left alone.
 //
 // Mind LeakOverAge: an over-age lock may belong to a live owner still
-// running its job; deleting it lets another replica take the job.
+// running its job; deleting it lets another replica take the lock before
+// the holder's next extension notices the loss and cancels its job.
 func (r *Redlock) FixLeaks(ctx context.Context, rep *ScanReport, classes ...LeakClass) []FixResult {
 	nodes := map[string]*store.Node{}
 	for _, n := range r.nodes {

@@ -269,3 +269,45 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatal("heartbeat reaching 1 of 3 nodes succeeded")
 	}
 }
+
+// TestCutOffOwnerNotOrphaned: an owner cut off from the nodes stops
+// heartbeating and extending at once, but its lease stays valid for up to
+// its TTL. Until then its lock is not orphaned, and a fix does not delete
+// it: another replica could take the lock while the holder's job runs.
+func TestCutOffOwnerNotOrphaned(t *testing.T) {
+	c := redistest.Start(t, 3)
+	const hbTTL, lockTTL = 500 * time.Millisecond, 3 * time.Second
+	r := newRedlock(t, c, mutex.WithMaxTTL(lockTTL), mutex.WithOwner("cut-off"))
+	ctx := ctxTimeout(t, time.Minute)
+	if err := r.Heartbeat(ctx, "cut-off", hbTTL); err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.TryLock(ctx, "job", lockTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut off now: no more heartbeats or extensions. Wait past the
+	// heartbeat's TTL, well within the lease.
+	<-time.After(2 * hbTTL)
+	if !time.Now().Before(l.Until()) {
+		t.Fatal("the lease ran out before the scan; the test's timing is off")
+	}
+	scanner := newRedlock(t, c, mutex.WithMaxTTL(lockTTL))
+	rep, err := scanner.ScanLeaks(ctx, mutex.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Name == "job" && f.Has(mutex.LeakOrphaned) {
+			t.Errorf("a lock whose lease is still valid reported orphaned (lease valid for %v more)", time.Until(l.Until()))
+		}
+	}
+	for _, fix := range scanner.FixLeaks(ctx, rep) {
+		if fix.Deleted && fix.Key == lockKey(t, r, "job").Lock {
+			t.Errorf("fix deleted a copy of a live lease on %s", fix.Node)
+		}
+	}
+	if got := keysOn(t, c, lockKey(t, r, "job").Lock); slices.Contains(got, false) {
+		t.Errorf("live lease's copies after the fix: %v", got)
+	}
+}
