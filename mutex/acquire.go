@@ -166,7 +166,7 @@ func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (r
 		// our key on it is ours, so it is released with the rest.
 		return NodeResult{Vote: VoteRestarted, fence: rep.Fence,
 			Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", time.Since(start).Round(time.Second), r.cfg.maxTTL)}
-	case !r.cfg.trusted && occurrence > 0 && !vouches(start, occurrence):
+	case !r.cfg.trusted && occurrence > 0 && !r.vouches(start, occurrence):
 		return NodeResult{Vote: VoteRestarted, fence: rep.Fence,
 			Err: fmt.Errorf("node's server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",
 				start.UTC().Format(time.RFC3339), occurrenceTime(occurrence).UTC().Format(time.RFC3339Nano))}

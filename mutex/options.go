@@ -158,8 +158,8 @@ func WithStateTTL(d time.Duration) Option {
 	}
 }
 
-// minStateTTL is the shortest state TTL: it must outlive an occurrence's
-// lead and clock skew margin and leave a few minutes to claim it in.
+// minStateTTL is the shortest state TTL: it must outlive the max TTL and
+// the clock skew margin, and leave a few minutes to claim an occurrence in.
 const minStateTTL = 5 * time.Minute
 
 // WithFencing turns fencing tokens on or off (default on). With fencing
@@ -227,7 +227,8 @@ type lockConfig struct {
 // Occurrence makes the acquisition claim the occurrence at: it is refused
 // (ErrAlreadyRun) if at, or a later occurrence, was already claimed; an
 // occurrence older than MaxReach is refused at once (ErrInvalidOption),
-// since its mark may have expired; and on
+// since its mark may have expired; a claim more than the max TTL before
+// its occurrence is unsafe (a restarted node could not vouch for it); and on
 // success at is recorded on a majority of nodes. at is kept to the
 // millisecond; the zero time means no occurrence.
 func Occurrence(at time.Time) LockOption {

@@ -135,11 +135,12 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (st
 }
 
 // MaxReach returns how long after an occurrence it can still be claimed:
-// the state TTL less MaxLead and a clock skew margin of 2 s, so that the
-// occurrence's mark, written from MaxLead before it, is still kept on the
-// nodes. A scheduler's misfire grace and catch-up window must not exceed it.
+// the state TTL less the max TTL (the longest a claim may be made ahead of
+// its occurrence) and a clock skew margin of 2 s, so that the occurrence's
+// mark is still kept on the nodes. A scheduler's misfire grace and
+// catch-up window must not exceed it.
 func (r *Redlock) MaxReach() time.Duration {
-	return r.cfg.stateTTL - MaxLead - clockSkew
+	return r.cfg.stateTTL - r.cfg.maxTTL - clockSkew
 }
 
 // Lock acquires the lock called name for ttl, retrying after a random delay

@@ -10,11 +10,6 @@ import (
 	"github.com/redcron/redcron/store"
 )
 
-// MaxLead is the longest a lock may be won before its occurrence (the
-// scheduler's WithLockAhead is at most this): an occurrence's mark may have
-// been written from MaxLead, plus the clock skew margin, before it.
-const MaxLead = time.Minute
-
 // clockSkew is the margin for the difference between replicas' clocks in
 // the restart rule for occurrences (see servers.vouches).
 const clockSkew = 2 * time.Second
@@ -102,11 +97,11 @@ func (r *Redlock) quarantined(start, now time.Time) bool {
 
 // vouches reports whether a server that started at start was up when any
 // mark of occurrence (unix ms) could have been written, so that its
-// answer proves the occurrence was not run: marks are written from MaxLead
-// before the occurrence on (a lease won ahead), by clocks up to clockSkew
-// apart. A server that started after that cannot tell.
-func vouches(start time.Time, occurrence int64) bool {
-	return !time.UnixMilli(occurrence).Before(start.Add(MaxLead + clockSkew + uptimeSlack))
+// answer proves the occurrence was not run: a lock claiming an occurrence
+// is won at most the max TTL before it (a lease won ahead), by clocks up to
+// clockSkew apart. A server that started after that cannot tell.
+func (r *Redlock) vouches(start time.Time, occurrence int64) bool {
+	return !time.UnixMilli(occurrence).Before(start.Add(r.cfg.maxTTL + clockSkew + uptimeSlack))
 }
 
 // twins turns the yes votes of nodes whose servers have one run id into

@@ -78,10 +78,11 @@ func TestRollingRestartKeepsTicksRun(t *testing.T) {
 		waitUp(ctx, t, s)
 	}
 	r := guardedOn(t, nodesOf(t, c))
-	// A tick whose lease is won a minute ahead: the nodes, up for a few
-	// seconds, were up since before its lead, so they vouch for it; the
+	// A tick a few seconds ahead, as with a lease won ahead: the nodes, up
+	// for a few seconds, were up since before its earliest claim (the max
+	// TTL and the 2 s skew margin before it), so they vouch for it; the
 	// same nodes restarted from now on will not.
-	tick := time.Now().Add(mutex.MaxLead + time.Second)
+	tick := time.Now().Add(quickMaxTTL + time.Second)
 	l, err := r.TryLock(ctx, "job", quickMaxTTL, mutex.Occurrence(tick))
 	if err != nil {
 		t.Fatalf("first run of the tick: %v%s", err, votes(err))
@@ -106,7 +107,7 @@ func TestRollingRestartKeepsTicksRun(t *testing.T) {
 		}
 	}
 	// A tick far enough after the restarts is vouched for by every node.
-	next := time.Now().Add(mutex.MaxLead + 10*time.Second)
+	next := time.Now().Add(quickMaxTTL + 10*time.Second)
 	if l, err := later.TryLock(ctx, "job", quickMaxTTL, mutex.Occurrence(next)); err != nil {
 		t.Fatalf("a tick after the restarts: %v%s", err, votes(err))
 	} else {
@@ -292,7 +293,7 @@ func TestOccurrenceBeyondReach(t *testing.T) {
 		}
 		t.Fatalf("an occurrence 8 days old with a 7-day state TTL: %v, want ErrInvalidOption naming WithStateTTL", err)
 	}
-	if got := r.MaxReach(); got != mutex.DefaultStateTTL-mutex.MaxLead-2*time.Second {
+	if got := r.MaxReach(); got != mutex.DefaultStateTTL-mutex.DefaultMaxTTL-2*time.Second {
 		t.Errorf("MaxReach() = %v", got)
 	}
 }

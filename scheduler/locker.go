@@ -21,11 +21,12 @@ type LockRequest struct {
 	// Owner is the scheduler's instance id, stored with the lock so that the
 	// leak scan can tell live owners from dead ones.
 	Owner string
-	// Reach is how long after its tick the job may still claim it (the
-	// longer of its misfire grace and catch-up window). It is set on the
-	// request Add passes to CheckRequest: a Locker that cannot keep a tick
-	// claimed that long refuses the job.
-	Reach time.Duration
+	// Lead and Reach are how long before and after its tick the job may
+	// claim it (WithLockAhead; the longer of the misfire grace and the
+	// catch-up window). They are set on the request Add passes to
+	// CheckRequest, so that a Locker that cannot keep a tick claimed over
+	// that span refuses the job.
+	Lead, Reach time.Duration
 }
 
 // Locker hands out leases for occurrences of jobs. The scheduler calls

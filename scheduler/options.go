@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/redcron/redcron/mutex"
 )
 
 // Defaults of the options. Each option's doc comment repeats its default.
@@ -18,7 +16,7 @@ const (
 	defaultMisfireGrace      = time.Minute
 	defaultLeakScanInterval  = 5 * time.Minute
 	minLockTTL               = time.Second
-	maxLockAhead             = mutex.MaxLead // a lease won earlier could outlive what a restarted node vouches for
+	maxLockAhead             = time.Minute
 )
 
 // Option configures a Scheduler in New.

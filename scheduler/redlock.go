@@ -38,9 +38,9 @@ var (
 // CheckRequest implements RequestChecker. The name of the leak scan's own
 // lock is refused (ErrInvalidName): a job of that name would share it. A
 // name or TTL the Redlock refuses matches ErrInvalidOption, and
-// mutex.ErrInvalidOption too; so does a reach (misfire grace, catch-up
-// window) beyond the Redlock's MaxReach, since a tick claimed after its
-// mark expired could run again.
+// mutex.ErrInvalidOption too; so do a lead (WithLockAhead) above its max
+// TTL and a reach (misfire grace, catch-up window) beyond its MaxReach,
+// since a tick claimed outside that span could run again.
 func (a *redlockLocker) CheckRequest(req LockRequest) error {
 	if req.Job == leakScanLock {
 		return fmt.Errorf("%w: %q is reserved for the leak scan's lock", ErrInvalidName, leakScanLock)
@@ -48,8 +48,12 @@ func (a *redlockLocker) CheckRequest(req LockRequest) error {
 	if err := a.r.Check(req.Job, req.TTL); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
+	if req.Lead > a.r.MaxTTL() {
+		return fmt.Errorf("%w: WithLockAhead: a lead of %v is above the Redlock's max TTL (%v, mutex.WithMaxTTL): a node restarted within the lead could not vouch that the tick was not run",
+			ErrInvalidOption, req.Lead, a.r.MaxTTL())
+	}
 	if req.Reach > a.r.MaxReach() {
-		return fmt.Errorf("%w: WithMisfireGrace or WithCatchUp: the job reaches %v back, longer than the %v the Redlock keeps a tick's mark (its state TTL less the lead): raise mutex.WithStateTTL",
+		return fmt.Errorf("%w: WithMisfireGrace or WithCatchUp: the job reaches %v back, longer than the %v the Redlock keeps a tick's mark (its state TTL less its max TTL): raise mutex.WithStateTTL",
 			ErrInvalidOption, req.Reach, a.r.MaxReach())
 	}
 	return nil

@@ -105,6 +105,20 @@ func TestRedlockLockerBadInput(t *testing.T) {
 	if err := s2.Add("monthly", "@monthly", nop, scheduler.WithCatchUp(31*24*time.Hour)); err != nil {
 		t.Errorf("Add with a catch-up window within a 32-day state TTL: %v", err)
 	}
+	// A lease won further ahead than the max TTL: a node restarted within
+	// the lead could not vouch that the tick was not run.
+	short, err := mutex.New(long.Nodes(), mutex.WithMaxTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3, err := scheduler.New(scheduler.NewRedlockLocker(short), scheduler.WithLockAhead(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.Add("hourly", "@hourly", nop, scheduler.WithLockTTL(5*time.Second)); !errors.Is(err, scheduler.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "WithLockAhead") {
+		t.Errorf("Add with a lead above the max TTL = %v, want ErrInvalidOption naming WithLockAhead", err)
+	}
 }
 
 // TestRedlockLockerPartialLeakScan: a leak scan that could not read every

@@ -154,8 +154,9 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // is closed. If the Locker implements RequestChecker, Add also returns the
 // error of its CheckRequest for the job's name, lock TTL and reach (the
 // Redlock adapter's matches ErrInvalidName for a reserved name, and
-// ErrInvalidOption for a TTL out of the Redlock's range or a misfire grace
-// or catch-up window longer than it keeps a tick's mark).
+// ErrInvalidOption for a TTL out of the Redlock's range, a lock-ahead
+// longer than its max TTL, or a misfire grace or catch-up window longer
+// than it keeps a tick's mark).
 func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("%w %q: %w", ErrInvalidName, name, err)
@@ -180,7 +181,8 @@ func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 		}
 	}
 	if rc, ok := s.locker.(RequestChecker); ok {
-		req := LockRequest{Job: name, TTL: cfg.lockTTL, Owner: s.cfg.instanceID, Reach: cfg.lateLimit()}
+		req := LockRequest{Job: name, TTL: cfg.lockTTL, Owner: s.cfg.instanceID,
+			Lead: s.cfg.lockAhead, Reach: cfg.lateLimit()}
 		if err := rc.CheckRequest(req); err != nil {
 			return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
 		}
