@@ -57,9 +57,9 @@ func (n *narrator) intro(cfg config, cl *cluster, reps []*replica, jobs []string
 	if cl.external() {
 		fmt.Fprintf(&b, "nodes      %d real Redis servers (-redis), quorum %d: %s\n", len(cl.addrs), cl.quorum(), strings.Join(nodes, ", "))
 		fmt.Fprintf(&b, "           Killing and restarting nodes is skipped: they are not the demo's to kill;\n")
-		fmt.Fprintf(&b, "           stalling a replica still runs. A restarted server votes only after %v of\n", cfg.lockTTL)
-		fmt.Fprintf(&b, "           uptime (WithMaxTTL = the lock TTL): keep the nodes up that long first.\n")
-		fmt.Fprintf(&b, "           Keys go under the prefix %q and expire within a minute.\n", prefix)
+		fmt.Fprintf(&b, "           stalling a replica still runs. A restarted server votes only after %v of\n", cfg.lockTTL+3*time.Second)
+		fmt.Fprintf(&b, "           uptime (WithMaxTTL = the lock TTL, and 3 s): keep the nodes up that long first.\n")
+		fmt.Fprintf(&b, "           Keys go under the prefix %q; locks expire within a minute, states within ten.\n", prefix)
 	} else {
 		fmt.Fprintf(&b, "nodes      %d in-process miniredis servers (real TCP on loopback, no Redis needed), quorum %d:\n", len(cl.addrs), cl.quorum())
 		fmt.Fprintf(&b, "           %s\n", strings.Join(nodes, ", "))
