@@ -1,0 +1,212 @@
+package redcron_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
+)
+
+// nemesisEnv carries a replica process's configuration: the test binary
+// started with it set runs one scheduler replica (runReplicaProcess)
+// instead of the tests.
+const nemesisEnv = "REDCRON_NEMESIS_REPLICA"
+
+// replicaConfig is a nemesis replica's configuration.
+type replicaConfig struct {
+	ID        string        `json:"id"`
+	Nodes     []string      `json:"nodes"` // the addresses to dial (the replica's proxies)
+	Names     []string      `json:"names"` // the nodes' names (the servers' own addresses)
+	Store     string        `json:"store"` // the fenced store's address
+	History   string        `json:"history"`
+	MaxTTL    time.Duration `json:"max_ttl"`
+	LockTTL   time.Duration `json:"lock_ttl"`
+	Grace     time.Duration `json:"grace"`
+	LockAhead time.Duration `json:"lock_ahead"`
+	CatchUp   time.Duration `json:"catch_up"` // 0: off
+	Offset    time.Duration `json:"offset"`   // the scheduler's clock offset at start
+}
+
+// record is one line of a replica's history: a run's start, cancellation
+// or end, a write to the fenced store, or a skipped tick. Times are the
+// machine's real clock, in unix nanoseconds, comparable across processes.
+type record struct {
+	Ev      string `json:"ev"` // start, cancel, end, write, skip
+	Replica string `json:"replica"`
+	Job     string `json:"job,omitempty"`
+	Tick    int64  `json:"tick,omitempty"` // unix ms
+	Fence   uint64 `json:"fence,omitempty"`
+	Seq     int    `json:"seq,omitempty"`  // a write's number within its run
+	T       int64  `json:"t"`              // when it happened (a write: when it was sent)
+	Done    int64  `json:"done,omitempty"` // a write: when its answer came
+	OK      bool   `json:"ok,omitempty"`   // a write: accepted by the store
+	Reason  string `json:"reason,omitempty"`
+	Err     string `json:"err,omitempty"`
+}
+
+// history appends records to a file, one JSON line per write(2), so that
+// a replica killed at any moment leaves whole lines behind.
+type history struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (h *history) add(r record) {
+	line, _ := json.Marshal(r)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, _ = h.f.Write(append(line, '\n'))
+}
+
+// runReplicaProcess runs one nemesis replica until SIGTERM (a graceful
+// shutdown) or SIGKILL. Its standard input takes "offset <duration>"
+// lines, which set its scheduler's clock offset.
+func runReplicaProcess(raw string) int {
+	var cfg replicaConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "nemesis replica:", err)
+		return 2
+	}
+	f, err := os.OpenFile(cfg.History, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nemesis replica:", err)
+		return 2
+	}
+	h := &history{f: f}
+	var offset atomic.Int64
+	offset.Store(int64(cfg.Offset))
+	go readOffsets(&offset)
+	s, err := newNemesisScheduler(cfg, h, &offset)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nemesis replica:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(sctx)
+	}()
+	_ = s.Run(context.Background())
+	return 0
+}
+
+// readOffsets sets offset from the "offset <duration>" lines of stdin.
+func readOffsets(offset *atomic.Int64) {
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "offset "); ok {
+			if d, err := time.ParseDuration(v); err == nil {
+				offset.Store(int64(d))
+			}
+		}
+	}
+}
+
+// newNemesisScheduler builds the replica's scheduler with its two jobs:
+// "short" (a few ms, every second) and "long" (about 2.4 s, every second,
+// so most of its ticks are overlap skips). Both write to the fenced store.
+func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*scheduler.Scheduler, error) {
+	var nodes []*store.Node
+	for i, addr := range cfg.Nodes {
+		c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second,
+			WriteTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+		n, err := store.NewNode(cfg.Names[i], c)
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	rl, err := mutex.New(nodes, mutex.WithOwner(cfg.ID), mutex.WithMaxTTL(cfg.MaxTTL))
+	if err != nil {
+		return nil, err
+	}
+	sc := redis.NewClient(&redis.Options{Addr: cfg.Store, MaxRetries: -1})
+	s, err := scheduler.New(scheduler.NewRedlockLocker(rl),
+		scheduler.WithSeconds(),
+		scheduler.WithInstanceID(cfg.ID),
+		scheduler.WithLockAhead(cfg.LockAhead),
+		scheduler.WithHeartbeat(time.Second, 3*time.Second),
+		scheduler.WithClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }),
+		scheduler.WithObserver(observerFunc(func(e scheduler.Event) {
+			if e.Kind == scheduler.EventSkipped {
+				r := record{Ev: "skip", Replica: cfg.ID, Job: e.Job, Tick: e.Tick.UnixMilli(), T: time.Now().UnixNano(), Reason: e.Skip.String()}
+				if e.Err != nil {
+					r.Err = e.Err.Error()
+				}
+				h.add(r)
+			}
+		})))
+	if err != nil {
+		return nil, err
+	}
+	opts := []scheduler.JobOption{scheduler.WithLockTTL(cfg.LockTTL), scheduler.WithMisfireGrace(cfg.Grace)}
+	if cfg.CatchUp > 0 {
+		opts = append(opts, scheduler.WithCatchUp(cfg.CatchUp))
+	}
+	for job, writes := range map[string][]time.Duration{
+		"short": {0, 20 * time.Millisecond},
+		"long":  {0, 800 * time.Millisecond, 800 * time.Millisecond, 800 * time.Millisecond},
+	} {
+		if err := s.Add(job, "* * * * * *", nemesisJob(cfg.ID, h, sc, writes), opts...); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// nemesisJob returns a job that records its start, the cancellation of
+// its context and its end, and makes one fenced write after each pause
+// of writes, while its context is live. Write i of a run carries the
+// fence 4 × run fence + i: increasing within a run, and every write of a
+// later run (a larger run fence) above every write of an earlier one.
+func nemesisJob(id string, h *history, sc *redis.Client, writes []time.Duration) scheduler.Job {
+	return scheduler.JobFunc(func(ctx context.Context, run scheduler.RunInfo) error {
+		base := record{Replica: id, Job: run.Job, Tick: run.Tick.UnixMilli(), Fence: run.Fence}
+		at := func(ev string) record { r := base; r.Ev, r.T = ev, time.Now().UnixNano(); return r }
+		h.add(at("start"))
+		stop := context.AfterFunc(ctx, func() {
+			r := at("cancel")
+			r.Err = fmt.Sprint(context.Cause(ctx))
+			h.add(r)
+		})
+		defer stop()
+		for i, pause := range writes {
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			w := at("write")
+			w.Seq = i
+			wctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			ok, err := store.FencedSet(wctx, sc, "nemesis:"+run.Job, 4*run.Fence+uint64(i), id+" "+strconv.Itoa(i))
+			cancel()
+			w.Done, w.OK = time.Now().UnixNano(), ok
+			if err != nil {
+				w.Err = err.Error()
+			}
+			h.add(w)
+		}
+		h.add(at("end"))
+		return nil
+	})
+}
