@@ -45,15 +45,15 @@ func (f fault) blocksVotes(i, r int, t time.Time) bool {
 
 // run is one run of a job, pieced together from its replica's records.
 type run struct {
-	proc         string // the replica process (an incarnation of a replica)
-	replica      int
-	job          string
-	tick         int64 // unix ms
-	fence        uint64
-	start, end   time.Time // end: the process's death if it died first
-	cancel       time.Time // zero if the context was never cancelled
-	writes       []record
-	ended        bool
+	proc       string // the replica process (an incarnation of a replica)
+	replica    int
+	job        string
+	tick       int64 // unix ms
+	fence      uint64
+	start, end time.Time // end: the process's death if it died first
+	cancel     time.Time // zero if the context was never cancelled
+	writes     []record
+	ended      bool
 }
 
 // world is what the checker knows besides the runs: the faults, when each
@@ -415,7 +415,9 @@ func TestNemesisChecker(t *testing.T) {
 				w.starts[i] = append(w.starts[i], t0.Add(6*time.Second))
 			}
 		}, "no majority"},
-		{"missed when calm", func(_ *world, h historyOf) { h["r1"] = slices.Delete(h["r1"], find(h, "r1", "start", 7), find(h, "r1", "end", 7)+1) }, "did not run in a calm stretch"},
+		{"missed when calm", func(_ *world, h historyOf) {
+			h["r1"] = slices.Delete(h["r1"], find(h, "r1", "start", 7), find(h, "r1", "end", 7)+1)
+		}, "did not run in a calm stretch"},
 		{"silent miss", func(w *world, h historyOf) {
 			h["r1"] = slices.Delete(h["r1"], find(h, "r1", "start", 7), find(h, "r1", "end", 7)+1)
 			w.faults = append(w.faults, fault{Kind: "latency", Node: 0, Replica: 1, From: t0.Add(6 * time.Second), To: t0.Add(8 * time.Second)})
