@@ -253,8 +253,9 @@ func (w world) voters(r int, t time.Time, tick int64) int {
 
 // checkMisses: every skip has a reason; every tick that did not run was
 // reported skipped by some replica, unless none lived unpaused through its
-// misfire grace; and every tick of "short" due in a calm stretch (no fault
-// for the quarantine before it and through its grace) ran.
+// misfire grace; and every tick of a job shorter than its interval due in
+// a calm stretch (no fault for the quarantine before it and through its
+// grace) ran.
 func checkMisses(w world, runs []*run, skips []record) []string {
 	var out []string
 	ran, skipped := map[string]bool{}, map[string]bool{}
@@ -267,12 +268,13 @@ func checkMisses(w world, runs []*run, skips []record) []string {
 		}
 		skipped[fmt.Sprintf("%s %d", s.Job, s.Tick)] = true
 	}
-	for _, job := range []string{"short", "long"} {
-		for t := w.from.Truncate(time.Second).Add(time.Second); t.Before(w.to); t = t.Add(time.Second) {
+	for _, j := range nemesisJobs {
+		job := j.name
+		for t := w.from.Truncate(j.every).Add(j.every); t.Before(w.to); t = t.Add(j.every) {
 			key := fmt.Sprintf("%s %d", job, t.UnixMilli())
 			switch {
 			case ran[key]:
-			case job == "short" && w.calm(t.Add(-w.maxTTL-4*time.Second), t.Add(w.grace+time.Second)):
+			case job != "long" && w.calm(t.Add(-w.maxTTL-4*time.Second), t.Add(w.grace+time.Second)):
 				out = append(out, fmt.Sprintf("%s tick %s did not run in a calm stretch", job, tickString(t.UnixMilli())))
 			case !skipped[key] && w.someoneWatched(t, t.Add(w.grace+2*time.Second)):
 				out = append(out, fmt.Sprintf("%s tick %s neither ran nor was reported skipped", job, tickString(t.UnixMilli())))
@@ -367,6 +369,12 @@ func TestNemesisChecker(t *testing.T) {
 			wr.OK = true
 			h[proc] = append(h[proc], at("start", 5*time.Millisecond), wr, at("end", 25*time.Millisecond),
 				record{Ev: "skip", Replica: "r0", Job: "long", Tick: tick.UnixMilli(), T: tick.UnixNano(), Reason: "overlap"})
+			if tick.Truncate(15 * time.Second).Equal(tick) {
+				rare := record{Ev: "start", Replica: "r0", Job: "rare", Tick: tick.UnixMilli(), Fence: uint64(1000 + k), T: tick.Add(time.Millisecond).UnixNano()}
+				h["r0"] = append(h["r0"], rare)
+				rare.Ev, rare.T = "end", tick.Add(2*time.Millisecond).UnixNano()
+				h["r0"] = append(h["r0"], rare)
+			}
 		}
 		return w, h
 	}

@@ -119,9 +119,7 @@ func readOffsets(offset *atomic.Int64) {
 	}
 }
 
-// newNemesisScheduler builds the replica's scheduler with its two jobs:
-// "short" (a few ms, every second) and "long" (about 2.4 s, every second,
-// so most of its ticks are overlap skips). Both write to the fenced store.
+// newNemesisScheduler builds the replica's scheduler with nemesisJobs.
 func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*scheduler.Scheduler, error) {
 	var nodes []*store.Node
 	for i, addr := range cfg.Nodes {
@@ -160,15 +158,27 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 	if cfg.CatchUp > 0 {
 		opts = append(opts, scheduler.WithCatchUp(cfg.CatchUp))
 	}
-	for job, writes := range map[string][]time.Duration{
-		"short": {0, 20 * time.Millisecond},
-		"long":  {0, 800 * time.Millisecond, 800 * time.Millisecond, 800 * time.Millisecond},
-	} {
-		if err := s.Add(job, "* * * * * *", nemesisJob(cfg.ID, h, sc, writes), opts...); err != nil {
+	for _, j := range nemesisJobs {
+		if err := s.Add(j.name, j.spec, nemesisJob(cfg.ID, h, sc, j.writes), opts...); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// nemesisJobs are the jobs every replica runs: "short" (a few ms, every
+// second), "long" (about 2.4 s, every second, so most of its ticks are
+// overlap skips) and "rare" (every 15 s: a tick whose successor is far
+// off, as a daily job's is, so that only its own mark protects it). Each
+// writes to the fenced store after each of its pauses.
+var nemesisJobs = []struct {
+	name, spec string
+	every      time.Duration
+	writes     []time.Duration
+}{
+	{"short", "* * * * * *", time.Second, []time.Duration{0, 20 * time.Millisecond}},
+	{"long", "* * * * * *", time.Second, []time.Duration{0, 800 * time.Millisecond, 800 * time.Millisecond, 800 * time.Millisecond}},
+	{"rare", "*/15 * * * * *", 15 * time.Second, []time.Duration{0, 20 * time.Millisecond}},
 }
 
 // nemesisJob returns a job that records its start, the cancellation of

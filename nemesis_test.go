@@ -29,7 +29,7 @@ const (
 	nemesisMaxTTL   = 2 * time.Second
 	nemesisLockTTL  = 2 * time.Second
 	nemesisGrace    = 3 * time.Second
-	nemesisCatchUp  = 20 * time.Second
+	nemesisCatchUp  = 30 * time.Second
 )
 
 // TestNemesis runs a fleet of replica processes over real redis-servers
@@ -178,6 +178,11 @@ func (n *nemesis) step() {
 		for _, i := range n.pick(nemesisNodes, nemesisNodes) { // rolling
 			n.restartNodes([]int{i})
 			n.sleep(n.between(500*time.Millisecond, 3*time.Second))
+		}
+		if n.rng.IntN(2) == 0 { // then a replica restarted to catch up
+			p := n.replicas[n.rng.IntN(nemesisReplicas)]
+			n.stopReplica(p, syscall.SIGKILL)
+			n.startReplica(p, true)
 		}
 	case 8:
 		n.links("latency")
