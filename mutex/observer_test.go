@@ -2,6 +2,7 @@ package mutex_test
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,4 +84,22 @@ func TestEventOccurrence(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("released, without an occurrence", mutex.EventRelease, false, time.Time{})
+}
+
+// TestObserversCompose: every observer given receives every lock event.
+func TestObserversCompose(t *testing.T) {
+	c := redistest.Start(t, 1)
+	var first, second atomic.Int32
+	r := newRedlock(t, c,
+		mutex.WithObserver(mutex.ObserverFunc(func(mutex.Event) { first.Add(1) })),
+		mutex.WithObserver(mutex.ObserverFunc(func(mutex.Event) { second.Add(1) })))
+	ctx := ctxTimeout(t, 10*time.Second)
+	l, err := r.TryLock(ctx, "job", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if a, b := first.Load(), second.Load(); a != 1 || b != 1 {
+		t.Fatalf("observers saw %d and %d acquire events, want 1 each", a, b)
+	}
 }

@@ -37,7 +37,7 @@ type config struct {
 	fencing     bool
 	trusted     bool
 	owner       string
-	observer    Observer
+	observers   []Observer
 	logger      *slog.Logger
 }
 
@@ -196,10 +196,15 @@ func WithOwner(owner string) Option {
 	}
 }
 
-// WithObserver sets the observer of lock events (default none).
+// WithObserver adds an observer of lock events (default none). It may be
+// given more than once: every observer receives every event, in the order
+// given.
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
-		c.observer = o
+		if o == nil {
+			return optErr("WithObserver", "nil observer")
+		}
+		c.observers = append(c.observers, o)
 		return nil
 	}
 }

@@ -271,7 +271,7 @@ func boolResult(ok bool, err error) NodeResult {
 }
 
 func (r *Redlock) observe(e Event) {
-	if r.cfg.observer != nil {
-		r.cfg.observer.ObserveLock(e)
+	for _, o := range r.cfg.observers {
+		o.ObserveLock(e)
 	}
 }

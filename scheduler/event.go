@@ -14,6 +14,12 @@ type Observer interface {
 	Observe(Event)
 }
 
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
 // Event is one thing that happened in a Scheduler. Fields that do not apply
 // to an event's Kind are zero. New kinds and fields may be added.
 type Event struct {

@@ -28,7 +28,7 @@ type config struct {
 	location          *time.Location
 	seconds           bool
 	instanceID        string
-	observer          Observer
+	observers         []Observer
 	clock             func() time.Time
 	ownClock          bool // clock was set by WithClock
 	heartbeatInterval time.Duration
@@ -108,14 +108,15 @@ func WithInstanceID(id string) Option {
 	}
 }
 
-// WithObserver sets an observer that receives every Event, for metrics or
-// auditing. The default is none.
+// WithObserver adds an observer that receives every Event, for metrics or
+// auditing. It may be given more than once: every observer receives every
+// event, in the order given. The default is none.
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
 		if o == nil {
 			return optionError("WithObserver", "nil observer")
 		}
-		c.observer = o
+		c.observers = append(c.observers, o)
 		return nil
 	}
 }

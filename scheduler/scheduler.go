@@ -281,13 +281,12 @@ func (s *Scheduler) notify() {
 	}
 }
 
-// emit sends ev to the observer, if any.
+// emit sends ev to the observers, in the order they were given.
 func (s *Scheduler) emit(ev Event) {
-	if s.cfg.observer == nil {
-		return
-	}
 	ev.Instance = s.cfg.instanceID
-	s.cfg.observer.Observe(ev)
+	for _, o := range s.cfg.observers {
+		o.Observe(ev)
+	}
 }
 
 // checkName reports why name is not a valid job name or instance id.
