@@ -125,6 +125,7 @@ redcron_scheduler_lock_retries_total{job_name="j"} 0
 redcron_scheduler_runs_in_progress{job_name="j"} 0
 # HELP redcron_scheduler_runs_total Runs of each job on this replica, by how they ended.
 # TYPE redcron_scheduler_runs_total counter
+redcron_scheduler_runs_total{job_name="j",result="abandoned"} 0
 redcron_scheduler_runs_total{job_name="j",result="canceled"} 0
 redcron_scheduler_runs_total{job_name="j",result="failure"} 0
 redcron_scheduler_runs_total{job_name="j",result="lock_lost"} 0
@@ -323,8 +324,8 @@ func TestJobSeriesLifecycle(t *testing.T) {
 	if got := jobs(); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("jobs %v after adding a and b", got)
 	}
-	if n := testutil.CollectAndCount(m, "redcron_scheduler_runs_total"); n != 12 {
-		t.Errorf("%d runs_total series for 2 jobs, want 2×6", n)
+	if n := testutil.CollectAndCount(m, "redcron_scheduler_runs_total"); n != 14 {
+		t.Errorf("%d runs_total series for 2 jobs, want 2×7", n)
 	}
 	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 12 {
 		t.Errorf("%d skips_total series for 2 jobs, want 2×6", n)
@@ -355,6 +356,7 @@ func TestJobSeriesLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	compare(t, m, `
+		redcron_scheduler_runs_total{job_name="a",result="abandoned"} 0
 		redcron_scheduler_runs_total{job_name="a",result="canceled"} 0
 		redcron_scheduler_runs_total{job_name="a",result="failure"} 0
 		redcron_scheduler_runs_total{job_name="a",result="lock_lost"} 0
@@ -372,7 +374,7 @@ func TestEventMapping(t *testing.T) {
 	o := m.SchedulerObserver()
 	o.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
 	for i, r := range []scheduler.Result{scheduler.ResultSuccess, scheduler.ResultFailure, scheduler.ResultPanic,
-		scheduler.ResultLockLost, scheduler.ResultTimeout, scheduler.ResultCanceled} {
+		scheduler.ResultLockLost, scheduler.ResultTimeout, scheduler.ResultCanceled, scheduler.ResultAbandoned} {
 		for range i + 1 {
 			o.Observe(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j"})
 			o.Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", Result: r})
@@ -393,6 +395,7 @@ func TestEventMapping(t *testing.T) {
 		redcron_scheduler_runs_total{job_name="j",result="lock_lost"} 4
 		redcron_scheduler_runs_total{job_name="j",result="timeout"} 5
 		redcron_scheduler_runs_total{job_name="j",result="canceled"} 6
+		redcron_scheduler_runs_total{job_name="j",result="abandoned"} 7
 		redcron_scheduler_skips_total{job_name="j",reason="held_elsewhere"} 1
 		redcron_scheduler_skips_total{job_name="j",reason="lease_lost"} 0
 		redcron_scheduler_skips_total{job_name="j",reason="already_ran"} 2

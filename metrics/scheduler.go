@@ -14,7 +14,7 @@ import (
 func allResults() []scheduler.Result {
 	return []scheduler.Result{
 		scheduler.ResultSuccess, scheduler.ResultFailure, scheduler.ResultPanic,
-		scheduler.ResultLockLost, scheduler.ResultTimeout, scheduler.ResultCanceled,
+		scheduler.ResultLockLost, scheduler.ResultTimeout, scheduler.ResultCanceled, scheduler.ResultAbandoned,
 	}
 }
 

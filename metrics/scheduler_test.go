@@ -36,12 +36,14 @@ func TestRunsOnRedis(t *testing.T) {
 	}
 	// Before any run, every series of both jobs exists at 0.
 	compare(t, m, `
+		redcron_scheduler_runs_total{job_name="fail",result="abandoned"} 0
 		redcron_scheduler_runs_total{job_name="fail",result="canceled"} 0
 		redcron_scheduler_runs_total{job_name="fail",result="failure"} 0
 		redcron_scheduler_runs_total{job_name="fail",result="lock_lost"} 0
 		redcron_scheduler_runs_total{job_name="fail",result="panic"} 0
 		redcron_scheduler_runs_total{job_name="fail",result="success"} 0
 		redcron_scheduler_runs_total{job_name="fail",result="timeout"} 0
+		redcron_scheduler_runs_total{job_name="ok",result="abandoned"} 0
 		redcron_scheduler_runs_total{job_name="ok",result="canceled"} 0
 		redcron_scheduler_runs_total{job_name="ok",result="failure"} 0
 		redcron_scheduler_runs_total{job_name="ok",result="lock_lost"} 0
@@ -214,6 +216,7 @@ func TestLockLostRun(t *testing.T) {
 	}
 	stop() // waits for the run to be reported
 	compare(t, m, `
+		redcron_scheduler_runs_total{job_name="long",result="abandoned"} 0
 		redcron_scheduler_runs_total{job_name="long",result="canceled"} 0
 		redcron_scheduler_runs_total{job_name="long",result="failure"} 0
 		redcron_scheduler_runs_total{job_name="long",result="lock_lost"} 1
@@ -305,7 +308,7 @@ func TestResults(t *testing.T) {
 // zeros renders the runs_total series of job at 0, but for result.
 func zeros(job, except string) string {
 	var s string
-	for _, r := range []string{"success", "failure", "panic", "lock_lost", "timeout", "canceled"} {
+	for _, r := range []string{"success", "failure", "panic", "lock_lost", "timeout", "canceled", "abandoned"} {
 		if r != except {
 			s += "redcron_scheduler_runs_total{job_name=\"" + job + "\",result=\"" + r + "\"} 0\n"
 		}

@@ -117,18 +117,22 @@ const (
 	// passed.
 	ResultTimeout
 	// ResultCanceled: the job returned an error after the scheduler
-	// cancelled it (Shutdown, or the context given to Run), or did not
-	// return in time and was abandoned.
+	// cancelled it (Shutdown, or the context given to Run).
 	ResultCanceled
+	// ResultAbandoned: the job ignored the cancellation of its context at
+	// shutdown and did not return within 5 s; its lease was released while
+	// it may still run.
+	ResultAbandoned
 )
 
 var resultNames = [...]string{
-	ResultSuccess:  "success",
-	ResultFailure:  "failure",
-	ResultPanic:    "panic",
-	ResultLockLost: "lock_lost",
-	ResultTimeout:  "timeout",
-	ResultCanceled: "canceled",
+	ResultSuccess:   "success",
+	ResultFailure:   "failure",
+	ResultPanic:     "panic",
+	ResultLockLost:  "lock_lost",
+	ResultTimeout:   "timeout",
+	ResultCanceled:  "canceled",
+	ResultAbandoned: "abandoned",
 }
 
 // String returns the result's snake_case label, such as "lock_lost".

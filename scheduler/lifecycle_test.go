@@ -143,8 +143,8 @@ func TestShutdown(t *testing.T) {
 			// The lease is released although the job still runs.
 			assertReleased(t, l, "job")
 			fin := obs.finished()
-			if len(fin) != 1 || fin[0].Result != scheduler.ResultCanceled || !errors.Is(fin[0].Err, scheduler.ErrShutdownTimeout) {
-				t.Errorf("finished %+v, want canceled with ErrShutdownTimeout", fin)
+			if len(fin) != 1 || fin[0].Result != scheduler.ResultAbandoned || !errors.Is(fin[0].Err, scheduler.ErrShutdownTimeout) {
+				t.Errorf("finished %+v, want abandoned with ErrShutdownTimeout", fin)
 			}
 			close(release)
 			if err := <-causes; !errors.Is(err, scheduler.ErrShutdown) {

@@ -163,3 +163,43 @@ func redlockOn(t *testing.T, c *redistest.Cluster) *mutex.Redlock {
 	}
 	return r
 }
+
+// TestShutdownLeaseExpiryIsNotLockLost: Shutdown cancels a job that takes
+// two seconds more to return; its keepalive stops with its context, so its
+// one-second lease has expired by the release. The run is reported as
+// canceled, what it is, not as lock_lost, which would read as a fault of
+// the nodes.
+func TestShutdownLeaseExpiryIsNotLockLost(t *testing.T) {
+	r := redlockOn(t, redistest.Start(t, 1))
+	finished := make(chan scheduler.Event, 10)
+	s, err := scheduler.New(scheduler.NewRedlockLocker(r), scheduler.WithSeconds(),
+		scheduler.WithObserver(scheduler.ObserverFunc(func(e scheduler.Event) {
+			if e.Kind == scheduler.EventRunFinished {
+				finished <- e
+			}
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 1)
+	err = s.Add("slow", "* * * * * *", scheduler.JobFunc(func(ctx context.Context, _ scheduler.RunInfo) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		<-time.After(2 * time.Second) // winding down, past the lease's TTL
+		return context.Cause(ctx)
+	}), scheduler.WithLockTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Run(context.Background()) }()
+	<-started
+	expired, cancel := context.WithCancel(context.Background())
+	cancel() // cancel the job at once
+	if err := s.Shutdown(expired); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	e := <-finished
+	if e.Result != scheduler.ResultCanceled || !errors.Is(e.Err, scheduler.ErrShutdown) {
+		t.Fatalf("run finished %v (%v), want canceled with ErrShutdown", e.Result, e.Err)
+	}
+}

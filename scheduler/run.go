@@ -744,6 +744,8 @@ func (s *Scheduler) logRun(ctx context.Context, r *run, result Result, duration 
 		level, msg = slog.LevelInfo, "run finished"
 	case ResultCanceled:
 		level, msg = slog.LevelWarn, "run canceled"
+	case ResultAbandoned:
+		level, msg = slog.LevelError, "run abandoned: the job ignored its context's cancellation"
 	}
 	if !s.log.Enabled(ctx, level) {
 		return
@@ -760,14 +762,18 @@ func (s *Scheduler) logRun(ctx context.Context, r *run, result Result, duration 
 
 // classify turns how a job returned, and how its lease was released, into
 // a Result and the error to report.
+// A lease found lost at the release after the scheduler cancelled the
+// job (Shutdown, Run's context) was lost because the keepalive stopped
+// with the job's context, not because of the nodes: the run is reported as
+// canceled, or abandoned, not as lock_lost.
 func classify(out outcome, releaseErr error) (Result, error) {
 	switch {
 	case errors.Is(out.cause, ErrLockLost):
 		return ResultLockLost, withCause(out.cause, out.err)
-	case errors.Is(releaseErr, ErrLockLost):
-		return ResultLockLost, withCause(releaseErr, out.err)
 	case out.abandoned:
-		return ResultCanceled, errors.Join(ErrShutdownTimeout, out.cause)
+		return ResultAbandoned, errors.Join(ErrShutdownTimeout, out.cause)
+	case out.cause == nil && errors.Is(releaseErr, ErrLockLost):
+		return ResultLockLost, withCause(releaseErr, out.err)
 	}
 	if _, ok := out.err.(*PanicError); ok {
 		return ResultPanic, out.err

@@ -18,7 +18,8 @@ import (
 // events. ctx bounds only the wait for the lock; it is not the job's
 // context.
 //
-// If Run has not started yet, Trigger waits for it (or for ctx). Lock
+// A name no job has fails at once, before Run too. For a known job, if
+// Run has not started yet, Trigger waits for it (or for ctx). Lock
 // attempts that reach no decision are retried with jitter for up to the
 // job's misfire grace, within ctx. The returned error matches ErrOverlap
 // if a run of the job is in progress on this replica; the Locker's refusal
@@ -29,6 +30,12 @@ import (
 // called name, or if it is removed before its run starts; and ErrClosed if
 // the Scheduler is closed.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
+	s.mu.Lock()
+	known := s.jobs[name] != nil
+	s.mu.Unlock()
+	if !known { // before Run too: waiting could not make the name known
+		return RunInfo{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
 	select {
 	case <-s.started:
 	case <-s.closed:
