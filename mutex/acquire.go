@@ -36,7 +36,7 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 	strags := make([]*stragglers, len(reqs))
 	for j, q := range reqs {
 		value := store.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
-		areqs[j] = store.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: !r.cfg.trusted}
+		areqs[j] = store.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: true}
 		strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
 	}
 	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult)) {
@@ -131,28 +131,26 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 }
 
 // acquireVote turns node i's answer to an acquisition claiming occurrence
-// (0 for none) into its vote. Unless the nodes are trusted, a node counts
-// only while its server is known to have kept what it was told: not during
-// the max TTL after it started (it may have forgotten locks it granted),
-// not for an occurrence older than its start (it may have forgotten the
-// mark), and never when its server cannot be read or answers for two node
-// names. Anything unreadable fails closed.
+// (0 for none) into its vote. A server answering for two node names never
+// counts. Unless the nodes are trusted, a node counts only while its server
+// is known to have kept what it was told: not during the max TTL after it
+// started (it may have forgotten locks it granted), not for an occurrence
+// older than its start (it may have forgotten the mark), and never when its
+// server cannot be read: anything unreadable fails closed.
 func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (res NodeResult) {
 	if a.Err != nil {
 		return failure(a.Err)
 	}
 	rep := a.Reply
-	var start time.Time
-	recent := false
-	if !r.cfg.trusted {
-		var err error
-		now := time.Now()
-		if start, err = r.servers.observe(r, i, rep.Info, rep.InfoErr, now); err != nil {
-			return NodeResult{Vote: VoteError, fence: rep.Fence, Err: err}
-		}
-		recent = r.quarantined(start, now)
-		defer func() { res.server = rep.Info.RunID }()
+	if rep.Info != nil {
+		defer func() { res.server = rep.Info.RunID }() // for twins, whatever the vote
 	}
+	now := time.Now()
+	start, err := r.servers.observe(r, i, rep.Info, rep.InfoErr, now)
+	if err != nil {
+		return NodeResult{Vote: VoteError, fence: rep.Fence, Err: err}
+	}
+	recent := !r.cfg.trusted && r.quarantined(start, now)
 	switch {
 	case rep.Status == store.Held:
 		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, restarted: recent,

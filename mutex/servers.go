@@ -29,12 +29,12 @@ type servers struct {
 type serverSeen struct {
 	runID string
 	// start is the latest estimate of when the server started: from its
-	// uptime, or, when its run id changed, no earlier than the last answer
-	// of the previous server (a failover or another server behind the
-	// address). It carries the monotonic clock reading.
-	start    time.Time
-	lastSeen time.Time
-	twin     string // the other node name found with the same run id, for logging once
+	// uptime, or, when its run id changed (a failover, another server
+	// behind the address), the moment this process saw the change, since
+	// the new server may lack writes made up to then. It carries the
+	// monotonic clock reading, and is compared only with it.
+	start time.Time
+	twin  string // the other node name found with the same run id, for logging once
 }
 
 func newServers(n int) *servers { return &servers{seen: make([]serverSeen, n)} }
@@ -42,11 +42,16 @@ func newServers(n int) *servers { return &servers{seen: make([]serverSeen, n)} }
 // observe records node i's answer about its server at now and returns the
 // server's start. It fails when the answer is unreadable or another node
 // answered with the same run id: one server's vote must not count twice.
+// With trusted nodes only the run id matters: an unreadable answer (a
+// server without INFO) is let through, and the start is not estimated.
 func (s *servers) observe(r *Redlock, i int, info *store.Info, infoErr error, now time.Time) (time.Time, error) {
 	if infoErr == nil && info == nil {
 		infoErr = fmt.Errorf("no server info in the answer")
 	}
-	if infoErr != nil {
+	switch {
+	case infoErr != nil && r.cfg.trusted:
+		return time.Time{}, nil
+	case infoErr != nil:
 		return time.Time{}, fmt.Errorf("server info unreadable, not counted: %w", infoErr)
 	}
 	s.mu.Lock()
@@ -59,11 +64,13 @@ func (s *servers) observe(r *Redlock, i int, info *store.Info, infoErr error, no
 	case prev.runID == info.RunID:
 		prev.start = later(prev.start, est) // a clock stepped forward never makes it older
 	default:
-		r.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis server changed: its votes wait as after a restart",
-			slog.String("node", r.nodes[i].Name()), slog.String("run_id", info.RunID), slog.String("previous_run_id", prev.runID))
-		prev.start = later(est, prev.lastSeen)
+		if !r.cfg.trusted {
+			r.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis server changed: its votes wait as after a restart",
+				slog.String("node", r.nodes[i].Name()), slog.String("run_id", info.RunID), slog.String("previous_run_id", prev.runID))
+		}
+		prev.start = now
 	}
-	prev.runID, prev.lastSeen = info.RunID, now
+	prev.runID = info.RunID
 	for j := range s.seen {
 		if j == i || s.seen[j].runID != info.RunID {
 			continue
@@ -101,13 +108,14 @@ func (r *Redlock) quarantined(start, now time.Time) bool {
 // is won at most the max TTL before it (a lease won ahead), by clocks up to
 // clockSkew apart. A server that started after that cannot tell.
 func (r *Redlock) vouches(start time.Time, occurrence int64) bool {
-	return !time.UnixMilli(occurrence).Before(start.Add(r.cfg.maxTTL + clockSkew + uptimeSlack))
+	wall := time.Now().Add(-time.Since(start)) // as the wall clock reads now, should it have stepped
+	return !time.UnixMilli(occurrence).Before(wall.Add(r.cfg.maxTTL + clockSkew + uptimeSlack))
 }
 
 // twins turns the yes votes of nodes whose servers have one run id into
 // errors: two node names for one server (127.0.0.1:7001 and
-// localhost:7001) must not give it two votes. Servers.observe catches them
-// once both have answered once; this catches them in the first tally.
+// localhost:7001) must not give it two votes. Servers.observe refuses the
+// second name to answer; this refuses the first too, in the same tally.
 func twins(rs []NodeResult) {
 	for i := range rs {
 		for j := range rs {

@@ -125,11 +125,13 @@ func (n *Node) Info(ctx context.Context) (Info, error) {
 func parseInfo(uptime, runID string) (Info, error) {
 	sec, err := strconv.ParseInt(uptime, 10, 64)
 	switch {
+	case uptime == "?":
+		return Info{}, errors.New("INFO server failed or has no uptime_in_seconds")
 	case err != nil:
 		return Info{}, fmt.Errorf("uptime_in_seconds %q unreadable: %w", uptime, err)
 	case sec < 0:
 		return Info{}, fmt.Errorf("uptime_in_seconds %q is negative (the server's clock stepped back?)", uptime)
-	case runID == "":
+	case runID == "" || runID == "?":
 		return Info{}, errors.New("no run_id in INFO server")
 	}
 	return Info{RunID: runID, Uptime: time.Duration(sec) * time.Second}, nil

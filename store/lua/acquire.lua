@@ -12,14 +12,19 @@
 --              its state holds a field that is not a number,
 --              detail = the error
 -- fence is the lock's fence counter (a decimal string, "0" when unset).
--- uptime and run_id are INFO's text as it stands ("" when absent), both ""
--- when not asked for: the client parses them and fails closed. One lock's
+-- uptime and run_id are INFO's text as it stands ("?" when absent or when
+-- INFO failed), both "" when not asked for: the client parses them and
+-- fails closed. One lock's
 -- error does not stop the others.
 local uptime, runid = "", ""
 if ARGV[1] == "1" then
-  local info = redis.call("INFO", "server")
-  uptime = string.match(info, "uptime_in_seconds:([^\r\n]*)") or ""
-  runid = string.match(info, "run_id:([^\r\n]*)") or ""
+  local info = redis.pcall("INFO", "server")
+  if type(info) == "string" then
+    uptime = string.match(info, "uptime_in_seconds:([^\r\n]*)") or "?"
+    runid = string.match(info, "run_id:([^\r\n]*)") or "?"
+  else
+    uptime, runid = "?", "?" -- INFO failed: unreadable, not "not asked"
+  end
 end
 answer(uptime, runid)
 
