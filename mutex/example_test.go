@@ -65,7 +65,8 @@ func writeInvoices(ctx context.Context, fence uint64) error {
 func ExampleRedlock_TryLock() {
 	ctx := context.Background()
 	locks := connect()
-	l, err := locks.TryLock(ctx, "report", 10*time.Second, mutex.Occurrence(time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)))
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	l, err := locks.TryLock(ctx, "report", 10*time.Second, mutex.Occurrence(today.Add(6*time.Hour)))
 	switch {
 	case errors.Is(err, mutex.ErrAlreadyRun):
 		fmt.Println("another replica ran the 06:00 report")

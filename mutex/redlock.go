@@ -49,6 +49,10 @@ func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
 			return nil, err
 		}
 	}
+	if reach := cfg.stateTTL - cfg.maxTTL - clockSkew; reach < time.Minute {
+		return nil, fmt.Errorf("%w: WithStateTTL: %v leaves %v to claim an occurrence after it (less the max TTL %v and %v), below 1m",
+			ErrInvalidOption, cfg.stateTTL, reach, cfg.maxTTL, clockSkew)
+	}
 	if cfg.maxTTL < minTTLFactor*cfg.nodeTimeout {
 		return nil, fmt.Errorf("%w: WithMaxTTL: %v is below %d × the node timeout (%v)", ErrInvalidOption, cfg.maxTTL, minTTLFactor, cfg.nodeTimeout)
 	}
@@ -125,13 +129,30 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (st
 		}
 		o(&lc)
 	}
-	if lc.occurrence > 0 {
-		if age := time.Since(occurrenceTime(lc.occurrence)); age > r.MaxReach() {
-			return store.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: occurrence %s is %v old, more than the %v the state TTL (%v, WithStateTTL) keeps its mark for: it cannot be claimed safely",
-				ErrInvalidOption, name, occurrenceTime(lc.occurrence).UTC().Format(time.RFC3339), age.Round(time.Second), r.MaxReach(), r.cfg.stateTTL)
-		}
+	if err := r.checkOccurrence(name, lc.occurrence); err != nil {
+		return store.LockKeys{}, lockConfig{}, err
 	}
 	return keys, lc, nil
+}
+
+// checkOccurrence refuses to claim an occurrence (unix ms; 0 for none)
+// outside the span its mark protects: older than MaxReach, since its mark
+// may have expired, or further ahead than the max TTL and the skew margin,
+// since a node restarted before the occurrence could not vouch for it.
+func (r *Redlock) checkOccurrence(name string, occurrence int64) error {
+	if occurrence == 0 {
+		return nil
+	}
+	at := occurrenceTime(occurrence)
+	switch age := time.Since(at); {
+	case age > r.MaxReach():
+		return fmt.Errorf("%w: lock %q: occurrence %s is %v old, more than the %v the state TTL (%v, WithStateTTL) keeps its mark for: it cannot be claimed safely",
+			ErrInvalidOption, name, at.UTC().Format(time.RFC3339), age.Round(time.Second), r.MaxReach(), r.cfg.stateTTL)
+	case -age > r.cfg.maxTTL+clockSkew:
+		return fmt.Errorf("%w: lock %q: occurrence %s is %v ahead, more than the max TTL (%v, WithMaxTTL) and %v: it cannot be claimed safely",
+			ErrInvalidOption, name, at.UTC().Format(time.RFC3339), (-age).Round(time.Millisecond), r.cfg.maxTTL, clockSkew)
+	}
+	return nil
 }
 
 // MaxReach returns how long after an occurrence it can still be claimed:
@@ -161,6 +182,9 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 	}()
 	var last error // the previous attempt's error
 	for {
+		if err := r.checkOccurrence(name, lc.occurrence); err != nil {
+			return nil, errors.Join(last, err) // retried past the span its mark protects
+		}
 		// A fresh token each time: a late release of an earlier attempt's
 		// value must never match this attempt's.
 		res := r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: store.NewToken()}})[0]

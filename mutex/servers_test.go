@@ -107,8 +107,9 @@ func TestRollingRestartKeepsTicksRun(t *testing.T) {
 			t.Fatalf("old tick after the restarts: %v, want no quorum with 2 restarted votes%s", err, votes(err))
 		}
 	}
-	// A tick far enough after the restarts is vouched for by every node.
-	next := time.Now().Add(quickMaxTTL + 10*time.Second)
+	// A tick far enough after the restarts (the last one was 2.4 s ago) is
+	// vouched for by every node.
+	next := time.Now().Add(2 * time.Second)
 	if l, err := later.TryLock(ctx, "job", quickMaxTTL, mutex.Occurrence(next)); err != nil {
 		t.Fatalf("a tick after the restarts: %v%s", err, votes(err))
 	} else {
@@ -302,5 +303,20 @@ func TestOccurrenceBeyondReach(t *testing.T) {
 	}
 	if got := r.MaxReach(); got != mutex.DefaultStateTTL-mutex.DefaultMaxTTL-2*time.Second {
 		t.Errorf("MaxReach() = %v", got)
+	}
+	// A claim further ahead than the max TTL: a node restarted before the
+	// occurrence could not vouch for it.
+	ahead := time.Now().Add(time.Hour)
+	if l, err := r.TryLock(ctx, "job", time.Second, mutex.Occurrence(ahead)); !errors.Is(err, mutex.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "ahead") {
+		if l != nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("an occurrence an hour ahead: %v, want ErrInvalidOption", err)
+	}
+	// A state TTL that leaves no time to claim an occurrence in.
+	if _, err := mutex.New(r.Nodes(), mutex.WithStateTTL(5*time.Minute), mutex.WithMaxTTL(5*time.Minute)); !errors.Is(err, mutex.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "WithStateTTL") {
+		t.Errorf("New with a state TTL no longer than the max TTL: %v, want ErrInvalidOption naming WithStateTTL", err)
 	}
 }

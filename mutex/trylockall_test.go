@@ -107,7 +107,7 @@ func TestTryLockAllRace(t *testing.T) {
 	contenders := contendersOn(t, c, 3)
 	ctx := ctxTimeout(t, 2*time.Minute)
 	const jobs, ticks = 200, 15
-	base := time.Now().Truncate(time.Second)
+	base := time.Now().Truncate(time.Second).Add(-ticks * time.Second) // past ticks: a claim may be made at most the max TTL ahead
 	lastFence := make([]uint64, jobs)
 	for o := range ticks {
 		at := base.Add(time.Duration(o) * time.Second)

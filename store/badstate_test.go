@@ -23,6 +23,8 @@ func TestBadStateFailsItsLockAlone(t *testing.T) {
 	good, _ := ks.Lock("good")
 	rc.HSet(ctx, badMark.State, "mark", "abc", "fence", 3)
 	rc.HSet(ctx, badFence.State, "fence", "x1")
+	huge, _ := ks.Lock("huge-fence")
+	rc.HSet(ctx, huge.State, "fence", "9007199254740993") // 2^53 + 1: a double cannot tell it from 2^53
 
 	reqs := []store.AcquireRequest{
 		{Keys: badMark, Value: "v0", TTL: time.Minute, Occurrence: 5000},
@@ -30,13 +32,17 @@ func TestBadStateFailsItsLockAlone(t *testing.T) {
 		{Keys: good, Value: "v2", TTL: time.Minute, Occurrence: 5000},
 	}
 	rs := n.AcquireAll(ctx, reqs)
-	for i, want := range []string{"field mark is not a whole number: abc", "field fence is not a whole number: x1"} {
+	for i, want := range []string{"field mark is not a whole number below 2^53: abc", "field fence is not a whole number below 2^53: x1"} {
 		if err := rs[i].Err; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), reqs[i].Keys.State) {
 			t.Errorf("acquire %s: %v, want an error naming %s and %q", reqs[i].Keys.Name, err, reqs[i].Keys.State, want)
 		}
 	}
 	if rs[2].Err != nil || rs[2].Reply.Status != store.Acquired {
 		t.Fatalf("acquire of the good lock in the same call: %+v, %v", rs[2].Reply, rs[2].Err)
+	}
+	if rep, err := n.Acquire(ctx, store.AcquireRequest{Keys: huge, Value: "v3", TTL: time.Minute}); err == nil ||
+		!strings.Contains(err.Error(), "below 2^53: 9007199254740993") {
+		t.Errorf("acquire with a fence of 2^53 + 1: %+v, %v, want an error", rep, err)
 	}
 
 	// Commit and release, the bad lock holding our value so that the
@@ -48,7 +54,7 @@ func TestBadStateFailsItsLockAlone(t *testing.T) {
 		{Keys: good, Value: "v2", Fence: 9, Occurrence: 6000},
 	}, time.Hour, func(rs []store.CommitResult) { commits <- rs })
 	cs := <-commits
-	if err := cs[0].Err; err == nil || !strings.Contains(err.Error(), "field mark is not a whole number") {
+	if err := cs[0].Err; err == nil || !strings.Contains(err.Error(), "field mark is not a whole number below 2^53") {
 		t.Errorf("commit of the bad lock: %v", err)
 	}
 	if cs[1].Err != nil || !cs[1].Held {

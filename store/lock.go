@@ -165,8 +165,11 @@ func parseAcquire(res []any) (AcquireReply, error) {
 		return AcquireReply{}, replyError(detail)
 	}
 	f, err := strconv.ParseUint(fence, 10, 64)
-	if err != nil {
+	switch {
+	case err != nil:
 		return AcquireReply{}, fmt.Errorf("fence counter %q: %w", fence, err)
+	case f >= 1<<53: // the scripts compare fences as doubles
+		return AcquireReply{}, fmt.Errorf("fence counter %d is not below 2^53", f)
 	}
 	rep := AcquireReply{Fence: f}
 	switch status {
