@@ -98,7 +98,7 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 			continue
 		}
 		out[j].Lock = &Lock{r: r, keys: q.keys, value: areqs[j].Value, token: q.token, fence: fences[j],
-			occurrence: q.lc.occurrence, ttl: q.ttl, acquired: start, until: until}
+			occurrence: q.lc.occurrence, owner: q.lc.owner, ttl: q.ttl, acquired: start, until: until}
 		ev := out[j].Lock.event(EventAcquire, nil)
 		ev.Fence, ev.Duration, ev.Nodes = fences[j], time.Since(start), votes[j]
 		r.observe(ev)

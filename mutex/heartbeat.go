@@ -37,8 +37,53 @@ func (r *Redlock) Heartbeat(ctx context.Context, owner string, ttl time.Duration
 	var err error
 	if yes := count(results, VoteYes); yes < r.quorum {
 		err = fmt.Errorf("mutex: heartbeat of %q reached %d of %d nodes: %w", owner, yes, len(r.nodes), errors.Join(errs...))
+	} else {
+		r.beats.record(owner, start, ttl)
 	}
 	// Heartbeats keep the nodes' health fresh for observers between jobs.
 	r.observe(Event{Kind: EventHeartbeat, Name: owner, Err: err, Duration: time.Since(start), Nodes: results})
 	return err
+}
+
+// beats remembers the last successful heartbeat of each owner that
+// heartbeats through a Redlock, so that its leases are kept only while the
+// heartbeat is fresh: a lease extended while the heartbeat is at most its
+// TTL old ends before the heartbeat key, which lives the max TTL longer.
+type beats struct {
+	mu   sync.Mutex
+	last map[string]beat
+}
+
+type beat struct {
+	at  time.Time // when the heartbeat was sent, with the monotonic reading
+	ttl time.Duration
+}
+
+// record notes a heartbeat of owner sent at at with ttl that reached a
+// quorum.
+func (b *beats) record(owner string, at time.Time, ttl time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		b.last = map[string]beat{}
+	}
+	if prev, ok := b.last[owner]; !ok || at.After(prev.at) {
+		b.last[owner] = beat{at: at, ttl: ttl}
+	}
+}
+
+// fresh returns an error when owner heartbeats here and its last successful
+// heartbeat is older than its TTL; nil for an owner that never did.
+func (b *beats) fresh(owner string) error {
+	if owner == "" {
+		return nil
+	}
+	b.mu.Lock()
+	last, ok := b.last[owner]
+	b.mu.Unlock()
+	if age := time.Since(last.at); ok && age > last.ttl {
+		return fmt.Errorf("owner %q's last heartbeat was %v ago, past its TTL %v: its leases are not kept, as the leak scan may take it for dead",
+			owner, age.Round(time.Millisecond), last.ttl)
+	}
+	return nil
 }

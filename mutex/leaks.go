@@ -20,10 +20,11 @@ type LeakClass uint8
 const (
 	// LeakNoExpiry: a key with no TTL: it will never go away by itself.
 	LeakNoExpiry LeakClass = iota + 1
-	// LeakOrphaned: a lock whose owner has no live heartbeat on a
-	// majority of nodes: its holder has not beaten for longer than its
-	// heartbeat TTL plus the max TTL, so none of its leases can still be
-	// valid.
+	// LeakOrphaned: a lock whose owner has no live heartbeat on any node
+	// (and every node was scanned): its holder has not beaten for longer
+	// than its heartbeat TTL plus the max TTL, so none of its leases can
+	// still be valid. A heartbeat on one node is enough to count as live:
+	// the others may have lost it in a restart.
 	LeakOrphaned
 	// LeakMinority: a lock present on fewer nodes than a quorum, acquired
 	// longer ago than the settle time: the leftover of a failed
@@ -114,7 +115,7 @@ type ScanReport struct {
 	Nodes    int
 	Quorum   int
 	Findings []Finding      // by name; locks, states and foreign keys
-	Live     []string       // owners with a heartbeat on a majority, counting the nodes not scanned
+	Live     []string       // owners with a live heartbeat on some node scanned
 	Errors   []error        // nodes that could not be scanned (wrapped *store.Error)
 	Counts   map[string]int // leaked findings by class name
 	Scanned  int            // keys read, over all nodes
@@ -203,10 +204,8 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 	if len(rep.Errors) == len(r.nodes) {
 		return rep, fmt.Errorf("mutex: leak scan: no node could be scanned: %w", errors.Join(rep.Errors...))
 	}
-	for owner, n := range beats {
-		if n+rep.unscanned() >= r.quorum {
-			rep.Live = append(rep.Live, owner)
-		}
+	for owner := range beats {
+		rep.Live = append(rep.Live, owner)
 	}
 	slices.Sort(rep.Live)
 	now := time.Now()
@@ -272,7 +271,7 @@ func (r *Redlock) classify(f *Finding, rep *ScanReport, opts ScanOptions, now ti
 			continue
 		}
 		age := now.Sub(c.Lock.Acquired)
-		if c.Lock.Owner != "" && !slices.Contains(rep.Live, c.Lock.Owner) {
+		if c.Lock.Owner != "" && rep.unscanned() == 0 && !slices.Contains(rep.Live, c.Lock.Owner) {
 			c.Classes = append(c.Classes, LeakOrphaned)
 		}
 		if copiesOf[c.Value]+rep.unscanned() < r.quorum && age > opts.Settle {

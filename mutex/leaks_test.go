@@ -2,7 +2,9 @@ package mutex_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,5 +311,74 @@ func TestCutOffOwnerNotOrphaned(t *testing.T) {
 	}
 	if got := keysOn(t, c, lockKey(t, r, "job").Lock); slices.Contains(got, false) {
 		t.Errorf("live lease's copies after the fix: %v", got)
+	}
+}
+
+// TestRestartedNodeKeepsOwnerLive: an owner's heartbeat reached two nodes
+// of three; one of them restarts empty. Its heartbeat is now on one node,
+// its lock on two: a majority, still valid. One heartbeat is enough to
+// count as live, so the lock is not taken for an orphan, and a fix does not
+// delete it, which would let another replica take it.
+func TestRestartedNodeKeepsOwnerLive(t *testing.T) {
+	c := redistest.Start(t, 3)
+	r := newRedlock(t, c, mutex.WithOwner("owner"), mutex.WithNodeTimeout(100*time.Millisecond))
+	ctx := ctxTimeout(t, time.Minute)
+	c.Node(2).Pause()
+	if err := r.Heartbeat(ctx, "owner", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.Node(2).Resume()
+	l, err := r.TryLock(ctx, "job", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	c.Node(0).Restart()
+	rep, err := r.ScanLeaks(ctx, mutex.ScanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rep.Findings {
+		if f.Name == "job" && f.Has(mutex.LeakOrphaned) {
+			t.Errorf("a lock held on a majority reported orphaned: its owner's heartbeat is on one node")
+		}
+	}
+	for _, fix := range r.FixLeaks(ctx, rep, mutex.LeakOrphaned) {
+		if fix.Deleted {
+			t.Errorf("fix deleted %s on %s", fix.Key, fix.Node)
+		}
+	}
+}
+
+// TestStaleHeartbeatStopsLeases: while an owner's last successful
+// heartbeat is older than its TTL, its leases are neither extended nor
+// won, so that they end before its heartbeat key does.
+func TestStaleHeartbeatStopsLeases(t *testing.T) {
+	c := redistest.Start(t, 1)
+	r := newRedlock(t, c, mutex.WithOwner("owner"))
+	ctx := ctxTimeout(t, time.Minute)
+	if err := r.Heartbeat(ctx, "owner", 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	l, err := r.TryLock(ctx, "job", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	<-time.After(400 * time.Millisecond) // the heartbeat goes stale
+	if err := l.Extend(ctx); err == nil || !strings.Contains(err.Error(), "heartbeat") {
+		t.Errorf("extension with a stale heartbeat: %v, want refused", err)
+	}
+	if other, err := r.TryLock(ctx, "other", 5*time.Second); err == nil || !errors.Is(err, mutex.ErrNotAcquired) {
+		if other != nil {
+			_ = other.Release(ctx)
+		}
+		t.Errorf("acquisition with a stale heartbeat: %v, want refused", err)
+	}
+	if err := r.Heartbeat(ctx, "owner", 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx); err != nil {
+		t.Errorf("extension after a fresh heartbeat: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ type Lock struct {
 	token      string
 	fence      uint64
 	occurrence int64
+	owner      string
 	ttl        time.Duration
 	acquired   time.Time
 
@@ -61,7 +62,10 @@ func (l *Lock) Until() time.Time {
 // start plus the TTL minus the drift allowance. It is refused with ErrLost
 // once the validity deadline has passed; its error matches ErrLost when a
 // majority of nodes no longer holds the lock, or ErrNoQuorum when too few
-// answered in time (the lock may still be held until Until).
+// answered in time (the lock may still be held until Until). It is refused
+// too while the lock's owner heartbeats through this Redlock and its last
+// successful heartbeat is older than its TTL: the leak scan may soon take
+// the owner for dead, so its leases must run out first.
 func (l *Lock) Extend(ctx context.Context) error {
 	start := time.Now()
 	l.mu.Lock()
@@ -72,6 +76,11 @@ func (l *Lock) Extend(ctx context.Context) error {
 	}
 	if !start.Before(until) {
 		err := fmt.Errorf("%w: extend %q: validity ran out %v ago", ErrLost, l.keys.Name, start.Sub(until))
+		l.r.observe(l.event(EventExtend, err))
+		return err
+	}
+	if err := l.r.beats.fresh(l.owner); err != nil {
+		err = fmt.Errorf("mutex: extend %q: %w", l.keys.Name, err)
 		l.r.observe(l.event(EventExtend, err))
 		return err
 	}

@@ -21,6 +21,7 @@ type Redlock struct {
 	cfg     config
 	pending *releases // release calls under way, for Flush
 	servers *servers  // what is known of each node's server, for the restart check
+	beats   *beats    // the last successful heartbeat of each owner heartbeating here
 }
 
 // New returns a Redlock over nodes: 1, 3 or 5 independent masters are the
@@ -60,7 +61,7 @@ func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes))}, nil
+	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes)), beats: &beats{}}, nil
 }
 
 // Nodes returns the nodes, in the order given to New.
@@ -131,6 +132,9 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (st
 	}
 	if err := r.checkOccurrence(name, lc.occurrence); err != nil {
 		return store.LockKeys{}, lockConfig{}, err
+	}
+	if err := r.beats.fresh(lc.owner); err != nil {
+		return store.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: %w", ErrNotAcquired, name, err)
 	}
 	return keys, lc, nil
 }

@@ -140,8 +140,9 @@ func WithClock(now func() time.Time) Option {
 // (otherwise it has no effect). interval must be at least a second (it
 // also bounds each heartbeat's call), and ttl at least twice interval, so
 // that the next heartbeat lands before the last expires even when its call
-// takes the whole interval: a gap would make the leak scan take this
-// replica's live locks for orphans. The defaults are 5s and 15s.
+// takes the whole interval: over a Redlock, a replica whose last successful
+// heartbeat is older than ttl stops extending and winning leases, since the
+// leak scan may soon take it for dead. The defaults are 5s and 15s.
 func WithHeartbeat(interval, ttl time.Duration) Option {
 	return func(c *config) error {
 		if interval < time.Second {
