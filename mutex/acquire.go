@@ -147,7 +147,12 @@ func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (r
 	}
 	now := time.Now()
 	start, err := r.servers.observe(r, i, rep.Info, rep.InfoErr, now)
-	if err != nil {
+	switch {
+	case err != nil && rep.Status == store.AlreadyRun:
+		// A mark is written only by a winner's commit: it is a refusal
+		// whatever the server's history, and a refusal cannot run a tick.
+		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence}
+	case err != nil:
 		return NodeResult{Vote: VoteError, fence: rep.Fence, Err: err}
 	}
 	recent := !r.cfg.trusted && r.quarantined(start, now)
