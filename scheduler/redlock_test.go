@@ -164,12 +164,12 @@ func redlockOn(t *testing.T, c *redistest.Cluster) *mutex.Redlock {
 	return r
 }
 
-// TestShutdownLeaseExpiryIsNotLockLost: Shutdown cancels a job that takes
+// TestRedlockLockerShutdownLeaseExpiry: Shutdown cancels a job that takes
 // two seconds more to return; its keepalive stops with its context, so its
 // one-second lease has expired by the release. The run is reported as
 // canceled, what it is, not as lock_lost, which would read as a fault of
 // the nodes.
-func TestShutdownLeaseExpiryIsNotLockLost(t *testing.T) {
+func TestRedlockLockerShutdownLeaseExpiry(t *testing.T) {
 	r := redlockOn(t, redistest.Start(t, 1))
 	finished := make(chan scheduler.Event, 10)
 	s, err := scheduler.New(scheduler.NewRedlockLocker(r), scheduler.WithSeconds(),
