@@ -21,7 +21,7 @@ func lockEvents() (ok, failed mutex.Event) {
 	}}
 	nodes := []mutex.NodeResult{
 		{Node: "n1", Vote: mutex.VoteYes}, {Node: "n2", Vote: mutex.VoteUnreachable, Err: errors.New("refused")},
-		{Node: "n3", Vote: mutex.VoteRestarted},
+		{Node: "n3", Vote: mutex.VoteWarmingUp},
 	}
 	failed = mutex.Event{Kind: mutex.EventAcquire, Name: "j", Duration: time.Millisecond, Nodes: nodes,
 		Err: &mutex.QuorumError{Op: "acquire", Name: "j", Quorum: 2, Nodes: nodes, Reason: mutex.ErrNoQuorum}}

@@ -93,7 +93,7 @@ func (c *Collector) observeNode(r mutex.NodeResult, uptimeVotes bool) {
 	if !r.Vote.Failed() {
 		n.up.Set(1)
 		if uptimeVotes {
-			if r.Restarted() {
+			if r.WarmingUp() {
 				n.quarantined.Set(1)
 			} else {
 				n.quarantined.Set(0)

@@ -213,7 +213,7 @@ func TestQuarantineEndsWithACountedVote(t *testing.T) {
 			m, reg := newCollector(t, metrics.WithNodes("n1"))
 			o := m.LockObserver()
 			o.ObserveLock(mutex.Event{Kind: mutex.EventAcquire, Name: "j", Err: &mutex.QuorumError{Op: "acquire", Reason: mutex.ErrNoQuorum},
-				Nodes: []mutex.NodeResult{{Node: "n1", Vote: mutex.VoteRestarted}}})
+				Nodes: []mutex.NodeResult{{Node: "n1", Vote: mutex.VoteWarmingUp}}})
 			if v, _ := value(t, reg, "redcron_lock_node_quarantined", "node", "n1"); v != 1 {
 				t.Fatalf("quarantined %v after a restarted vote, want 1", v)
 			}

@@ -158,20 +158,21 @@ func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (r
 	recent := !r.cfg.trusted && r.quarantined(start, now)
 	switch {
 	case rep.Status == store.Held:
-		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, restarted: recent,
+		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, warming: recent,
 			unproven: recent && !r.survived(rep.Holder, start)}
 	case rep.Status == store.AlreadyRun:
 		// A mark is only written by a winner's commit, so it counts even
 		// on a node that restarted since.
-		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence, restarted: recent}
+		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence, warming: recent}
 	case recent:
 		// The node may have forgotten locks it granted before its restart;
 		// our key on it is ours, so it is released with the rest.
-		return NodeResult{Vote: VoteRestarted, fence: rep.Fence,
-			Err: fmt.Errorf("node restarted %v ago, less than the max TTL %v", time.Since(start).Round(time.Second), r.cfg.maxTTL)}
+		return NodeResult{Vote: VoteWarmingUp, fence: rep.Fence,
+			Err: fmt.Errorf("server started %v ago: votes from %s, after the max TTL %v",
+				time.Since(start).Round(time.Second), time.Now().Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly), r.cfg.maxTTL)}
 	case !r.cfg.trusted && occurrence > 0 && !r.vouches(start, occurrence):
-		return NodeResult{Vote: VoteRestarted, fence: rep.Fence,
-			Err: fmt.Errorf("node's server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",
+		return NodeResult{Vote: VoteWarmingUp, fence: rep.Fence,
+			Err: fmt.Errorf("server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",
 				start.UTC().Format(time.RFC3339), occurrenceTime(occurrence).UTC().Format(time.RFC3339Nano))}
 	}
 	return NodeResult{Vote: VoteYes, fence: rep.Fence}
@@ -182,7 +183,7 @@ func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (r
 // that start, so that its holder may count the node (the node kept its
 // data). A value set since proves nothing of its holder, who does not count
 // the node either: it was set by an acquisition whose vote there was
-// VoteRestarted (or by a holder that trusts the nodes, which this Redlock
+// VoteWarmingUp (or by a holder that trusts the nodes, which this Redlock
 // cannot tell). Its acquisition time is by the holder's clock and started
 // up to a node timeout before it reached the node. A value that cannot be
 // read counts as set since the start.

@@ -51,7 +51,7 @@ const (
 	VoteHeld                        // the lock holds another owner's value
 	VoteAlreadyRun                  // the occurrence is at or below the node's mark
 	VoteNotOwner                    // extend/release/commit: our value is not there
-	VoteRestarted                   // the node restarted less than the max TTL ago: not counted
+	VoteWarmingUp                   // the node's server started too recently to vouch (new or restarted): not counted
 	VoteTimeout                     // no answer within the per-node timeout
 	VoteCanceled                    // the caller's context was cancelled
 	VoteUnreachable                 // a connection or network error
@@ -69,8 +69,8 @@ func (v Vote) String() string {
 		return "already_run"
 	case VoteNotOwner:
 		return "not_owner"
-	case VoteRestarted:
-		return "restarted"
+	case VoteWarmingUp:
+		return "warming_up"
 	case VoteTimeout:
 		return "timeout"
 	case VoteCanceled:
@@ -97,9 +97,9 @@ type NodeResult struct {
 	Latency time.Duration // time to the node's answer
 	Holder  string        // the value holding the lock, for VoteHeld
 	fence   uint64        // the node's fence counter, in an answer to an acquisition
-	// restarted: the node restarted less than the max TTL ago (and is
-	// not trusted), in an answer to an acquisition.
-	restarted bool
+	// warming: the node's server started less than the max TTL ago (and
+	// is not trusted), in an answer to an acquisition.
+	warming bool
 	// unproven: for VoteHeld on such a node, the value was set since the
 	// restart, so it proves nothing of its holder (see survived).
 	unproven bool
@@ -107,14 +107,16 @@ type NodeResult struct {
 	server string
 }
 
-// Restarted reports whether the node answered an acquisition while
-// quarantined: it restarted less than the max TTL ago and is not trusted
+// WarmingUp reports whether the node answered an acquisition while warming
+// up: its server, brand new or restarted, started less than the max TTL ago
+// (or too recently to vouch for the occurrence claimed) and is not trusted
 // (WithMaxTTL, WithTrustedNodes). Its grants do not count (the vote is
-// VoteRestarted). Another owner's value there counts toward that owner's
-// quorum only if it was set before the restart (the node kept its data):
-// one set since was set by an acquisition that could not count the node
-// either. Its marks of occurrences as run count: only a winner writes one.
-func (r NodeResult) Restarted() bool { return r.restarted || r.Vote == VoteRestarted }
+// VoteWarmingUp). Another owner's value there counts toward that owner's
+// quorum only if it was set before the server started (the node kept its
+// data): one set since was set by an acquisition that could not count the
+// node either. Its marks of occurrences as run count: only a winner writes
+// one.
+func (r NodeResult) WarmingUp() bool { return r.warming || r.Vote == VoteWarmingUp }
 
 // pending reports whether the node had not answered when the operation
 // was decided.
@@ -129,7 +131,7 @@ func (r NodeResult) String() string {
 	case r.Err != nil:
 		return fmt.Sprintf("%s %s (%v)", r.Node, r.Vote, r.Err)
 	case r.unproven:
-		return r.Node + " held (set since the node's recent restart: not counted for its holder)"
+		return r.Node + " held (set since the node's server started: not counted for its holder)"
 	}
 	return r.Node + " " + r.Vote.String()
 }

@@ -22,6 +22,7 @@ type Redlock struct {
 	pending *releases // release calls under way, for Flush
 	servers *servers  // what is known of each node's server, for the restart check
 	beats   *beats    // the last successful heartbeat of each owner heartbeating here
+	states  *nodeStates
 }
 
 // New returns a Redlock over nodes: 1, 3 or 5 independent masters are the
@@ -61,7 +62,7 @@ func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes)), beats: &beats{}}, nil
+	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes)), beats: &beats{}, states: &nodeStates{}}, nil
 }
 
 // Nodes returns the nodes, in the order given to New.
@@ -299,6 +300,7 @@ func boolResult(ok bool, err error) NodeResult {
 }
 
 func (r *Redlock) observe(e Event) {
+	r.noteNodes(e.Nodes)
 	for _, o := range r.cfg.observers {
 		o.ObserveLock(e)
 	}

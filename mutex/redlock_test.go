@@ -209,7 +209,7 @@ func TestRestartQuarantine(t *testing.T) {
 	// A brand-new cluster: the nodes' uptime is below the max TTL.
 	_, err := a.TryLock(ctx, "job", maxTTL)
 	var qe *mutex.QuorumError
-	if !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteRestarted) == 0 {
+	if !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteWarmingUp) == 0 {
 		t.Fatalf("fresh nodes: got %v, want votes not counted as restarted", err)
 	}
 	held, err := a.Lock(ctx, "job", maxTTL) // succeeds once the nodes are old enough
@@ -223,7 +223,7 @@ func TestRestartQuarantine(t *testing.T) {
 	c.Node(1).Restart()
 	_, err = b.TryLock(ctx, "job", maxTTL)
 	qe = nil
-	if !errors.As(err, &qe) || !errors.Is(err, mutex.ErrNoQuorum) || count(qe.Nodes, mutex.VoteRestarted) == 0 {
+	if !errors.As(err, &qe) || !errors.Is(err, mutex.ErrNoQuorum) || count(qe.Nodes, mutex.VoteWarmingUp) == 0 {
 		for _, n := range qe.Nodes {
 			t.Logf("%s %v holder %q", n.Node, n.Vote, n.Holder)
 		}
@@ -510,7 +510,7 @@ func TestRestartedHoldsSurvived(t *testing.T) {
 		t.Fatalf("held since before the restart: got %v, want ErrHeld by %q", err, kept)
 	}
 	for _, res := range qe.Nodes {
-		if res.Vote != 0 && !res.Restarted() {
+		if res.Vote != 0 && !res.WarmingUp() {
 			t.Errorf("node %s not reported as restarted: %v", res.Node, res)
 		}
 	}
@@ -546,8 +546,8 @@ func TestRestartedHoldsProveNothing(t *testing.T) {
 		t.Fatalf("untrusted, held on restarted nodes: got %v, want ErrNoQuorum", err)
 	}
 	for _, res := range qe.Nodes {
-		if res.Vote != mutex.VoteHeld || res.Holder != held.Value() || !res.Restarted() {
-			t.Errorf("node %s: %v holder %q restarted %v, want held by %q on a restarted node", res.Node, res.Vote, res.Holder, res.Restarted(), held.Value())
+		if res.Vote != mutex.VoteHeld || res.Holder != held.Value() || !res.WarmingUp() {
+			t.Errorf("node %s: %v holder %q restarted %v, want held by %q on a restarted node", res.Node, res.Vote, res.Holder, res.WarmingUp(), held.Value())
 		}
 	}
 
@@ -557,7 +557,7 @@ func TestRestartedHoldsProveNothing(t *testing.T) {
 		t.Fatalf("trusted: got %v, want ErrHeld by %q", err, held.Value())
 	}
 	for _, res := range qe.Nodes {
-		if res.Restarted() {
+		if res.WarmingUp() {
 			t.Errorf("trusted: node %s reported as restarted", res.Node)
 		}
 	}

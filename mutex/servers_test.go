@@ -103,7 +103,7 @@ func TestRollingRestartKeepsTicksRun(t *testing.T) {
 			t.Fatal("the tick was claimed again after a rolling restart of a majority")
 		}
 		var qe *mutex.QuorumError
-		if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteRestarted) != 2 {
+		if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteWarmingUp) != 2 {
 			t.Fatalf("old tick after the restarts: %v, want no quorum with 2 restarted votes%s", err, votes(err))
 		}
 	}
@@ -236,7 +236,7 @@ func TestChangedRunIDIsRestart(t *testing.T) {
 		t.Fatal("a second holder won the lock through two failed-over nodes")
 	}
 	var qe *mutex.QuorumError
-	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteRestarted) != 2 {
+	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteWarmingUp) != 2 {
 		t.Fatalf("got %v, want no quorum with 2 restarted votes%s", err, votes(err))
 	}
 	select {

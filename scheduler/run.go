@@ -443,8 +443,7 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 			err = fmt.Errorf("%w (retries ended: %w)", err, errNewerTick)
 		}
 		s.skip(e, tick, SkipNoQuorum, attempts, err)
-		s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: no lock decision",
-			tickAttrs(e.name, tick, slog.Int("attempts", attempts), slog.Any("error", err))...)
+		s.logNoDecision(d.ctx, e, tick, attempts, err)
 		return
 	}
 	s.skip(e, tick, reason, attempts, nil)
@@ -452,6 +451,30 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped",
 			tickAttrs(e.name, tick, slog.String("reason", reason.String()))...)
 	}
+}
+
+// logNoDecision logs a tick skipped for want of a lock decision: as a
+// warning at most once a minute per job, saying how many were skipped
+// since, and otherwise at debug level. While nodes are down every tick of
+// every job is skipped alike; the Redlock logs the nodes' states as they
+// change.
+func (s *Scheduler) logNoDecision(ctx context.Context, e *entry, tick time.Time, attempts int, err error) {
+	s.mu.Lock()
+	level, quiet := slog.LevelDebug, 0
+	if now := time.Now(); now.Sub(e.warned) >= time.Minute {
+		level, quiet, e.warned, e.unwarned = slog.LevelWarn, e.unwarned, now, 0
+	} else {
+		e.unwarned++
+	}
+	s.mu.Unlock()
+	if !s.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := tickAttrs(e.name, tick, slog.Int("attempts", attempts), slog.Any("error", err))
+	if level == slog.LevelWarn && quiet > 0 {
+		attrs = append(attrs, slog.Int("skipped_since_last_warning", quiet))
+	}
+	s.log.LogAttrs(ctx, level, "tick skipped: no lock decision", attrs...)
 }
 
 // skip records and reports a skipped tick, unless its job was removed: it

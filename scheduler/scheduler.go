@@ -73,6 +73,8 @@ type entry struct {
 	lastSkip   SkipReason              // ...or a skip
 	lastErr    error                   // and its error
 	abandon    context.CancelCauseFunc // ends the latest tick's lock attempts
+	warned     time.Time               // when a no-decision skip was last logged as a warning
+	unwarned   int                     // no-decision skips logged at debug level since
 }
 
 // Entry is a snapshot of a registered job, as seen by this replica.

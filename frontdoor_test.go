@@ -1,0 +1,180 @@
+package redcron_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// syncBuffer is a bytes.Buffer safe for the loggers of several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestFrontDoor: two schedulers made by redcron.New from three fresh
+// servers' addresses log, at start, that each node is warming up and when
+// its vote counts, then run each tick once; the metrics are registered on
+// the registerer given.
+func TestFrontDoor(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 3)
+	var logs syncBuffer
+	var mu sync.Mutex
+	runs := map[int64][]int{} // tick → replicas that ran it
+	var scheds []*redcron.Scheduler
+	for i := range 2 {
+		reg := prometheus.NewRegistry()
+		s, err := redcron.New(c.Addrs(),
+			redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+			redcron.WithMetrics(reg),
+			redcron.WithSchedulerOptions(scheduler.WithSeconds()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Add("tick", "* * * * * *", scheduler.JobFunc(func(_ context.Context, run scheduler.RunInfo) error {
+			mu.Lock()
+			runs[run.Tick.Unix()] = append(runs[run.Tick.Unix()], i)
+			mu.Unlock()
+			return nil
+		}), scheduler.WithLockTTL(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mfs, err := reg.Gather(); err != nil || len(mfs) == 0 {
+			t.Fatalf("metrics registered: %d families, %v", len(mfs), err)
+		}
+		scheds = append(scheds, s)
+	}
+	for _, s := range scheds {
+		go func() { _ = s.Run(context.Background()) }()
+	}
+	t.Cleanup(func() {
+		for _, s := range scheds {
+			_ = s.Shutdown(context.Background())
+		}
+	})
+	// The fresh servers vote after the default max TTL of a minute: the
+	// start says so, once per node and scheduler.
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(logs.String(), "redis node warming_up") < 6 && time.Now().Before(deadline) {
+		<-time.After(50 * time.Millisecond)
+	}
+	if got := logs.String(); strings.Count(got, "redis node warming_up") != 6 || !strings.Contains(got, "votes from") ||
+		!strings.Contains(got, "WithTrustedNodes") {
+		t.Fatalf("start logs, want one warming-up line per node and scheduler, with when it votes and the hint:\n%s", got)
+	}
+}
+
+// TestFrontDoorRunsEachTickOnce: trusted fresh nodes vote at once; each
+// tick runs on one of two schedulers.
+func TestFrontDoorRunsEachTickOnce(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 3)
+	var mu sync.Mutex
+	runs := map[int64]int{}
+	var scheds []*redcron.Scheduler
+	for range 2 {
+		s, err := redcron.New(c.Addrs(),
+			redcron.WithLockOptions(mutex.WithTrustedNodes()),
+			redcron.WithSchedulerOptions(scheduler.WithSeconds()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Add("tick", "* * * * * *", scheduler.JobFunc(func(_ context.Context, run scheduler.RunInfo) error {
+			mu.Lock()
+			runs[run.Tick.Unix()]++
+			mu.Unlock()
+			return nil
+		}), scheduler.WithLockTTL(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheds = append(scheds, s)
+	}
+	from := time.Now()
+	for _, s := range scheds {
+		go func() { _ = s.Run(context.Background()) }()
+	}
+	<-time.After(5 * time.Second)
+	for _, s := range scheds {
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for tick := from.Unix() + 1; tick < from.Unix()+4; tick++ {
+		if runs[tick] != 1 {
+			t.Errorf("tick %d ran %d times, want once", tick, runs[tick])
+		}
+	}
+}
+
+// TestFrontDoorRefusedNode: a node that refuses the client (a password it
+// does not pass) is logged as refused, with the cause, at start.
+func TestFrontDoorRefusedNode(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 2)
+	locked := redistest.Start(t, 1)
+	if err := locked.Node(0).Client(t).ConfigSet(context.Background(), "requirepass", "secret").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	s, err := redcron.New(append(c.Addrs(), locked.Addrs()...), redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "redis node refused") && time.Now().Before(deadline) {
+		<-time.After(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := logs.String(); !strings.Contains(got, "redis node refused") || !strings.Contains(got, locked.Addrs()[0]) ||
+		!strings.Contains(got, "NOAUTH") {
+		t.Fatalf("start logs, want the node without the password refused with NOAUTH:\n%s", got)
+	}
+}
+
+// TestFrontDoorBadInput: New names what is wrong.
+func TestFrontDoorBadInput(t *testing.T) {
+	if _, err := redcron.New(nil); !errors.Is(err, redcron.ErrInvalidOption) {
+		t.Errorf("New(nil) = %v, want ErrInvalidOption", err)
+	}
+	if _, err := redcron.NewWithClients([]redis.UniversalClient{nil}); !errors.Is(err, redcron.ErrInvalidOption) {
+		t.Errorf("NewWithClients(nil client) = %v, want ErrInvalidOption", err)
+	}
+	if _, err := redcron.New([]string{"a:1"}, redcron.WithMetrics(nil)); !errors.Is(err, redcron.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "WithMetrics") {
+		t.Errorf("WithMetrics(nil) = %v, want ErrInvalidOption naming it", err)
+	}
+}

@@ -1,0 +1,157 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/store"
+)
+
+// nodeState is what a node is, as this Redlock last saw it: up, down
+// (unreachable or timing out), warming_up (its server started too recently
+// to vote), or refused (it answers, but not as a node should: a password or
+// ACL refused, an unreadable INFO, one server under two names).
+type nodeState string
+
+const (
+	nodeUp      nodeState = "up"
+	nodeDown    nodeState = "down"
+	nodeWarming nodeState = "warming_up"
+	nodeRefused nodeState = "refused"
+	nodeUnknown nodeState = ""
+	warmingHint           = "for local development against fresh servers, mutex.WithTrustedNodes() lets them vote at once (only where the nodes keep every write: appendfsync always)"
+)
+
+// nodeStates logs each node's state when it changes, with the cause, so
+// that a bad minority node (a wrong password, a typo in its address) is
+// not silent while the others keep the quorum.
+type nodeStates struct {
+	mu   sync.Mutex
+	last []nodeState
+}
+
+// stateOf returns the state a node's answer shows, and false for answers
+// that show nothing of the node (pending, canceled, a bad key).
+func stateOf(res NodeResult) (nodeState, bool) {
+	switch res.Vote {
+	case VoteYes, VoteHeld, VoteAlreadyRun, VoteNotOwner:
+		return nodeUp, true
+	case VoteWarmingUp:
+		return nodeWarming, true
+	case VoteTimeout, VoteUnreachable:
+		return nodeDown, true
+	case VoteError:
+		if nodeWide(res.Err) {
+			return nodeRefused, true
+		}
+		return nodeUp, true // an error of one key's: the node answered
+	}
+	return nodeUnknown, false
+}
+
+// nodeWide reports whether a server error concerns the node rather than
+// one key: authentication and permissions, a server not ready, an
+// unreadable INFO, one server under two names.
+func nodeWide(err error) bool {
+	if errors.Is(err, ErrInvalidOption) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "LOADING", "MASTERDOWN", "READONLY", "server info unreadable"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// noteNodes logs the nodes whose state rs (one answer per node, in the
+// nodes' order) shows to have changed.
+func (r *Redlock) noteNodes(rs []NodeResult) {
+	if len(rs) != len(r.nodes) {
+		return
+	}
+	var changed []int
+	r.states.mu.Lock()
+	if r.states.last == nil {
+		r.states.last = make([]nodeState, len(r.nodes))
+	}
+	for i, res := range rs {
+		if st, ok := stateOf(res); ok && st != r.states.last[i] {
+			r.states.last[i] = st
+			changed = append(changed, i)
+		}
+	}
+	r.states.mu.Unlock()
+	for _, i := range changed {
+		st, _ := stateOf(rs[i])
+		r.logNode(context.Background(), rs[i].Node, st, rs[i].Err)
+	}
+}
+
+// logNode logs one node's state, with its cause.
+func (r *Redlock) logNode(ctx context.Context, node string, st nodeState, cause error) {
+	attrs := []slog.Attr{slog.String("node", node), slog.String("state", string(st))}
+	level := slog.LevelWarn
+	switch st {
+	case nodeUp:
+		level = slog.LevelInfo
+	case nodeWarming:
+		attrs = append(attrs, slog.String("hint", warmingHint))
+	}
+	if cause != nil {
+		attrs = append(attrs, slog.Any("cause", cause))
+	}
+	r.cfg.logger.LogAttrs(ctx, level, "redis node "+string(st), attrs...)
+}
+
+// LogNodes asks every node about its server (INFO) and logs one line per
+// node: up, down, refused (with the cause), or warming up, with the time
+// its vote will count from. Later changes are logged as lock calls show
+// them. It takes at most four node timeouts.
+func (r *Redlock) LogNodes(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 4*r.cfg.nodeTimeout)
+	defer cancel()
+	results := make([]NodeResult, len(r.nodes))
+	var wg sync.WaitGroup
+	for i, n := range r.nodes {
+		wg.Go(func() { results[i] = r.probe(ctx, i, n) })
+	}
+	wg.Wait()
+	r.noteNodes(results)
+}
+
+// probe asks node i about its server and returns the vote its state would
+// give: yes when up, warming up with the time it votes from, or the error.
+func (r *Redlock) probe(ctx context.Context, i int, n *store.Node) NodeResult {
+	res := NodeResult{Node: n.Name()}
+	info, err := n.Info(ctx)
+	if err != nil && r.cfg.trusted && store.ServerError(err) {
+		return NodeResult{Node: n.Name(), Vote: VoteYes} // it answers; without INFO, it is trusted
+	}
+	if err != nil {
+		res = failure(err)
+		if res.Vote == VoteError && !nodeWide(err) {
+			res.Err = errors.Join(ErrInvalidOption, err) // INFO refused: the node cannot be checked
+		}
+		res.Node = n.Name()
+		return res
+	}
+	now := time.Now()
+	start, err := r.servers.observe(r, i, &info, nil, now)
+	switch {
+	case err != nil:
+		res.Vote, res.Err = VoteError, err
+	case !r.cfg.trusted && r.quarantined(start, now):
+		res.Vote = VoteWarmingUp
+		res.Err = errors.New("server started " + now.Sub(start).Round(time.Second).String() + " ago: votes from " +
+			now.Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly) + ", after the max TTL " + r.cfg.maxTTL.String())
+	default:
+		res.Vote = VoteYes
+	}
+	return res
+}

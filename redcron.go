@@ -1,0 +1,242 @@
+// Package redcron runs cron jobs in replicated services: every replica
+// embeds the same Scheduler with the same jobs, and each scheduled tick of
+// each job runs on exactly one replica. A tick is claimed with a Redlock
+// lease on a majority of independent Redis masters, kept alive while the
+// job runs; the job's context is cancelled the moment the lease can no
+// longer be proven, and every run carries a fencing token for the storage
+// it writes to.
+//
+// New builds everything from the masters' addresses, or from your own
+// go-redis clients (NewWithClients): the clients, the Redlock (package
+// mutex), the scheduler (package scheduler) with its heartbeats and leak
+// scan, and, when asked, the Prometheus metrics (package metrics). Those
+// packages stay usable on their own.
+package redcron
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redcron/redcron/metrics"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
+)
+
+// Scheduler is a scheduler.Scheduler wired to a Redlock over the nodes:
+// Add, Remove, Trigger and Entries are the scheduler's. Run and Shutdown
+// also close the clients New made.
+type Scheduler struct {
+	*scheduler.Scheduler
+	locks *mutex.Redlock
+	owned []*redis.Client // closed when Run returns
+}
+
+// New returns a Scheduler over the Redis masters at addrs (host:port, one
+// per independent master: 3 tolerate one down, 5 tolerate two), with one
+// client each, configured as redcron needs: no retries of its own (redcron
+// decides what to retry), one dial per attempt, 1 s dial, read and write
+// timeouts that also honour contexts. WithRedisOptions adjusts them
+// (password, TLS). It validates the options and does no I/O.
+func New(addrs []string, opts ...Option) (*Scheduler, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("%w: New: no node addresses", ErrInvalidOption)
+	}
+	clients := make([]redis.UniversalClient, len(addrs))
+	var owned []*redis.Client
+	for i, addr := range addrs {
+		o := &redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1}
+		for _, f := range cfg.redisOptions {
+			f(o)
+		}
+		c := redis.NewClient(o)
+		clients[i], owned = c, append(owned, c)
+	}
+	s, err := build(addrs, clients, cfg)
+	if err != nil {
+		for _, c := range owned {
+			_ = c.Close()
+		}
+		return nil, err
+	}
+	s.owned = owned
+	return s, nil
+}
+
+// NewWithClients returns a Scheduler over your own go-redis clients, one
+// per independent master (for TLS, ACLs, Sentinel, a Cluster or Ring
+// client). Set MaxRetries to -1 and DialerRetries to 1 on them, and
+// timeouts above the node timeout (250 ms): see the README. The clients
+// stay yours to close. It does no I/O.
+func NewWithClients(clients []redis.UniversalClient, opts ...Option) (*Scheduler, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(clients) == 0 {
+		return nil, fmt.Errorf("%w: NewWithClients: no clients", ErrInvalidOption)
+	}
+	names := make([]string, len(clients))
+	for i, c := range clients {
+		if c == nil {
+			return nil, fmt.Errorf("%w: NewWithClients: client %d is nil", ErrInvalidOption, i)
+		}
+		names[i] = nodeName(c, i)
+	}
+	return build(names, clients, cfg)
+}
+
+// nodeName names a node after its client's address, as the tally and the
+// metrics show it.
+func nodeName(c redis.UniversalClient, i int) string {
+	if cl, ok := c.(*redis.Client); ok {
+		return cl.Options().Addr
+	}
+	return fmt.Sprintf("node-%d", i)
+}
+
+// build wires the nodes, the Redlock, the scheduler and the metrics.
+func build(names []string, clients []redis.UniversalClient, cfg config) (*Scheduler, error) {
+	nodes := make([]*store.Node, len(clients))
+	for i, c := range clients {
+		n, err := store.NewNode(names[i], c)
+		if err != nil {
+			return nil, err
+		}
+		nodes[i] = n
+	}
+	lockOpts := append([]mutex.Option{mutex.WithLogger(cfg.logger)}, cfg.lock...)
+	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger)}, cfg.scheduler...)
+	if cfg.registerer != nil {
+		m, err := metrics.New(metrics.WithNodes(names...))
+		if err != nil {
+			return nil, err
+		}
+		if err := cfg.registerer.Register(m); err != nil {
+			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
+		}
+		lockOpts = append(lockOpts, mutex.WithObserver(m.LockObserver()))
+		schedOpts = append(schedOpts, scheduler.WithObserver(m.SchedulerObserver()))
+	}
+	locks, err := mutex.New(nodes, lockOpts...)
+	if err != nil {
+		return nil, err
+	}
+	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), schedOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Scheduler{Scheduler: s, locks: locks}, nil
+}
+
+// Run runs the scheduler until ctx is done or Shutdown is called (see
+// scheduler.Scheduler.Run), then closes the clients New made. Before the
+// first tick it logs the state of each node (see Nodes).
+func (s *Scheduler) Run(ctx context.Context) error {
+	defer func() {
+		for _, c := range s.owned {
+			_ = c.Close()
+		}
+	}()
+	s.locks.LogNodes(ctx)
+	return s.Scheduler.Run(ctx)
+}
+
+// Locks returns the Redlock the scheduler claims ticks with, for locks of
+// your own over the same nodes, or for the leak scan (ScanLeaks).
+func (s *Scheduler) Locks() *mutex.Redlock { return s.locks }
+
+// ErrInvalidOption is matched by the error of New for a bad option or
+// argument, which it names.
+var ErrInvalidOption = errors.New("redcron: invalid option")
+
+// Option configures New and NewWithClients.
+type Option func(*config) error
+
+type config struct {
+	logger       *slog.Logger
+	registerer   prometheus.Registerer
+	redisOptions []func(*redis.Options)
+	lock         []mutex.Option
+	scheduler    []scheduler.Option
+}
+
+func newConfig(opts []Option) (config, error) {
+	cfg := config{logger: slog.New(slog.DiscardHandler)}
+	for i, o := range opts {
+		if o == nil {
+			return config{}, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+		}
+		if err := o(&cfg); err != nil {
+			return config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+// WithLogger logs through l: the scheduler's runs and skips, and the
+// nodes' state as it changes. The default is silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidOption)
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithMetrics registers the Prometheus collector (package metrics) on reg,
+// with a series per node. The default is no metrics.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(c *config) error {
+		if reg == nil {
+			return fmt.Errorf("%w: WithMetrics: nil registerer", ErrInvalidOption)
+		}
+		c.registerer = reg
+		return nil
+	}
+}
+
+// WithRedisOptions calls f on the options of each client New makes, after
+// redcron's own settings: set Password, Username or TLSConfig there. It
+// has no effect with NewWithClients.
+func WithRedisOptions(f func(*redis.Options)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("%w: WithRedisOptions: nil function", ErrInvalidOption)
+		}
+		c.redisOptions = append(c.redisOptions, f)
+		return nil
+	}
+}
+
+// WithLockOptions passes options to the Redlock (mutex.New): the max TTL,
+// trusted nodes, the key prefix, the state TTL, and so on.
+func WithLockOptions(opts ...mutex.Option) Option {
+	return func(c *config) error {
+		c.lock = append(c.lock, opts...)
+		return nil
+	}
+}
+
+// WithSchedulerOptions passes options to the scheduler (scheduler.New):
+// seconds in specs, the time zone, the instance id, lock-ahead, observers,
+// and so on.
+func WithSchedulerOptions(opts ...scheduler.Option) Option {
+	return func(c *config) error {
+		c.scheduler = append(c.scheduler, opts...)
+		return nil
+	}
+}
