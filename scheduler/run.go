@@ -585,6 +585,7 @@ type run struct {
 	started  chan struct{}      // closed once the job has started
 	failed   chan error         // why the job will not start; capacity 1
 	done     chan outcome       // capacity 1, so that an abandoned job never blocks
+	ended    atomic.Bool        // the run no longer counts as running (see end)
 }
 
 // The states of a run that is a member of a start group.
@@ -627,9 +628,10 @@ func (r *run) awaitStart() error {
 
 // outcome is how a job returned.
 type outcome struct {
-	err       error // the job's error, or a *PanicError
-	cause     error // context.Cause of the job's context when it returned
-	abandoned bool  // the job did not return within stopGrace of its cancellation
+	err       error     // the job's error, or a *PanicError
+	cause     error     // context.Cause of the job's context when it returned
+	abandoned bool      // the job did not return within stopGrace of its cancellation
+	returned  time.Time // when the job returned (monotonic)
 }
 
 // newRun returns a run of e on this replica, for tick (zero for a manual
@@ -689,8 +691,9 @@ func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func(
 		r.batch.done()
 		out := outcome{err: errGoexit}
 		defer func() {
-			out.cause = context.Cause(r.ctx)
+			out.cause, out.returned = context.Cause(r.ctx), time.Now()
 			r.stopCtx()
+			s.end(r, out, nil, false)
 			r.done <- out
 		}()
 		out.err = callJob(r.ctx, r.e.job, r.info)
@@ -743,18 +746,37 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 	case <-rn.abandon:
 		out = outcome{cause: context.Cause(r.ctx), abandoned: true}
 	}
-	duration := time.Since(r.start) // the job's own time, without the release
+	duration := time.Since(r.start)
+	if !out.returned.IsZero() {
+		duration = out.returned.Sub(r.start) // the job's own time, without waiting for its group
+	}
 	relErr := s.release(rn, r.lease, func() []slog.Attr { return r.attrs() })
-	result, err := classify(out, relErr)
-
-	s.mu.Lock()
-	r.e.running.Add(-1)
-	r.e.lastResult, r.e.lastSkip, r.e.lastErr = result, 0, err
-	s.mu.Unlock()
+	result, err := s.end(r, out, relErr, true)
 	s.emit(Event{Kind: EventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
 		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Err: err})
 
 	s.logRun(context.WithoutCancel(rn.jobCtx), r, result, duration, err)
+}
+
+// end records that r's job returned (final false, from its goroutine), or
+// that its lease was released (final true, from its handler). The first
+// call takes the run off the running count and records its result, so
+// that Entries and Trigger see a finished run as finished at once, even
+// while its lease is kept for its start group. The release's call records
+// the result again, now knowing whether the lease was lost (relErr); a job
+// that returns after it was abandoned changes nothing.
+func (s *Scheduler) end(r *run, out outcome, relErr error, final bool) (Result, error) {
+	result, err := classify(out, relErr)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := r.ended.CompareAndSwap(false, true)
+	if first {
+		r.e.running.Add(-1)
+	}
+	if first || final {
+		r.e.lastResult, r.e.lastSkip, r.e.lastErr = result, 0, err
+	}
+	return result, err
 }
 
 // logRun logs the end of run r. Its attributes are built only if the

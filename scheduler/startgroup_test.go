@@ -379,3 +379,45 @@ func goroutinesIn(fn string) int {
 	}
 	return n
 }
+
+// TestBatchFinishedRunIsFinished checks that a run of a start group whose
+// job returned is reported with the job's own duration, not the time its
+// lease was kept for the group, and that Entries shows it finished as soon
+// as its job returned, while the lease is still kept.
+func TestBatchFinishedRunIsFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := locker()
+		hold := holdFirstStart("slow")
+		finished := make(chan scheduler.Event, 10)
+		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(observerFunc(func(e scheduler.Event) {
+			hold.observe(e)
+			if e.Kind == scheduler.EventRunFinished && e.Job == "fast" {
+				finished <- e
+			}
+		})))
+		returned := make(chan struct{}, 10)
+		mustAdd(t, s, "fast", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error {
+			time.Sleep(5 * time.Millisecond)
+			returned <- struct{}{}
+			return nil
+		}))
+		mustAdd(t, s, "slow", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
+		stop := start(t, s)
+		<-returned
+		synctest.Wait()
+		if _, held := l.Held("fast"); !held {
+			t.Fatal("fast's lease released while slow's run had not started: no start group to test")
+		}
+		for _, e := range s.Entries() {
+			if e.Name == "fast" && e.Running {
+				t.Errorf("Entries shows fast running after its job returned: %+v", e)
+			}
+		}
+		time.Sleep(30 * time.Millisecond)
+		hold.release()
+		if e := <-finished; e.Duration != 5*time.Millisecond {
+			t.Errorf("fast's run reported a duration of %v, want its job's own 5ms", e.Duration)
+		}
+		stop()
+	})
+}
