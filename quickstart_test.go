@@ -1,0 +1,119 @@
+package redcron_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+)
+
+// TestQuickstart builds the README's Quickstart program from the README's
+// own text, runs two copies of it against three fresh redis-servers, and
+// checks that each logs when the nodes' votes begin and that each tick
+// after that is run by one copy only.
+func TestQuickstart(t *testing.T) {
+	t.Parallel()
+	bin := buildQuickstart(t)
+	c := redistest.Start(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var outs [2]*syncBuffer
+	var cmds [2]*exec.Cmd
+	for i := range outs {
+		outs[i] = &syncBuffer{}
+		cmds[i] = exec.CommandContext(ctx, bin, c.Addrs()...)
+		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, cmd := range cmds {
+			_ = cmd.Process.Signal(os.Interrupt)
+			_ = cmd.Wait()
+		}
+	}()
+	// Fresh servers vote after the max TTL of a minute; three ticks of
+	// @every 5s after that are enough.
+	ticks := regexp.MustCompile(`tick (\d\d:\d\d:\d\d) runs here`)
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if len(ticks.FindAllString(outs[0].String()+outs[1].String(), -1)) >= 3 {
+			break
+		}
+		<-time.After(500 * time.Millisecond)
+	}
+	for i, out := range outs {
+		if got := out.String(); !strings.Contains(got, "redis node warming_up") || !strings.Contains(got, "votes from") {
+			t.Errorf("copy %d did not log when the nodes' votes begin:\n%s", i, got)
+		}
+	}
+	seen := map[string]int{}
+	for _, out := range outs {
+		for _, m := range ticks.FindAllStringSubmatch(out.String(), -1) {
+			seen[m[1]]++
+		}
+	}
+	if len(seen) < 3 {
+		t.Fatalf("%d ticks ran in two minutes; the copies said:\n%s\n---\n%s", len(seen), outs[0], outs[1])
+	}
+	for tick, n := range seen {
+		if n != 1 {
+			t.Errorf("tick %s ran %d times", tick, n)
+		}
+	}
+}
+
+// buildQuickstart writes the README's Quickstart program into a module of
+// its own that uses this checkout, and builds it.
+func buildQuickstart(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "## Quickstart\n")
+	if !ok {
+		t.Fatal("README.md has no Quickstart")
+	}
+	_, rest, ok = strings.Cut(rest, "```go\n")
+	if !ok {
+		t.Fatal("the Quickstart has no Go code")
+	}
+	src, _, ok := strings.Cut(rest, "```\n")
+	if !ok {
+		t.Fatal("the Quickstart's Go code does not end")
+	}
+	root, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gomod := "module quickstart\n\ngo 1.26\n\nrequire github.com/redcron/redcron v0.0.0\n\nreplace github.com/redcron/redcron => " + root + "\n"
+	sum, err := os.ReadFile("go.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"main.go": []byte(src), "go.mod": []byte(gomod), "go.sum": sum} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "quickstart")
+	build := exec.Command("go", "build", "-mod=mod", "-o", bin, ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOFLAGS=", "GOPROXY=off")
+	var out bytes.Buffer
+	build.Stdout, build.Stderr = &out, &out
+	if err := build.Run(); err != nil {
+		t.Fatalf("the README's Quickstart does not build: %v\n%s\n%s", err, out.String(), src)
+	}
+	return bin
+}
