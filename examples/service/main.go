@@ -40,19 +40,51 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redcron/redcron/metrics"
+	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/store"
 )
 
 func main() {
+	for _, arg := range os.Args[1:] {
+		help := arg == "-h" || arg == "-help" || arg == "--help"
+		out := os.Stderr
+		if help {
+			out = os.Stdout
+		}
+		fmt.Fprint(out, usage)
+		if help {
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "service: unexpected argument %q: it is configured from the environment\n", arg)
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(log, os.Getenv); err != nil {
 		log.Error("service failed", slog.Any("error", err))
 		os.Exit(1)
 	}
 }
+
+const usage = `Usage: service
+
+An example service that embeds redcron: run it on every replica; each tick
+of each job runs on exactly one of them. It is configured from the
+environment:
+
+  REDCRON_ADDRS       independent Redis masters, comma-separated (required)
+  REDCRON_USERNAME    Redis ACL user
+  REDCRON_PASSWORD    Redis password (never logged)
+  REDCRON_TLS         "1" to connect with TLS (system roots)
+  REDCRON_LISTEN      HTTP address for /metrics and /healthz (default :8080)
+  REDCRON_INSTANCE    this replica's id (default: host name and pid)
+  REDCRON_MAX_TTL     mutex.WithMaxTTL, e.g. 1m (default 1m)
+  REDCRON_TRUSTED     "1" if the nodes persist with appendfsync always
+  REDCRON_GRACE       how long shutdown waits for running jobs (default 30s)
+  REDCRON_FAST        "1" to run the example jobs every second or two
+
+SIGTERM or SIGINT stops it gracefully.
+`
 
 // config is what the environment says.
 type config struct {
@@ -104,47 +136,32 @@ func run(log *slog.Logger, env func(string) string) error {
 	if err != nil {
 		return err
 	}
-	m, err := metrics.New(metrics.WithNodes(cfg.addrs...))
-	if err != nil {
-		return err
-	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	var nodes []*store.Node
-	for _, addr := range cfg.addrs {
-		opts := &redis.Options{Addr: addr, Username: cfg.username, Password: cfg.password,
-			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-			MaxRetries: -1, DialerRetries: 1, ContextTimeoutEnabled: true}
-		if cfg.tls {
-			opts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		client := redis.NewClient(opts)
-		defer client.Close()
-		n, err := store.NewNode(addr, client)
-		if err != nil {
-			return err
-		}
-		nodes = append(nodes, n)
-	}
-	lockOpts := []mutex.Option{mutex.WithObserver(m.LockObserver()), mutex.WithLogger(log), mutex.WithMaxTTL(cfg.maxTTL)}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	lockOpts := []mutex.Option{mutex.WithMaxTTL(cfg.maxTTL)}
 	if cfg.trusted {
 		lockOpts = append(lockOpts, mutex.WithTrustedNodes())
 	}
-	locks, err := mutex.New(nodes, lockOpts...)
-	if err != nil {
-		return err
-	}
-	schedOpts := []scheduler.Option{scheduler.WithInstanceID(cfg.instance), scheduler.WithLogger(log),
-		scheduler.WithObserver(m.SchedulerObserver())}
+	schedOpts := []scheduler.Option{scheduler.WithInstanceID(cfg.instance)}
 	if cfg.fast {
 		schedOpts = append(schedOpts, scheduler.WithSeconds())
 	}
-	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), schedOpts...)
+	s, err := redcron.New(cfg.addrs,
+		redcron.WithLogger(log),
+		redcron.WithMetrics(reg),
+		redcron.WithRedisOptions(func(o *redis.Options) {
+			o.Username, o.Password = cfg.username, cfg.password
+			if cfg.tls {
+				o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+			}
+		}),
+		redcron.WithLockOptions(lockOpts...),
+		redcron.WithSchedulerOptions(schedOpts...))
 	if err != nil {
 		return err
 	}
-	if err := addJobs(s, nodes[0].Client(), cfg, log); err != nil {
+	nodes := s.Locks().Nodes()
+	if err := addJobs(s.Scheduler, nodes[0].Client(), cfg, log); err != nil {
 		return err
 	}
 
@@ -154,7 +171,7 @@ func run(log *slog.Logger, env func(string) string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("GET /healthz", health(s, nodes))
+	mux.Handle("GET /healthz", health(s.Scheduler, nodes))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(ln) }()
