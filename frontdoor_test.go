@@ -165,6 +165,31 @@ func TestFrontDoorRefusedNode(t *testing.T) {
 	}
 }
 
+// TestFrontDoorTypoNode: a node whose address does not resolve is logged
+// as down, with the cause, at start.
+func TestFrontDoorTypoNode(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 2)
+	var logs syncBuffer
+	typo := "redis-nodee.invalid:6379"
+	s, err := redcron.New(append(c.Addrs(), typo), redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "redis node down") && time.Now().Before(deadline) {
+		<-time.After(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := logs.String(); !strings.Contains(got, "redis node down") || !strings.Contains(got, typo) {
+		t.Fatalf("start logs, want the node at %s down with its cause:\n%s", typo, got)
+	}
+}
+
 // TestFrontDoorBadInput: New names what is wrong.
 func TestFrontDoorBadInput(t *testing.T) {
 	if _, err := redcron.New(nil); !errors.Is(err, redcron.ErrInvalidOption) {
