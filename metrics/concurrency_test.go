@@ -68,7 +68,7 @@ func TestConcurrentObservers(t *testing.T) {
 		want   float64
 	}{
 		{"redcron_scheduler_runs_total", []string{"job_name", "stays", "result", "success"}, n},
-		{"redcron_scheduler_skips_total", []string{"job_name", "stays", "reason", "held_elsewhere"}, n},
+		{"redcron_scheduler_skips_total", []string{"job_name", "stays", "reason", "held"}, n},
 		{"redcron_scheduler_runs_in_progress", []string{"job_name", "stays"}, 0},
 		{"redcron_scheduler_run_duration_seconds", []string{"job_name", "stays"}, n},
 		{"redcron_lock_acquire_attempts_total", []string{"result", "acquired"}, n},

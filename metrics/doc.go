@@ -46,7 +46,7 @@
 //     register generated job names.
 //   - result of runs: success, failure, panic, lock_lost, timeout, canceled
 //     (scheduler.Result).
-//   - reason of skips: held_elsewhere, already_ran (both normal: another
+//   - reason of skips: held, already_run (both normal: another
 //     replica ran the tick), overlap, misfire, no_quorum, lease_lost
 //     (scheduler.SkipReason).
 //   - result of acquire attempts: acquired, held, already_run, no_quorum;
@@ -61,7 +61,7 @@
 // Run ids, tokens, fences, instance ids and error texts are never labels.
 //
 // Every replica exports its own series: a tick runs on one replica and is
-// skipped (held_elsewhere or already_ran) on the others. Aggregate across
+// skipped (held or already_run) on the others. Aggregate across
 // replicas in queries, for example the time since a job last succeeded
 // anywhere:
 //

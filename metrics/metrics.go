@@ -106,7 +106,7 @@ func New(opts ...Option) (*Collector, error) {
 		runs: counter("scheduler", "runs_total",
 			"Runs of each job on this replica, by how they ended.", jobLabel, resultLabel),
 		skips: counter("scheduler", "skips_total",
-			"Ticks of each job that this replica did not run, by reason (held_elsewhere and already_ran are normal: another replica ran them).", jobLabel, reasonLabel),
+			"Ticks of each job that this replica did not run, by reason (held and already_run are normal: another replica ran them).", jobLabel, reasonLabel),
 		retries: counter("scheduler", "lock_retries_total",
 			"Lock attempts of each job that reached no decision and were retried.", jobLabel),
 		runDuration: histogram("scheduler", "run_duration_seconds",

@@ -132,10 +132,10 @@ redcron_scheduler_runs_total{job_name="j",result="lock_lost"} 0
 redcron_scheduler_runs_total{job_name="j",result="panic"} 0
 redcron_scheduler_runs_total{job_name="j",result="success"} 0
 redcron_scheduler_runs_total{job_name="j",result="timeout"} 0
-# HELP redcron_scheduler_skips_total Ticks of each job that this replica did not run, by reason (held_elsewhere and already_ran are normal: another replica ran them).
+# HELP redcron_scheduler_skips_total Ticks of each job that this replica did not run, by reason (held and already_run are normal: another replica ran them).
 # TYPE redcron_scheduler_skips_total counter
-redcron_scheduler_skips_total{job_name="j",reason="already_ran"} 0
-redcron_scheduler_skips_total{job_name="j",reason="held_elsewhere"} 0
+redcron_scheduler_skips_total{job_name="j",reason="already_run"} 0
+redcron_scheduler_skips_total{job_name="j",reason="held"} 0
 redcron_scheduler_skips_total{job_name="j",reason="lease_lost"} 0
 redcron_scheduler_skips_total{job_name="j",reason="misfire"} 0
 redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 0
@@ -396,9 +396,9 @@ func TestEventMapping(t *testing.T) {
 		redcron_scheduler_runs_total{job_name="j",result="timeout"} 5
 		redcron_scheduler_runs_total{job_name="j",result="canceled"} 6
 		redcron_scheduler_runs_total{job_name="j",result="abandoned"} 7
-		redcron_scheduler_skips_total{job_name="j",reason="held_elsewhere"} 1
+		redcron_scheduler_skips_total{job_name="j",reason="held"} 1
 		redcron_scheduler_skips_total{job_name="j",reason="lease_lost"} 0
-		redcron_scheduler_skips_total{job_name="j",reason="already_ran"} 2
+		redcron_scheduler_skips_total{job_name="j",reason="already_run"} 2
 		redcron_scheduler_skips_total{job_name="j",reason="overlap"} 3
 		redcron_scheduler_skips_total{job_name="j",reason="misfire"} 4
 		redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 5

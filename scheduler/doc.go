@@ -14,7 +14,7 @@
 //
 // When a tick is due, every replica asks the Locker for the job's lease for
 // that tick (LockRequest.Tick). The Locker grants it to one of them and
-// refuses the others: ErrHeld while the winner is taking it, ErrTickDone
+// refuses the others: ErrHeld while the winner is taking it, ErrAlreadyRun
 // once the winner has claimed the tick (over Redis, its commit marks the
 // tick on a majority of nodes right after it wins the vote) or the tick
 // (or a later one) has been run, which is what a replica whose clock is

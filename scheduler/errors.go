@@ -12,8 +12,8 @@ var (
 	// ErrOverlap means the job's lock is held for an earlier tick: the
 	// previous run is still going.
 	ErrOverlap = errors.New("scheduler: previous run still holds the lock")
-	// ErrTickDone means the tick, or a later one, was already run.
-	ErrTickDone = errors.New("scheduler: tick already run")
+	// ErrAlreadyRun means the tick, or a later one, was already run.
+	ErrAlreadyRun = errors.New("scheduler: tick already run")
 	// ErrNoQuorum means no decision was reached; a later attempt may succeed.
 	ErrNoQuorum = errors.New("scheduler: no lock quorum")
 )

@@ -166,15 +166,15 @@ const (
 )
 
 var skipReasonNames = [...]string{
-	SkipHeld:       "held_elsewhere",
-	SkipAlreadyRun: "already_ran",
+	SkipHeld:       "held",
+	SkipAlreadyRun: "already_run",
 	SkipOverlap:    "overlap",
 	SkipMisfire:    "misfire",
 	SkipNoQuorum:   "no_quorum",
 	SkipLeaseLost:  "lease_lost",
 }
 
-// String returns the reason's snake_case label, such as "held_elsewhere".
+// String returns the reason's snake_case label, such as "held".
 func (r SkipReason) String() string { return enumString(skipReasonNames[:], int(r), "SkipReason") }
 
 func enumString(names []string, i int, typ string) string {

@@ -370,9 +370,9 @@ func TestLockAheadLeaseLost(t *testing.T) {
 				}
 				switch sk := skips[0]; {
 				case elsewhere && sk.Skip != scheduler.SkipHeld:
-					t.Errorf("skip %+v, want held_elsewhere", sk)
+					t.Errorf("skip %+v, want held", sk)
 				case !elsewhere && (sk.Skip != scheduler.SkipLeaseLost ||
-					!errors.Is(sk.Err, scheduler.ErrLockLost) || !errors.Is(sk.Err, scheduler.ErrTickDone)):
+					!errors.Is(sk.Err, scheduler.ErrLockLost) || !errors.Is(sk.Err, scheduler.ErrAlreadyRun)):
 					t.Errorf("skip %+v, want lease_lost, with the loss and the refusal", sk)
 				}
 			})

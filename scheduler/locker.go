@@ -36,7 +36,7 @@ type LockRequest struct {
 //   - ErrHeld: another replica holds the job's lock for this very tick;
 //   - ErrOverlap: the job's lock is held for an earlier tick, that is, the
 //     previous run is still going;
-//   - ErrTickDone: the tick (or a later one) was already run;
+//   - ErrAlreadyRun: the tick (or a later one) was already run;
 //   - ErrNoQuorum: no decision could be reached (split vote, nodes down);
 //     a later attempt may succeed.
 //
@@ -55,7 +55,7 @@ type Locker interface {
 //
 // AcquireAll returns one LockResult per request, in the order of reqs; each
 // has the meaning Acquire's return would have for its request (a Lease, or
-// an error matching ErrHeld, ErrOverlap, ErrTickDone or ErrNoQuorum), and a
+// an error matching ErrHeld, ErrOverlap, ErrAlreadyRun or ErrNoQuorum), and a
 // request that fails does not fail the others. Every Lease returned is the
 // caller's to release.
 type BatchLocker interface {

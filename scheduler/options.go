@@ -303,7 +303,7 @@ func WithOverlap(p OverlapPolicy) JobOption {
 // could run a tick: the most recent missed tick is run once, if it is at
 // most window old. Concretely:
 //   - when Run starts, the latest tick at or before now is attempted if it
-//     is at most window old (the Locker refuses it with ErrTickDone if some
+//     is at most window old (the Locker refuses it with ErrAlreadyRun if some
 //     replica already ran it);
 //   - a tick whose lock attempts reach no decision (ErrNoQuorum) is retried,
 //     with jitter, until tick+window rather than tick+misfire grace, and

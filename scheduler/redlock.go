@@ -99,7 +99,7 @@ func leaseOf(l *mutex.Lock, err error, req LockRequest) (Lease, error) {
 func lockError(err error, req LockRequest) error {
 	switch {
 	case errors.Is(err, mutex.ErrAlreadyRun):
-		return fmt.Errorf("%w: %w", ErrTickDone, err)
+		return fmt.Errorf("%w: %w", ErrAlreadyRun, err)
 	case errors.Is(err, mutex.ErrHeld):
 		holder, ok := holderOf(err)
 		switch {

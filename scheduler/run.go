@@ -430,7 +430,7 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 		return
 	case errors.Is(err, ErrHeld):
 		reason = SkipHeld
-	case errors.Is(err, ErrTickDone):
+	case errors.Is(err, ErrAlreadyRun):
 		reason = SkipAlreadyRun
 	case errors.Is(err, ErrOverlap):
 		reason = SkipOverlap
@@ -491,7 +491,7 @@ func (s *Scheduler) skip(e *entry, tick time.Time, reason SkipReason, attempts i
 }
 
 // acquire makes lock attempts for req until one wins, one gets a definite
-// refusal (ErrHeld, ErrTickDone, ErrOverlap), or ctx is done. Undecided
+// refusal (ErrHeld, ErrAlreadyRun, ErrOverlap), or ctx is done. Undecided
 // attempts are retried after a random delay, as long as the retry starts
 // before the deadline (by the scheduler's clock); the first attempt is
 // always made, or, if first is not nil, was already made (in a batch) with
@@ -545,7 +545,7 @@ func attemptTimeout(ttl time.Duration) time.Duration {
 // refused reports whether err is a definite refusal of a lock attempt,
 // which is not retried.
 func refused(err error) bool {
-	return errors.Is(err, ErrHeld) || errors.Is(err, ErrTickDone) || errors.Is(err, ErrOverlap)
+	return errors.Is(err, ErrHeld) || errors.Is(err, ErrAlreadyRun) || errors.Is(err, ErrOverlap)
 }
 
 // retryDelay returns a random delay before the attempt after attempt.

@@ -27,7 +27,7 @@ func Example() {
 
 	fmt.Println("a releases:", lease.Release(ctx))
 	_, err = l.Acquire(ctx, req)
-	fmt.Println("b after a ran:", errors.Is(err, scheduler.ErrTickDone))
+	fmt.Println("b after a ran:", errors.Is(err, scheduler.ErrAlreadyRun))
 
 	req.Tick = tick.Add(24 * time.Hour)
 	lease, err = l.Acquire(ctx, req)

@@ -17,7 +17,7 @@ import (
 // scheduler.Heartbeater and scheduler.RequestChecker with the semantics of
 // the Redis one, for a single process, but for one race: over Redis a
 // replica asking for a tick gets ErrHeld only until the winner has
-// committed it (right after its vote) and ErrTickDone after, while here it
+// committed it (right after its vote) and ErrAlreadyRun after, while here it
 // gets ErrHeld for as long as the lease is held, as replicas whose clocks
 // agree mostly do over Redis, their attempts racing the winner's. Time is
 // read from time.Now, so it works under testing/synctest's fake clock. It
@@ -27,7 +27,7 @@ import (
 //   - While the lock is held, Acquire fails with ErrOverlap if it is held
 //     for a tick earlier than the requested one (a triggered run, whose
 //     tick is zero, counts as earlier than any tick), and with ErrHeld
-//     otherwise. When it is free, Acquire fails with ErrTickDone if the
+//     otherwise. When it is free, Acquire fails with ErrAlreadyRun if the
 //     requested tick is not after the mark. A zero LockRequest.Tick
 //     (Scheduler.Trigger) is not checked against the mark and does not
 //     move it.
@@ -160,7 +160,7 @@ func (l *Locker) acquireLocked(req scheduler.LockRequest) (scheduler.Lease, erro
 	}
 	if !req.Tick.IsZero() && !req.Tick.After(st.mark) {
 		return nil, fmt.Errorf("schedulertest: job %q: tick %s not after %s: %w",
-			req.Job, formatTick(req.Tick), formatTick(st.mark), scheduler.ErrTickDone)
+			req.Job, formatTick(req.Tick), formatTick(st.mark), scheduler.ErrAlreadyRun)
 	}
 	st.fence++
 	if !req.Tick.IsZero() {

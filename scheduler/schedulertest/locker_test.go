@@ -70,8 +70,8 @@ func TestMarkAndFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tick := range []time.Time{t1, t2} {
-		if _, err := l.Acquire(ctx, req("job", tick)); !errors.Is(err, scheduler.ErrTickDone) {
-			t.Errorf("Acquire(%v) after %v ran = %v, want ErrTickDone", tick, t2, err)
+		if _, err := l.Acquire(ctx, req("job", tick)); !errors.Is(err, scheduler.ErrAlreadyRun) {
+			t.Errorf("Acquire(%v) after %v ran = %v, want ErrAlreadyRun", tick, t2, err)
 		}
 	}
 	// A trigger ignores and keeps the mark.
@@ -155,8 +155,8 @@ func TestLoseLease(t *testing.T) {
 	if _, held := l.Held("job"); held {
 		t.Error("lost lease still held")
 	}
-	if _, err := l.Acquire(context.Background(), req("job", t1)); !errors.Is(err, scheduler.ErrTickDone) {
-		t.Errorf("the lost tick = %v, want ErrTickDone: the mark stays", err)
+	if _, err := l.Acquire(context.Background(), req("job", t1)); !errors.Is(err, scheduler.ErrAlreadyRun) {
+		t.Errorf("the lost tick = %v, want ErrAlreadyRun: the mark stays", err)
 	}
 	mustAcquire(t, l, req("job", t2))
 	if err := a.Release(context.Background()); !errors.Is(err, scheduler.ErrLockLost) {
@@ -281,7 +281,7 @@ func TestAcquireAll(t *testing.T) {
 	if len(res) != len(reqs) {
 		t.Fatalf("%d results for %d requests", len(res), len(reqs))
 	}
-	wantErrs := []error{scheduler.ErrNoQuorum, nil, scheduler.ErrHeld, scheduler.ErrOverlap, scheduler.ErrTickDone}
+	wantErrs := []error{scheduler.ErrNoQuorum, nil, scheduler.ErrHeld, scheduler.ErrOverlap, scheduler.ErrAlreadyRun}
 	for i, want := range wantErrs {
 		r := res[i]
 		switch {
