@@ -1,0 +1,73 @@
+package mutex
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redcron/redcron/store"
+)
+
+// acquireVote turns node i's answer to an acquisition claiming occurrence
+// (0 for none) into its vote. A server answering for two node names never
+// counts. Unless the nodes are trusted, a node counts only while its server
+// is known to have kept what it was told: not during the max TTL after it
+// started (it may have forgotten locks it granted), not for an occurrence
+// older than its start (it may have forgotten the mark), and never when its
+// server cannot be read: anything unreadable fails closed.
+func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (res NodeResult) {
+	if a.Err != nil {
+		return failure(a.Err)
+	}
+	rep := a.Reply
+	if rep.Info != nil {
+		defer func() { res.server = rep.Info.RunID }() // for twins, whatever the vote
+	}
+	now := time.Now()
+	start, err := r.servers.observe(r, i, rep.Info, rep.InfoErr, now)
+	switch {
+	case err != nil && rep.Status == store.AlreadyRun:
+		// A mark is written only by a winner's commit: it is a refusal
+		// whatever the server's history, and a refusal cannot run a tick.
+		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence}
+	case err != nil:
+		return NodeResult{Vote: VoteError, fence: rep.Fence, Err: err}
+	}
+	recent := !r.cfg.trusted && r.quarantined(start, now)
+	switch {
+	case rep.Status == store.Held:
+		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, warming: recent,
+			unproven: recent && !r.survived(rep.Holder, start)}
+	case rep.Status == store.AlreadyRun:
+		// A mark is only written by a winner's commit, so it counts even
+		// on a node that restarted since.
+		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence, warming: recent}
+	case recent:
+		// The node may have forgotten locks it granted before its restart;
+		// our key on it is ours, so it is released with the rest.
+		return NodeResult{Vote: VoteWarmingUp, fence: rep.Fence,
+			Err: fmt.Errorf("server started %v ago: votes from %s, after the max TTL %v",
+				time.Since(start).Round(time.Second), time.Now().Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly), r.cfg.maxTTL)}
+	case !r.cfg.trusted && occurrence > 0 && !r.vouches(start, occurrence):
+		return NodeResult{Vote: VoteWarmingUp, fence: rep.Fence,
+			Err: fmt.Errorf("server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",
+				start.UTC().Format(time.RFC3339), occurrenceTime(occurrence).UTC().Format(time.RFC3339Nano))}
+	}
+	return NodeResult{Vote: VoteYes, fence: rep.Fence}
+}
+
+// survived reports whether holder, the value holding the lock on a node
+// whose server started at start, less than the max TTL ago, was set before
+// that start, so that its holder may count the node (the node kept its
+// data). A value set since proves nothing of its holder, who does not count
+// the node either: it was set by an acquisition whose vote there was
+// VoteWarmingUp (or by a holder that trusts the nodes, which this Redlock
+// cannot tell). Its acquisition time is by the holder's clock and started
+// up to a node timeout before it reached the node. A value that cannot be
+// read counts as set since the start.
+func (r *Redlock) survived(holder string, start time.Time) bool {
+	v, err := store.ParseValue(holder)
+	if err != nil {
+		return false
+	}
+	return v.Acquired.Before(start.Add(-uptimeSlack - r.cfg.nodeTimeout))
+}

@@ -1,0 +1,104 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+const (
+	// maxAttemptTimeout bounds one lock attempt (and TTL/3 does too).
+	maxAttemptTimeout = 5 * time.Second
+	// releaseTimeout bounds the release of a lease.
+	releaseTimeout = 5 * time.Second
+	// A retry of an undecided lock attempt waits a random delay of at
+	// least retryMin and at most retryFirstMax, doubled with every attempt
+	// up to retryCap: 10-60ms, 10-120ms, 10-240ms, ... then 10ms-1s. Most
+	// undecided attempts are split votes between replicas that fired at
+	// the same instant: a short random delay lets one of them win soon.
+	retryMin      = 10 * time.Millisecond
+	retryFirstMax = 60 * time.Millisecond
+	retryCap      = time.Second
+)
+
+// acquire makes lock attempts for req until one wins, one gets a definite
+// refusal (ErrHeld, ErrAlreadyRun, ErrOverlap), or ctx is done. Undecided
+// attempts are retried after a random delay, as long as the retry starts
+// before the deadline (by the scheduler's clock); the first attempt is
+// always made, or, if first is not nil, was already made (in a batch) with
+// that result. It returns the number of attempts made.
+func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, deadline time.Time, first *LockResult) (Lease, int, error) {
+	retryUntil := time.Now().Add(deadline.Sub(s.cfg.clock())) // by the monotonic clock
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		var (
+			lease Lease
+			err   error
+		)
+		if attempt == 1 && first != nil {
+			lease, err = first.Lease, first.Err
+		} else {
+			actx, cancel := context.WithTimeout(ctx, attemptTimeout(req.TTL))
+			lease, err = s.locker.Acquire(actx, req)
+			cancel()
+		}
+		switch {
+		case err == nil && lease != nil:
+			return lease, attempt, nil
+		case err == nil:
+			err = errors.New("scheduler: Locker returned neither a Lease nor an error")
+		case refused(err):
+			return nil, attempt, err
+		}
+		// Keep the locker's own error rather than the one caused by the end
+		// of ctx.
+		if lastErr == nil || ctx.Err() == nil {
+			lastErr = err
+		}
+		delay := retryDelay(attempt)
+		if ctx.Err() != nil || time.Until(retryUntil) < delay {
+			return nil, attempt, lastErr
+		}
+		s.emit(Event{Kind: EventLockRetry, Job: e.name, Tick: req.Tick, Attempts: attempt, Err: err})
+		s.log.LogAttrs(ctx, slog.LevelDebug, "lock attempt undecided; retrying",
+			tickAttrs(e.name, req.Tick, slog.Int("attempt", attempt), slog.Duration("delay", delay), slog.Any("error", err))...)
+		if !sleep(ctx, delay) {
+			return nil, attempt, lastErr
+		}
+	}
+}
+
+// attemptTimeout bounds one lock attempt for a lease of the given TTL.
+func attemptTimeout(ttl time.Duration) time.Duration {
+	return min(maxAttemptTimeout, ttl/3)
+}
+
+// refused reports whether err is a definite refusal of a lock attempt,
+// which is not retried.
+func refused(err error) bool {
+	return errors.Is(err, ErrHeld) || errors.Is(err, ErrAlreadyRun) || errors.Is(err, ErrOverlap)
+}
+
+// retryDelay returns a random delay before the attempt after attempt.
+func retryDelay(attempt int) time.Duration {
+	hi := retryCap
+	if attempt < 8 {
+		hi = min(retryFirstMax<<(attempt-1), retryCap)
+	}
+	return retryMin + rand.N(hi-retryMin+1)
+}
+
+// sleep waits for d or until ctx is done, and reports whether it waited
+// for d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
