@@ -39,16 +39,14 @@ func (s *syncBuffer) String() string {
 
 // TestFrontDoor: two schedulers made by redcron.New from three fresh
 // servers' addresses log, at start, that each node is warming up and when
-// its vote counts, then run each tick once; the metrics are registered on
-// the registerer given.
+// its vote counts; the metrics are registered on the registerer given.
+// (TestFrontDoorRunsEachTickOnce and TestQuickstart check the runs.)
 func TestFrontDoor(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
 	var logs syncBuffer
-	var mu sync.Mutex
-	runs := map[int64][]int{} // tick → replicas that ran it
 	var scheds []*redcron.Scheduler
-	for i := range 2 {
+	for range 2 {
 		reg := prometheus.NewRegistry()
 		s, err := redcron.New(c.Addrs(),
 			redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
@@ -57,12 +55,8 @@ func TestFrontDoor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = s.Add("tick", "* * * * * *", scheduler.JobFunc(func(_ context.Context, run scheduler.RunInfo) error {
-			mu.Lock()
-			runs[run.Tick.Unix()] = append(runs[run.Tick.Unix()], i)
-			mu.Unlock()
-			return nil
-		}), scheduler.WithLockTTL(2*time.Second))
+		err = s.Add("tick", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }),
+			scheduler.WithLockTTL(2*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,8 +112,15 @@ func TestFrontDoorRunsEachTickOnce(t *testing.T) {
 		scheds = append(scheds, s)
 	}
 	from := time.Now()
+	running := make(chan struct{}, len(scheds))
 	for _, s := range scheds {
-		go func() { _ = s.Run(context.Background()) }()
+		go func() { running <- struct{}{}; _ = s.Run(context.Background()) }()
+	}
+	<-running
+	<-time.After(100 * time.Millisecond)
+	// A second Run is refused, and leaves the first its clients.
+	if err := scheds[0].Run(context.Background()); err == nil {
+		t.Error("a second Run was not refused")
 	}
 	<-time.After(5 * time.Second)
 	for _, s := range scheds {
@@ -190,8 +191,28 @@ func TestFrontDoorTypoNode(t *testing.T) {
 	}
 }
 
-// TestFrontDoorBadInput: New names what is wrong.
+// TestFrontDoorBadInput: New names what is wrong, leaves the registerer
+// as it was when it refuses an option, and a Scheduler that never ran
+// closes its clients at Shutdown.
 func TestFrontDoorBadInput(t *testing.T) {
+	if _, err := redcron.New([]string{"a:1", ""}); !errors.Is(err, redcron.ErrInvalidOption) || !strings.Contains(err.Error(), "address 1") {
+		t.Errorf("New with an empty address = %v, want ErrInvalidOption naming it", err)
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := redcron.New([]string{"a:1"}, redcron.WithMetrics(reg), redcron.WithLockOptions(mutex.WithMaxTTL(-1))); !errors.Is(err, redcron.ErrInvalidOption) ||
+		!errors.Is(err, mutex.ErrInvalidOption) {
+		t.Errorf("New with a bad lock option = %v, want redcron's and mutex's ErrInvalidOption", err)
+	}
+	s, err := redcron.New([]string{"a:1"}, redcron.WithMetrics(reg))
+	if err != nil {
+		t.Fatalf("New on the registerer a refused New was given: %v", err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Locks().Nodes()[0].Client().Ping(context.Background()).Err(); !errors.Is(err, redis.ErrClosed) {
+		t.Errorf("a client of a Scheduler shut down before Run: %v, want closed", err)
+	}
 	if _, err := redcron.New(nil); !errors.Is(err, redcron.ErrInvalidOption) {
 		t.Errorf("New(nil) = %v, want ErrInvalidOption", err)
 	}

@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,21 +31,62 @@ import (
 	"github.com/redcron/redcron/store"
 )
 
-// Scheduler is a scheduler.Scheduler wired to a Redlock over the nodes:
-// Add, Remove, Trigger and Entries are the scheduler's. Run and Shutdown
-// also close the clients New made.
+// Scheduler is a scheduler.Scheduler wired to a Redlock over the nodes.
+// Add, Remove, Trigger, Entries and Shutdown are the scheduler's (see
+// package scheduler); Run also logs the nodes' state first, and closes
+// the clients New made when it returns.
 type Scheduler struct {
-	*scheduler.Scheduler
-	locks *mutex.Redlock
-	owned []*redis.Client // closed when Run returns
+	s       *scheduler.Scheduler
+	locks   *mutex.Redlock
+	owned   []*redis.Client // the clients New made
+	started atomic.Bool     // Run was called
+	close   sync.Once
+}
+
+// Add registers a job: see scheduler.Scheduler.Add.
+func (s *Scheduler) Add(name, spec string, job scheduler.Job, opts ...scheduler.JobOption) error {
+	return s.s.Add(name, spec, job, opts...)
+}
+
+// Remove unregisters a job: see scheduler.Scheduler.Remove.
+func (s *Scheduler) Remove(name string) error { return s.s.Remove(name) }
+
+// Trigger runs a job now, under its lock: see scheduler.Scheduler.Trigger.
+func (s *Scheduler) Trigger(ctx context.Context, name string) (scheduler.RunInfo, error) {
+	return s.s.Trigger(ctx, name)
+}
+
+// Entries returns the jobs as this replica sees them: see
+// scheduler.Scheduler.Entries.
+func (s *Scheduler) Entries() []scheduler.Entry { return s.s.Entries() }
+
+// Shutdown stops the scheduler gracefully: see scheduler.Scheduler.Shutdown.
+// If Run was never called, it closes the clients New made.
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	err := s.s.Shutdown(ctx)
+	if !s.started.Load() {
+		s.closeClients()
+	}
+	return err
+}
+
+// closeClients closes the clients New made, once.
+func (s *Scheduler) closeClients() {
+	s.close.Do(func() {
+		for _, c := range s.owned {
+			_ = c.Close()
+		}
+	})
 }
 
 // New returns a Scheduler over the Redis masters at addrs (host:port, one
 // per independent master: 3 tolerate one down, 5 tolerate two), with one
 // client each, configured as redcron needs: no retries of its own (redcron
 // decides what to retry), one dial per attempt, 1 s dial, read and write
-// timeouts that also honour contexts. WithRedisOptions adjusts them
-// (password, TLS). It validates the options and does no I/O.
+// timeouts that also honour contexts (raise them with WithRedisOptions if
+// you raise mutex.WithNodeTimeout above a second). WithRedisOptions
+// adjusts them (password, TLS). It validates the options and does no I/O;
+// its errors for bad input match ErrInvalidOption and name what is wrong.
 func New(addrs []string, opts ...Option) (*Scheduler, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -51,6 +94,11 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 	}
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: New: no node addresses", ErrInvalidOption)
+	}
+	for i, addr := range addrs {
+		if addr == "" {
+			return nil, fmt.Errorf("%w: New: address %d is empty", ErrInvalidOption, i)
+		}
 	}
 	clients := make([]redis.UniversalClient, len(addrs))
 	var owned []*redis.Client
@@ -78,7 +126,8 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 // per independent master (for TLS, ACLs, Sentinel, a Cluster or Ring
 // client). Set MaxRetries to -1 and DialerRetries to 1 on them, and
 // timeouts above the node timeout (250 ms): see the README. The clients
-// stay yours to close. It does no I/O.
+// stay yours to close. It does no I/O. Its errors for bad input match
+// ErrInvalidOption.
 func NewWithClients(clients []redis.UniversalClient, opts ...Option) (*Scheduler, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -106,51 +155,63 @@ func nodeName(c redis.UniversalClient, i int) string {
 	return fmt.Sprintf("node-%d", i)
 }
 
-// build wires the nodes, the Redlock, the scheduler and the metrics.
+// build wires the nodes, the Redlock, the scheduler and the metrics. An
+// option the packages underneath refuse matches ErrInvalidOption too; the
+// metrics are registered last, so that a refusal leaves the registerer as
+// it was.
 func build(names []string, clients []redis.UniversalClient, cfg config) (*Scheduler, error) {
+	invalid := func(err error) error {
+		if errors.Is(err, mutex.ErrInvalidOption) || errors.Is(err, scheduler.ErrInvalidOption) {
+			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+		return err
+	}
 	nodes := make([]*store.Node, len(clients))
 	for i, c := range clients {
 		n, err := store.NewNode(names[i], c)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: node %d: %w", ErrInvalidOption, i, err)
 		}
 		nodes[i] = n
 	}
 	lockOpts := append([]mutex.Option{mutex.WithLogger(cfg.logger)}, cfg.lock...)
 	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger)}, cfg.scheduler...)
+	var m *metrics.Collector
 	if cfg.registerer != nil {
-		m, err := metrics.New(metrics.WithNodes(names...))
-		if err != nil {
+		var err error
+		if m, err = metrics.New(metrics.WithNodes(names...)); err != nil {
 			return nil, err
-		}
-		if err := cfg.registerer.Register(m); err != nil {
-			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
 		}
 		lockOpts = append(lockOpts, mutex.WithObserver(m.LockObserver()))
 		schedOpts = append(schedOpts, scheduler.WithObserver(m.SchedulerObserver()))
 	}
 	locks, err := mutex.New(nodes, lockOpts...)
 	if err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
 	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), schedOpts...)
 	if err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
-	return &Scheduler{Scheduler: s, locks: locks}, nil
+	if m != nil {
+		if err := cfg.registerer.Register(m); err != nil {
+			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
+		}
+	}
+	return &Scheduler{s: s, locks: locks}, nil
 }
 
 // Run runs the scheduler until ctx is done or Shutdown is called (see
 // scheduler.Scheduler.Run), then closes the clients New made. Before the
-// first tick it logs the state of each node (see Nodes).
+// first tick it logs the state of each node (mutex.Redlock.LogNodes). A
+// second call returns the scheduler's error at once and closes nothing.
 func (s *Scheduler) Run(ctx context.Context) error {
-	defer func() {
-		for _, c := range s.owned {
-			_ = c.Close()
-		}
-	}()
+	if !s.started.CompareAndSwap(false, true) {
+		return s.s.Run(ctx)
+	}
+	defer s.closeClients()
 	s.locks.LogNodes(ctx)
-	return s.Scheduler.Run(ctx)
+	return s.s.Run(ctx)
 }
 
 // Locks returns the Redlock the scheduler claims ticks with, for locks of

@@ -30,9 +30,17 @@ const (
 // that a bad minority node (a wrong password, a typo in its address) is
 // not silent while the others keep the quorum.
 type nodeStates struct {
-	mu   sync.Mutex
-	last []nodeState
+	mu      sync.Mutex
+	last    []nodeState // the state each node was last seen in
+	logged  []nodeState // the state each node was last logged in
+	at      []time.Time // when each node's state was last logged
+	flapped []int       // changes not logged since, for a node that flaps
 }
+
+// flapWindow is how often one node's changes are logged at most: a node
+// answering about as slowly as the node timeout would otherwise flip
+// between up and down on every call.
+const flapWindow = 10 * time.Second
 
 // stateOf returns the state a node's answer shows, and false for answers
 // that show nothing of the node (pending, canceled, a bad key).
@@ -70,32 +78,47 @@ func nodeWide(err error) bool {
 }
 
 // noteNodes logs the nodes whose state rs (one answer per node, in the
-// nodes' order) shows to have changed.
+// nodes' order) shows to have changed: at once, unless the node's last
+// line is less than flapWindow old; such a change is logged with the next
+// answer after the window, if the state still differs from the one last
+// logged, with how many changes went unlogged. Lines are written under the
+// lock, so that they come in the order the states were seen.
 func (r *Redlock) noteNodes(rs []NodeResult) {
 	if len(rs) != len(r.nodes) {
 		return
 	}
-	var changed []int
-	r.states.mu.Lock()
-	if r.states.last == nil {
-		r.states.last = make([]nodeState, len(r.nodes))
+	st := r.states
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.last == nil {
+		n := len(r.nodes)
+		st.last, st.logged, st.at, st.flapped = make([]nodeState, n), make([]nodeState, n), make([]time.Time, n), make([]int, n)
 	}
+	now := time.Now()
 	for i, res := range rs {
-		if st, ok := stateOf(res); ok && st != r.states.last[i] {
-			r.states.last[i] = st
-			changed = append(changed, i)
+		state, ok := stateOf(res)
+		if !ok {
+			continue
 		}
-	}
-	r.states.mu.Unlock()
-	for _, i := range changed {
-		st, _ := stateOf(rs[i])
-		r.logNode(context.Background(), rs[i].Node, st, rs[i].Err)
+		if state != st.last[i] {
+			st.last[i] = state
+			st.flapped[i]++
+		}
+		if state == st.logged[i] || now.Sub(st.at[i]) < flapWindow && !st.at[i].IsZero() {
+			continue
+		}
+		r.logNode(context.Background(), res.Node, state, res.Err, st.flapped[i]-1)
+		st.logged[i], st.at[i], st.flapped[i] = state, now, 0
 	}
 }
 
-// logNode logs one node's state, with its cause.
-func (r *Redlock) logNode(ctx context.Context, node string, st nodeState, cause error) {
+// logNode logs one node's state, with its cause and the number of changes
+// not logged before it.
+func (r *Redlock) logNode(ctx context.Context, node string, st nodeState, cause error, unlogged int) {
 	attrs := []slog.Attr{slog.String("node", node), slog.String("state", string(st))}
+	if unlogged > 0 {
+		attrs = append(attrs, slog.Int("changes_not_logged", unlogged))
+	}
 	level := slog.LevelWarn
 	switch st {
 	case nodeUp:
@@ -130,7 +153,7 @@ func (r *Redlock) LogNodes(ctx context.Context) {
 func (r *Redlock) probe(ctx context.Context, i int, n *store.Node) NodeResult {
 	res := NodeResult{Node: n.Name()}
 	info, err := n.Info(ctx)
-	if err != nil && r.cfg.trusted && store.ServerError(err) {
+	if err != nil && r.cfg.trusted && store.ServerError(err) && !nodeWide(err) {
 		return NodeResult{Node: n.Name(), Vote: VoteYes} // it answers; without INFO, it is trusted
 	}
 	if err != nil {

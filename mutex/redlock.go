@@ -114,6 +114,9 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkBeat(name, lc.owner); err != nil {
+		return nil, err
+	}
 	res := r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: store.NewToken()}})[0]
 	return res.Lock, res.Err
 }
@@ -134,10 +137,17 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (st
 	if err := r.checkOccurrence(name, lc.occurrence); err != nil {
 		return store.LockKeys{}, lockConfig{}, err
 	}
-	if err := r.beats.fresh(lc.owner); err != nil {
-		return store.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: %w", ErrNotAcquired, name, err)
-	}
 	return keys, lc, nil
+}
+
+// checkBeat refuses a lock to an owner whose heartbeat is stale (see
+// beats), at every attempt: undecided (ErrNoQuorum), as no node was asked,
+// and worth trying again once the owner beats again.
+func (r *Redlock) checkBeat(name, owner string) error {
+	if err := r.beats.fresh(owner); err != nil {
+		return fmt.Errorf("%w: lock %q: %w", ErrNoQuorum, name, err)
+	}
+	return nil
 }
 
 // checkOccurrence refuses to claim an occurrence (unix ms; 0 for none)
@@ -190,9 +200,13 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 		if err := r.checkOccurrence(name, lc.occurrence); err != nil {
 			return nil, errors.Join(last, err) // retried past the span its mark protects
 		}
+
 		// A fresh token each time: a late release of an earlier attempt's
 		// value must never match this attempt's.
-		res := r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: store.NewToken()}})[0]
+		var res Result
+		if res.Err = r.checkBeat(name, lc.owner); res.Err == nil {
+			res = r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: store.NewToken()}})[0]
+		}
 		l, err := res.Lock, res.Err
 		switch {
 		case err == nil, errors.Is(err, ErrAlreadyRun):

@@ -34,6 +34,9 @@ func (r *Redlock) TryLockAll(ctx context.Context, reqs []Request) []Result {
 	at := make([]int, 0, len(reqs)) // their places in reqs
 	for j, q := range reqs {
 		keys, lc, err := r.prepare(q.Name, q.TTL, q.Options)
+		if err == nil {
+			err = r.checkBeat(q.Name, lc.owner)
+		}
 		if err != nil {
 			out[j].Err = err
 			continue

@@ -106,6 +106,10 @@ func lockError(err error, req LockRequest) error {
 		case ok && !req.Tick.IsZero() && holder.Occurrence < req.Tick.UnixMilli():
 			// The previous run is still going.
 			return fmt.Errorf("%w: %w", ErrOverlap, err)
+		case ok && req.Tick.IsZero() && req.Owner != "" && holder.Owner == req.Owner:
+			// A trigger, while a run of this replica's holds the lock (or
+			// has just ended and keeps it for its start group).
+			return fmt.Errorf("%w: %w", ErrOverlap, err)
 		case ok && !req.Tick.IsZero() && holder.Occurrence == req.Tick.UnixMilli() && holder.Owner == req.Owner:
 			// An earlier attempt of this replica at this very tick, given
 			// up (its answers came too late) and being released: whoever

@@ -168,6 +168,7 @@ func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func(
 func (s *Scheduler) markStart(rn *runner, r *run, base context.Context) {
 	e, tick := r.e, r.info.Tick
 	e.running.Add(1)
+	e.latest.Store(r)
 
 	r.start = time.Now()
 	var startDelay time.Duration
@@ -205,9 +206,13 @@ func callJob(ctx context.Context, job Job, info RunInfo) (err error) {
 func (s *Scheduler) finishRun(rn *runner, r *run) {
 	var out outcome
 	select {
-	case out = <-r.done:
-	case <-rn.abandon:
-		out = outcome{cause: context.Cause(r.ctx), abandoned: true}
+	case out = <-r.done: // a job that returned is never reported abandoned
+	default:
+		select {
+		case out = <-r.done:
+		case <-rn.abandon:
+			out = outcome{cause: context.Cause(r.ctx), abandoned: true}
+		}
 	}
 	duration := time.Since(r.start)
 	if !out.returned.IsZero() {
@@ -236,7 +241,7 @@ func (s *Scheduler) end(r *run, out outcome, relErr error, final bool) (Result, 
 	if first {
 		r.e.running.Add(-1)
 	}
-	if first || final {
+	if (first || final) && r.e.latest.Load() == r { // not over a newer run's result
 		r.e.lastResult, r.e.lastSkip, r.e.lastErr = result, 0, err
 	}
 	return result, err
@@ -270,17 +275,18 @@ func (s *Scheduler) logRun(ctx context.Context, r *run, result Result, duration 
 
 // classify turns how a job returned, and how its lease was released, into
 // a Result and the error to report.
-// A lease found lost at the release after the scheduler cancelled the
-// job (Shutdown, Run's context) was lost because the keepalive stopped
-// with the job's context, not because of the nodes: the run is reported as
-// canceled, or abandoned, not as lock_lost.
+// A lease found lost at the release after the scheduler stopped the job
+// (Shutdown, Run's context) was lost because the keepalive stopped with
+// the job's context, not because of the nodes: the run is reported as
+// canceled, or abandoned, not as lock_lost. A run timeout does not stop
+// the keepalive, so a loss after it is one.
 func classify(out outcome, releaseErr error) (Result, error) {
 	switch {
 	case errors.Is(out.cause, ErrLockLost):
 		return ResultLockLost, withCause(out.cause, out.err)
 	case out.abandoned:
 		return ResultAbandoned, errors.Join(ErrShutdownTimeout, out.cause)
-	case out.cause == nil && errors.Is(releaseErr, ErrLockLost):
+	case (out.cause == nil || errors.Is(out.cause, ErrRunTimeout)) && errors.Is(releaseErr, ErrLockLost):
 		return ResultLockLost, withCause(releaseErr, out.err)
 	}
 	if _, ok := out.err.(*PanicError); ok {

@@ -59,7 +59,8 @@ type entry struct {
 	// queue on it. running is decremented under Scheduler.mu, with
 	// lastResult, so that Entries never shows a finished run without its
 	// result; removed is set under it by Remove.
-	running atomic.Int32 // runs in progress on this replica
+	running atomic.Int32        // runs in progress on this replica
+	latest  atomic.Pointer[run] // the run started last, whose result Entries shows
 	removed atomic.Bool
 	// gone is done once Remove has removed the job; leave makes it so.
 	gone  context.Context

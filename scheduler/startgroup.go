@@ -40,8 +40,9 @@ const minStartWait = 20 * time.Millisecond
 // over. The rest of the wait is for the other replicas: their runs of the
 // same tick take about as long to start, or longer if they won more of
 // them, and the releases would compete with them. The tick is claimed
-// already; during the wait a run that ended still counts as running: its
-// end is reported, and its lock released, after it. A member whose run
+// already; a run that ended during the wait is shown finished at once
+// (Entries), with its job's own duration, but its lock is held, and its
+// end reported, until the wait is over. A member whose run
 // will not start (its lease lost before the tick, its job removed) does
 // not wait.
 //

@@ -22,13 +22,12 @@ import (
 // Run has not started yet, Trigger waits for it (or for ctx). Lock
 // attempts that reach no decision are retried with jitter for up to the
 // job's misfire grace, within ctx. The returned error matches ErrOverlap
-// if a run of the job is in progress on this replica; the Locker's refusal
-// (ErrHeld: a request without a tick is never refused as an overlap) if
-// the lock is held elsewhere (or here, for a tick locked ahead with
-// WithLockAhead); the Locker's error
-// (ErrNoQuorum) if no decision was reached; ErrUnknownJob if no job is
-// called name, or if it is removed before its run starts; and ErrClosed if
-// the Scheduler is closed.
+// if a run of the job is in progress on this replica (over a Redlock, also
+// while this replica holds the job's lock: a tick locked ahead, or a run
+// that just ended and keeps it for its start group); ErrHeld if the lock
+// is held elsewhere; ErrNoQuorum if no decision was reached; ErrUnknownJob
+// if no job is called name, or if it is removed before its run starts;
+// and ErrClosed if the Scheduler is closed.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	s.mu.Lock()
 	known := s.jobs[name] != nil

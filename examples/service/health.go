@@ -5,13 +5,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/store"
 )
 
 // health answers /healthz: 200 while a majority of the nodes is up (as far
 // as the last lock operations tell), 503 otherwise, with the jobs' state.
-func health(s *scheduler.Scheduler, nodes []*store.Node) http.Handler {
+func health(s *redcron.Scheduler, nodes []*store.Node) http.Handler {
 	type job struct {
 		Name       string    `json:"name"`
 		Next       time.Time `json:"next"`

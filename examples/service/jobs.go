@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
 )
@@ -15,7 +16,7 @@ import (
 // addJobs registers the example jobs: a report written with its fencing
 // token, so that a run whose lease ended while it was paused cannot
 // overwrite a newer one; and a slow, cooperative batch job.
-func addJobs(s *scheduler.Scheduler, data redis.Scripter, cfg config, log *slog.Logger) error {
+func addJobs(s *redcron.Scheduler, data redis.Scripter, cfg config, log *slog.Logger) error {
 	reportSpec, batchSpec := "*/5 * * * *", "0 * * * *"
 	if cfg.fast {
 		reportSpec, batchSpec = "* * * * * *", "*/2 * * * * *"

@@ -160,8 +160,13 @@ func run(log *slog.Logger, env func(string) string) error {
 	if err != nil {
 		return err
 	}
+	defer func() { // on an early return; closes the clients if Run was never reached
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.grace)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}()
 	nodes := s.Locks().Nodes()
-	if err := addJobs(s.Scheduler, nodes[0].Client(), cfg, log); err != nil {
+	if err := addJobs(s, nodes[0].Client(), cfg, log); err != nil {
 		return err
 	}
 
@@ -171,7 +176,7 @@ func run(log *slog.Logger, env func(string) string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("GET /healthz", health(s.Scheduler, nodes))
+	mux.Handle("GET /healthz", health(s, nodes))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(ln) }()
