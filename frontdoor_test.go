@@ -146,22 +146,8 @@ func TestFrontDoorRefusedNode(t *testing.T) {
 	if err := locked.Node(0).Client(t).ConfigSet(context.Background(), "requirepass", "secret").Err(); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
-	s, err := redcron.New(append(c.Addrs(), locked.Addrs()...), redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), "redis node refused") && time.Now().Before(deadline) {
-		<-time.After(50 * time.Millisecond)
-	}
-	cancel()
-	<-done
-	if got := logs.String(); !strings.Contains(got, "redis node refused") || !strings.Contains(got, locked.Addrs()[0]) ||
-		!strings.Contains(got, "NOAUTH") {
+	got := startLogs(t, append(c.Addrs(), locked.Addrs()...), "redis node refused")
+	if !strings.Contains(got, "redis node refused") || !strings.Contains(got, locked.Addrs()[0]) || !strings.Contains(got, "NOAUTH") {
 		t.Fatalf("start logs, want the node without the password refused with NOAUTH:\n%s", got)
 	}
 }
@@ -171,9 +157,18 @@ func TestFrontDoorRefusedNode(t *testing.T) {
 func TestFrontDoorTypoNode(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 2)
-	var logs syncBuffer
 	typo := "redis-nodee.invalid:6379"
-	s, err := redcron.New(append(c.Addrs(), typo), redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if got := startLogs(t, append(c.Addrs(), typo), "redis node down"); !strings.Contains(got, "redis node down") || !strings.Contains(got, typo) {
+		t.Fatalf("start logs, want the node at %s down with its cause:\n%s", typo, got)
+	}
+}
+
+// startLogs runs a Scheduler over addrs until its log says want, or for
+// 10 s, and returns the log.
+func startLogs(t *testing.T, addrs []string, want string) string {
+	t.Helper()
+	var logs syncBuffer
+	s, err := redcron.New(addrs, redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,14 +176,12 @@ func TestFrontDoorTypoNode(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), "redis node down") && time.Now().Before(deadline) {
+	for !strings.Contains(logs.String(), want) && time.Now().Before(deadline) {
 		<-time.After(50 * time.Millisecond)
 	}
 	cancel()
 	<-done
-	if got := logs.String(); !strings.Contains(got, "redis node down") || !strings.Contains(got, typo) {
-		t.Fatalf("start logs, want the node at %s down with its cause:\n%s", typo, got)
-	}
+	return logs.String()
 }
 
 // TestFrontDoorBadInput: New names what is wrong, leaves the registerer
