@@ -31,7 +31,7 @@ import (
 	"github.com/redcron/redcron/store"
 )
 
-// Scheduler is a scheduler.Scheduler wired to a Redlock over the nodes.
+// Scheduler wraps a scheduler.Scheduler wired to a Redlock over the nodes.
 // Add, Remove, Trigger, Entries and Shutdown are the scheduler's (see
 // package scheduler); Run also logs the nodes' state first, and closes
 // the clients New made when it returns.
@@ -40,6 +40,7 @@ type Scheduler struct {
 	locks   *mutex.Redlock
 	owned   []*redis.Client // the clients New made
 	started atomic.Bool     // Run was called
+	shut    atomic.Bool     // Shutdown was called
 	close   sync.Once
 }
 
@@ -63,6 +64,7 @@ func (s *Scheduler) Entries() []scheduler.Entry { return s.s.Entries() }
 // Shutdown stops the scheduler gracefully: see scheduler.Scheduler.Shutdown.
 // If Run was never called, it closes the clients New made.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.shut.Store(true)
 	err := s.s.Shutdown(ctx)
 	if !s.started.Load() {
 		s.closeClients()
@@ -161,7 +163,7 @@ func nodeName(c redis.UniversalClient, i int) string {
 // it was.
 func build(names []string, clients []redis.UniversalClient, cfg config) (*Scheduler, error) {
 	invalid := func(err error) error {
-		if errors.Is(err, mutex.ErrInvalidOption) || errors.Is(err, scheduler.ErrInvalidOption) {
+		if errors.Is(err, mutex.ErrInvalidOption) || errors.Is(err, scheduler.ErrInvalidOption) || errors.Is(err, metrics.ErrInvalidOption) {
 			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 		}
 		return err
@@ -180,7 +182,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	if cfg.registerer != nil {
 		var err error
 		if m, err = metrics.New(metrics.WithNodes(names...)); err != nil {
-			return nil, err
+			return nil, invalid(err)
 		}
 		lockOpts = append(lockOpts, mutex.WithObserver(m.LockObserver()))
 		schedOpts = append(schedOpts, scheduler.WithObserver(m.SchedulerObserver()))
@@ -210,6 +212,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return s.s.Run(ctx)
 	}
 	defer s.closeClients()
+	if s.shut.Load() {
+		return s.s.Run(ctx) // closed: it returns at once
+	}
 	s.locks.LogNodes(ctx)
 	return s.s.Run(ctx)
 }
@@ -218,8 +223,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // your own over the same nodes, or for the leak scan (ScanLeaks).
 func (s *Scheduler) Locks() *mutex.Redlock { return s.locks }
 
-// ErrInvalidOption is matched by the error of New for a bad option or
-// argument, which it names.
+// ErrInvalidOption is matched by the error of New and NewWithClients for a
+// bad option or argument, which it names, including the options of the
+// packages underneath.
 var ErrInvalidOption = errors.New("redcron: invalid option")
 
 // Option configures New and NewWithClients.

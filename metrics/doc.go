@@ -33,7 +33,7 @@
 //	redcron_lock_leases_lost_total                       counter
 //	redcron_lock_node_errors_total                       counter    node, vote
 //	redcron_lock_node_up                                 gauge      node
-//	redcron_lock_node_quarantined                        gauge      node
+//	redcron_lock_node_warming_up                         gauge      node
 //	redcron_leak_scans_total                             counter    result
 //	redcron_leaked_locks                                 gauge      class
 //	redcron_leak_last_scan_success_timestamp_seconds     gauge
@@ -70,11 +70,11 @@
 // The last success timestamp is the key metric of a batch job: alert when
 // it is older than the job's interval. redcron_lock_node_up is 1 when the
 // node's last answer to a lock operation was not a failure; a node nobody
-// asked yet counts as up. A node that is quarantined
-// (redcron_lock_node_quarantined 1) answers but its grants do not count
-// until it has been up for the max TTL (see mutex.WithTrustedNodes and
-// mutex.NodeResult.Restarted); any answer of its to an acquisition, a
-// refusal too, keeps it at 1 until then. The leak gauges hold the counts of the last
+// asked yet counts as up. A node that is warming up
+// (redcron_lock_node_warming_up 1) answers but its grants do not count
+// until its server has been up for the max TTL (see
+// mutex.WithTrustedNodes and mutex.NodeResult.WarmingUp); any answer of
+// its to an acquisition, a refusal too, keeps it at 1 until then. The leak gauges hold the counts of the last
 // successful scan of this replica (scheduler.WithLeakScan); only one
 // replica scans at a time, so take the max across replicas.
 //

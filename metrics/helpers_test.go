@@ -311,7 +311,7 @@ func lint(t *testing.T, c prometheus.Collector) {
 }
 
 // nodeSeries renders the expected node series of names.
-func nodeSeries(names []string, up, quarantined func(i int) int, errs func(i int, vote string) int) string {
+func nodeSeries(names []string, up, warming func(i int) int, errs func(i int, vote string) int) string {
 	var b strings.Builder
 	for i, n := range names {
 		for _, v := range []string{"error", "timeout", "unreachable"} {
@@ -319,16 +319,16 @@ func nodeSeries(names []string, up, quarantined func(i int) int, errs func(i int
 		}
 	}
 	for i, n := range names {
-		fmt.Fprintf(&b, "redcron_lock_node_quarantined{node=%q} %d\n", n, quarantined(i))
+		fmt.Fprintf(&b, "redcron_lock_node_up{node=%q} %d\n", n, up(i))
 	}
 	for i, n := range names {
-		fmt.Fprintf(&b, "redcron_lock_node_up{node=%q} %d\n", n, up(i))
+		fmt.Fprintf(&b, "redcron_lock_node_warming_up{node=%q} %d\n", n, warming(i))
 	}
 	return b.String()
 }
 
 // nodeNames are the node families, for compare.
-var nodeNames = []string{"redcron_lock_node_errors_total", "redcron_lock_node_quarantined", "redcron_lock_node_up"}
+var nodeNames = []string{"redcron_lock_node_errors_total", "redcron_lock_node_up", "redcron_lock_node_warming_up"}
 
 func always(v int) func(int) int { return func(int) int { return v } }
 

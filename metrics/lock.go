@@ -50,7 +50,7 @@ func failVote(i int) mutex.Vote {
 type nodeSeries struct {
 	errors      [numFailVotes]prometheus.Counter
 	up          prometheus.Gauge
-	quarantined prometheus.Gauge
+	warmingUp   prometheus.Gauge
 }
 
 // lockObserver is the mutex.Observer of a Collector.
@@ -94,9 +94,9 @@ func (c *Collector) observeNode(r mutex.NodeResult, uptimeVotes bool) {
 		n.up.Set(1)
 		if uptimeVotes {
 			if r.WarmingUp() {
-				n.quarantined.Set(1)
+				n.warmingUp.Set(1)
 			} else {
-				n.quarantined.Set(0)
+				n.warmingUp.Set(0)
 			}
 		}
 		return
@@ -125,7 +125,7 @@ func (c *Collector) node(name string) *nodeSeries {
 	}
 	n = &nodeSeries{
 		up:          c.nodeUp.WithLabelValues(name),
-		quarantined: c.nodeQuarantined.WithLabelValues(name),
+		warmingUp:   c.nodeWarmingUp.WithLabelValues(name),
 	}
 	n.up.Set(1)
 	for i := range numFailVotes {

@@ -94,11 +94,11 @@ func TestLockResults(t *testing.T) {
 	lint(t, m)
 }
 
-// TestQuarantinedNodes: fresh servers are quarantined by a Redlock that
+// TestWarmingUpNodes: fresh servers are quarantined by a Redlock that
 // does not trust them (their uptime is below the max TTL), also when they
 // answer that another owner holds the lock, and no longer once a vote of
 // theirs counts.
-func TestQuarantinedNodes(t *testing.T) {
+func TestWarmingUpNodes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// One node, so that its answer decides every operation and is always
@@ -201,24 +201,24 @@ func TestKilledNode(t *testing.T) {
 	lint(t, m)
 }
 
-// TestQuarantineEndsWithACountedVote: a node's quarantine gauge, set by a
+// TestWarmingUpEndsWithACountedVote: a node's quarantine gauge, set by a
 // vote not counted because the node restarted recently, goes back to 0 at
 // its next answer to an acquisition from out of quarantine, a refusal
 // (held, already run) as well as a yes: a replica that keeps losing ticks
 // to others must not keep it at 1. (A refusal from a node still in
-// quarantine keeps it at 1: TestQuarantinedNodes.)
-func TestQuarantineEndsWithACountedVote(t *testing.T) {
+// quarantine keeps it at 1: TestWarmingUpNodes.)
+func TestWarmingUpEndsWithACountedVote(t *testing.T) {
 	for _, vote := range []mutex.Vote{mutex.VoteYes, mutex.VoteHeld, mutex.VoteAlreadyRun} {
 		t.Run(vote.String(), func(t *testing.T) {
 			m, reg := newCollector(t, metrics.WithNodes("n1"))
 			o := m.LockObserver()
 			o.ObserveLock(mutex.Event{Kind: mutex.EventAcquire, Name: "j", Err: &mutex.QuorumError{Op: "acquire", Reason: mutex.ErrNoQuorum},
 				Nodes: []mutex.NodeResult{{Node: "n1", Vote: mutex.VoteWarmingUp}}})
-			if v, _ := value(t, reg, "redcron_lock_node_quarantined", "node", "n1"); v != 1 {
+			if v, _ := value(t, reg, "redcron_lock_node_warming_up", "node", "n1"); v != 1 {
 				t.Fatalf("quarantined %v after a restarted vote, want 1", v)
 			}
 			o.ObserveLock(mutex.Event{Kind: mutex.EventAcquire, Name: "j", Nodes: []mutex.NodeResult{{Node: "n1", Vote: vote}}})
-			if v, _ := value(t, reg, "redcron_lock_node_quarantined", "node", "n1"); v != 0 {
+			if v, _ := value(t, reg, "redcron_lock_node_warming_up", "node", "n1"); v != 0 {
 				t.Errorf("quarantined %v after a counted %s vote, want 0", v, vote)
 			}
 		})

@@ -48,7 +48,7 @@ type Collector struct {
 	leasesLost      prometheus.Counter
 	nodeErrors      *prometheus.CounterVec
 	nodeUp          *prometheus.GaugeVec
-	nodeQuarantined *prometheus.GaugeVec
+	nodeWarmingUp *prometheus.GaugeVec
 
 	// Leak scan metrics.
 	leakScans       *prometheus.CounterVec
@@ -132,8 +132,8 @@ func New(opts ...Option) (*Collector, error) {
 			"Failed answers of each node to lock operations, by vote (timeout, unreachable, error).", nodeLabel, voteLabel),
 		nodeUp: gauge("lock", "node_up",
 			"1 if the last answer of the node to a lock operation was not a failure (timeout, unreachable, error), else 0.", nodeLabel),
-		nodeQuarantined: gauge("lock", "node_quarantined",
-			"1 if the node's last answer to an acquisition showed it restarted less than the max TTL ago, so that its grants do not count, else 0.", nodeLabel),
+		nodeWarmingUp: gauge("lock", "node_warming_up",
+			"1 if the node's last answer to an acquisition showed it warming up (its server, new or restarted, started too recently to vote), so that its grants do not count, else 0.", nodeLabel),
 
 		leakScans: counter("leak", "scans_total",
 			"Leak scans made by this replica, by result (ok, failed).", resultLabel),
@@ -148,7 +148,7 @@ func New(opts ...Option) (*Collector, error) {
 	c.all = []prometheus.Collector{
 		c.runs, c.skips, c.retries, c.runDuration, c.startDelay, c.lastSuccess, c.inProgress,
 		c.acquires, c.acquireDuration, c.extensions, c.releases, c.leasesLost,
-		c.nodeErrors, c.nodeUp, c.nodeQuarantined,
+		c.nodeErrors, c.nodeUp, c.nodeWarmingUp,
 		c.leakScans, c.leaked, c.lastScanSuccess,
 	}
 	for i := range numAcquireResults {

@@ -45,8 +45,8 @@ func TestMetricSet(t *testing.T) {
 		"redcron_lock_extensions_total counter result",
 		"redcron_lock_leases_lost_total counter ",
 		"redcron_lock_node_errors_total counter node,vote",
-		"redcron_lock_node_quarantined gauge node",
 		"redcron_lock_node_up gauge node",
+		"redcron_lock_node_warming_up gauge node",
 		"redcron_lock_releases_total counter result",
 		"redcron_scheduler_last_success_timestamp_seconds gauge job_name",
 		"redcron_scheduler_lock_retries_total counter job_name",
@@ -103,12 +103,12 @@ redcron_lock_leases_lost_total 0
 redcron_lock_node_errors_total{node="n1",vote="error"} 0
 redcron_lock_node_errors_total{node="n1",vote="timeout"} 0
 redcron_lock_node_errors_total{node="n1",vote="unreachable"} 0
-# HELP redcron_lock_node_quarantined 1 if the node's last answer to an acquisition showed it restarted less than the max TTL ago, so that its grants do not count, else 0.
-# TYPE redcron_lock_node_quarantined gauge
-redcron_lock_node_quarantined{node="n1"} 0
 # HELP redcron_lock_node_up 1 if the last answer of the node to a lock operation was not a failure (timeout, unreachable, error), else 0.
 # TYPE redcron_lock_node_up gauge
 redcron_lock_node_up{node="n1"} 1
+# HELP redcron_lock_node_warming_up 1 if the node's last answer to an acquisition showed it warming up (its server, new or restarted, started too recently to vote), so that its grants do not count, else 0.
+# TYPE redcron_lock_node_warming_up gauge
+redcron_lock_node_warming_up{node="n1"} 0
 # HELP redcron_lock_releases_total Lock releases, by result.
 # TYPE redcron_lock_releases_total counter
 redcron_lock_releases_total{result="lost"} 0

@@ -176,7 +176,7 @@ func checkBuckets(option string, b []float64) ([]float64, error) {
 
 // WithNodes declares the names of the Redis nodes (as given to
 // store.NewNode) so that their series exist before the first lock
-// operation: redcron_lock_node_up at 1, redcron_lock_node_quarantined at 0
+// operation: redcron_lock_node_up at 1, redcron_lock_node_warming_up at 0
 // and redcron_lock_node_errors_total at 0. Without it (the default) a
 // node's series appear with its first answer. Names must not be empty.
 // Given more than once, the lists add up.

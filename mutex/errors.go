@@ -23,9 +23,10 @@ var (
 	// marked as run.
 	ErrAlreadyRun = fmt.Errorf("%w: occurrence already run", ErrNotAcquired)
 	// ErrNoQuorum: too few nodes granted the lock in time, and no other
-	// owner holds a quorum either (nodes down, slow or restarted, a split
-	// vote between contenders, a value set only since its nodes' recent
-	// restart, or the validity ran out); a later attempt may succeed.
+	// owner holds a quorum either (nodes down, slow or warming up, a split
+	// vote between contenders, a value set only since its nodes' servers
+	// started, the validity ran out, or the owner's heartbeat is stale); a
+	// later attempt may succeed.
 	ErrNoQuorum = fmt.Errorf("%w: no quorum", ErrNotAcquired)
 
 	// ErrLost: the lease can no longer be proven (it expired, or a quorum
@@ -40,6 +41,10 @@ var (
 	// ErrInvalidOption is matched by errors about option values and
 	// arguments.
 	ErrInvalidOption = errors.New("mutex: invalid option")
+	// ErrNodeRefused is matched by the error of a node whose answer cannot
+	// be counted whatever it says: its server's run id or uptime cannot be
+	// read, or one server answers under two node names.
+	ErrNodeRefused = errors.New("mutex: node not counted")
 )
 
 // Vote is one node's answer to one operation.

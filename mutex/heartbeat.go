@@ -37,6 +37,7 @@ func (r *Redlock) Heartbeat(ctx context.Context, owner string, ttl time.Duration
 	var err error
 	if yes := count(results, VoteYes); yes < r.quorum {
 		err = fmt.Errorf("mutex: heartbeat of %q reached %d of %d nodes: %w", owner, yes, len(r.nodes), errors.Join(errs...))
+		r.beats.failed(owner, ttl)
 	} else {
 		r.beats.record(owner, start, ttl)
 	}
@@ -72,8 +73,23 @@ func (b *beats) record(owner string, at time.Time, ttl time.Duration) {
 	}
 }
 
+// failed notes a heartbeat of owner that did not reach a quorum: an owner
+// whose heartbeats have never succeeded is refused leases, as one whose
+// last success is too old is.
+func (b *beats) failed(owner string, ttl time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		b.last = map[string]beat{}
+	}
+	if _, ok := b.last[owner]; !ok {
+		b.last[owner] = beat{ttl: ttl} // the zero time: never
+	}
+}
+
 // fresh returns an error when owner heartbeats here and its last successful
-// heartbeat is older than its TTL; nil for an owner that never did.
+// heartbeat is older than its TTL, or it has only failed; nil for an owner
+// that never tried.
 func (b *beats) fresh(owner string) error {
 	if owner == "" {
 		return nil
@@ -81,6 +97,9 @@ func (b *beats) fresh(owner string) error {
 	b.mu.Lock()
 	last, ok := b.last[owner]
 	b.mu.Unlock()
+	if ok && last.at.IsZero() {
+		return fmt.Errorf("owner %q has no successful heartbeat: its leases are not kept, as the leak scan would take it for dead", owner)
+	}
 	if age := time.Since(last.at); ok && age > last.ttl {
 		return fmt.Errorf("owner %q's last heartbeat was %v ago, past its TTL %v: its leases are not kept, as the leak scan may take it for dead",
 			owner, age.Round(time.Millisecond), last.ttl)

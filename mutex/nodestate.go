@@ -3,6 +3,7 @@ package mutex
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -65,11 +66,11 @@ func stateOf(res NodeResult) (nodeState, bool) {
 // one key: authentication and permissions, a server not ready, an
 // unreadable INFO, one server under two names.
 func nodeWide(err error) bool {
-	if errors.Is(err, ErrInvalidOption) {
+	if errors.Is(err, ErrNodeRefused) {
 		return true
 	}
-	msg := err.Error()
-	for _, s := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "LOADING", "MASTERDOWN", "READONLY", "server info unreadable"} {
+	msg := err.Error() // the server's own error replies
+	for _, s := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "LOADING", "MASTERDOWN", "READONLY"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
@@ -127,7 +128,7 @@ func (r *Redlock) logNode(ctx context.Context, node string, st nodeState, cause 
 		attrs = append(attrs, slog.String("hint", warmingHint))
 	}
 	if cause != nil {
-		attrs = append(attrs, slog.Any("cause", cause))
+		attrs = append(attrs, slog.Any("error", cause))
 	}
 	r.cfg.logger.LogAttrs(ctx, level, "redis node "+string(st), attrs...)
 }
@@ -159,7 +160,7 @@ func (r *Redlock) probe(ctx context.Context, i int, n *store.Node) NodeResult {
 	if err != nil {
 		res = failure(err)
 		if res.Vote == VoteError && !nodeWide(err) {
-			res.Err = errors.Join(ErrInvalidOption, err) // INFO refused: the node cannot be checked
+			res.Err = fmt.Errorf("%w: INFO refused, so its restarts cannot be told: %w", ErrNodeRefused, err)
 		}
 		res.Node = n.Name()
 		return res
@@ -169,7 +170,7 @@ func (r *Redlock) probe(ctx context.Context, i int, n *store.Node) NodeResult {
 	switch {
 	case err != nil:
 		res.Vote, res.Err = VoteError, err
-	case !r.cfg.trusted && r.quarantined(start, now):
+	case !r.cfg.trusted && r.warmingUp(start, now):
 		res.Vote = VoteWarmingUp
 		res.Err = errors.New("server started " + now.Sub(start).Round(time.Second).String() + " ago: votes from " +
 			now.Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly) + ", after the max TTL " + r.cfg.maxTTL.String())

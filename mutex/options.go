@@ -144,7 +144,8 @@ func WithMaxHold(d time.Duration) Option {
 }
 
 // WithStateTTL sets how long a lock's state (fence counter, occurrence
-// mark) is kept after its last acquisition (default 7 days, at least 5m).
+// mark) is kept after its last acquisition (default 7 days, at least 5m;
+// New also wants it at least a minute longer than the max TTL and 2 s).
 // After it a name's fence counter starts over from the time floor, which
 // keeps tokens increasing. An occurrence can be claimed only while its mark
 // would still be kept: up to MaxReach after it.

@@ -145,7 +145,8 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (st
 // and worth trying again once the owner beats again.
 func (r *Redlock) checkBeat(name, owner string) error {
 	if err := r.beats.fresh(owner); err != nil {
-		return fmt.Errorf("%w: lock %q: %w", ErrNoQuorum, name, err)
+		return &QuorumError{Op: "acquire", Name: name, Quorum: r.quorum, Nodes: r.unanswered(), Reason: ErrNoQuorum,
+			Detail: err.Error() + "; no node was asked"}
 	}
 	return nil
 }
@@ -198,7 +199,10 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 	var last error // the previous attempt's error
 	for {
 		if err := r.checkOccurrence(name, lc.occurrence); err != nil {
-			return nil, errors.Join(last, err) // retried past the span its mark protects
+			if last != nil {
+				err = fmt.Errorf("%w (retried past it; the last attempt: %v)", err, last)
+			}
+			return nil, err
 		}
 
 		// A fresh token each time: a late release of an earlier attempt's

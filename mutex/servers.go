@@ -52,7 +52,7 @@ func (s *servers) observe(r *Redlock, i int, info *store.Info, infoErr error, no
 	case infoErr != nil && r.cfg.trusted:
 		return time.Time{}, nil
 	case infoErr != nil:
-		return time.Time{}, fmt.Errorf("server info unreadable, not counted: %w", infoErr)
+		return time.Time{}, fmt.Errorf("%w: server info unreadable: %w", ErrNodeRefused, infoErr)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,7 +82,7 @@ func (s *servers) observe(r *Redlock, i int, info *store.Info, infoErr error, no
 				slog.String("node", b), slog.String("same_as", a), slog.String("run_id", info.RunID))
 		}
 		return time.Time{}, fmt.Errorf("%w: nodes %s and %s are one redis server (run_id %s): its vote would count twice",
-			ErrInvalidOption, a, b, info.RunID)
+			ErrNodeRefused, a, b, info.RunID)
 	}
 	prev.twin = ""
 	return prev.start, nil
@@ -96,9 +96,9 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// quarantined reports whether a server that started at start may have
+// warmingUp reports whether a server that started at start may have
 // forgotten locks it granted: it started less than the max TTL ago.
-func (r *Redlock) quarantined(start, now time.Time) bool {
+func (r *Redlock) warmingUp(start, now time.Time) bool {
 	return now.Before(start.Add(r.cfg.maxTTL + uptimeSlack))
 }
 
@@ -124,7 +124,7 @@ func twins(rs []NodeResult) {
 				continue
 			}
 			a.Vote, a.Err = VoteError, fmt.Errorf("%w: nodes %s and %s are one redis server (run_id %s): its vote would count twice",
-				ErrInvalidOption, b.Node, a.Node, a.server)
+				ErrNodeRefused, b.Node, a.Node, a.server)
 		}
 	}
 }

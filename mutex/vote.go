@@ -32,7 +32,7 @@ func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (r
 	case err != nil:
 		return NodeResult{Vote: VoteError, fence: rep.Fence, Err: err}
 	}
-	recent := !r.cfg.trusted && r.quarantined(start, now)
+	recent := !r.cfg.trusted && r.warmingUp(start, now)
 	switch {
 	case rep.Status == store.Held:
 		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, warming: recent,

@@ -191,12 +191,13 @@ func WithLeakScan(every time.Duration) Option {
 // tick releases the lease, and the tick runs nowhere.
 //
 // The price: the lock of a tick is held from d before it, so a manual
-// Trigger in that window finds it held (ErrHeld, even on this replica), and
-// refusals (SkipHeld, SkipAlreadyRun) are reported when known, ahead of the
-// tick.
+// Trigger in that window is refused (ErrHeld, or over a Redlock ErrOverlap
+// on the replica that holds it), and refusals (SkipHeld, SkipAlreadyRun)
+// are reported when known, ahead of the tick.
 //
 // d must be between 0 and one minute; 0, the default, starts the attempts
-// at the tick.
+// at the tick. Over a Redlock, Add also refuses a lead above its max TTL:
+// a node restarted within the lead could not vouch for the tick.
 func WithLockAhead(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 || d > maxLockAhead {

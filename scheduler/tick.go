@@ -296,7 +296,7 @@ func (s *Scheduler) logNoDecision(ctx context.Context, e *entry, tick time.Time,
 	if !s.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := tickAttrs(e.name, tick, slog.Int("attempts", attempts), slog.Any("error", err))
+	attrs := tickAttrs(e.name, tick, slog.String("reason", SkipNoQuorum.String()), slog.Int("attempts", attempts), slog.Any("error", err))
 	if level == slog.LevelWarn && quiet > 0 {
 		attrs = append(attrs, slog.Int("skipped_since_last_warning", quiet))
 	}

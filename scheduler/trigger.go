@@ -29,30 +29,9 @@ import (
 // if no job is called name, or if it is removed before its run starts;
 // and ErrClosed if the Scheduler is closed.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
-	s.mu.Lock()
-	known := s.jobs[name] != nil
-	s.mu.Unlock()
-	if !known { // before Run too: waiting could not make the name known
-		return RunInfo{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
-	}
-	select {
-	case <-s.started:
-	case <-s.closed:
-		return RunInfo{}, ErrClosed
-	case <-ctx.Done():
-		return RunInfo{}, context.Cause(ctx)
-	}
-	s.mu.Lock()
-	rn, e := s.run, s.jobs[name]
-	running := e != nil && e.running.Load() > 0
-	s.mu.Unlock()
-	switch {
-	case rn == nil:
-		return RunInfo{}, ErrClosed
-	case e == nil:
-		return RunInfo{}, fmt.Errorf("%w: %q", ErrUnknownJob, name)
-	case running:
-		return RunInfo{}, fmt.Errorf("scheduler: trigger job %q: %w", name, ErrOverlap)
+	rn, e, err := s.triggerable(ctx, name)
+	if err != nil {
+		return RunInfo{}, err
 	}
 
 	// Stop trying when the Scheduler stops, or the job is removed.
@@ -93,4 +72,35 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	})
 	s.mu.Unlock()
 	return <-started, nil
+}
+
+// triggerable waits for Run, if the job called name exists, and returns
+// the runner and the job, or why it cannot be triggered now.
+func (s *Scheduler) triggerable(ctx context.Context, name string) (*runner, *entry, error) {
+	s.mu.Lock()
+	known := s.jobs[name] != nil
+	s.mu.Unlock()
+	if !known { // before Run too: waiting could not make the name known
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	}
+	select {
+	case <-s.started:
+	case <-s.closed:
+		return nil, nil, ErrClosed
+	case <-ctx.Done():
+		return nil, nil, context.Cause(ctx)
+	}
+	s.mu.Lock()
+	rn, e := s.run, s.jobs[name]
+	running := e != nil && e.running.Load() > 0
+	s.mu.Unlock()
+	switch {
+	case rn == nil:
+		return nil, nil, ErrClosed
+	case e == nil:
+		return nil, nil, fmt.Errorf("%w: %q", ErrUnknownJob, name)
+	case running:
+		return nil, nil, fmt.Errorf("scheduler: trigger job %q: %w", name, ErrOverlap)
+	}
+	return rn, e, nil
 }
