@@ -48,9 +48,9 @@ func failVote(i int) mutex.Vote {
 
 // nodeSeries are one node's series.
 type nodeSeries struct {
-	errors      [numFailVotes]prometheus.Counter
-	up          prometheus.Gauge
-	warmingUp   prometheus.Gauge
+	errors    [numFailVotes]prometheus.Counter
+	up        prometheus.Gauge
+	warmingUp prometheus.Gauge
 }
 
 // lockObserver is the mutex.Observer of a Collector.
@@ -124,8 +124,8 @@ func (c *Collector) node(name string) *nodeSeries {
 		return n
 	}
 	n = &nodeSeries{
-		up:          c.nodeUp.WithLabelValues(name),
-		warmingUp:   c.nodeWarmingUp.WithLabelValues(name),
+		up:        c.nodeUp.WithLabelValues(name),
+		warmingUp: c.nodeWarmingUp.WithLabelValues(name),
 	}
 	n.up.Set(1)
 	for i := range numFailVotes {

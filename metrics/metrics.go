@@ -48,7 +48,7 @@ type Collector struct {
 	leasesLost      prometheus.Counter
 	nodeErrors      *prometheus.CounterVec
 	nodeUp          *prometheus.GaugeVec
-	nodeWarmingUp *prometheus.GaugeVec
+	nodeWarmingUp   *prometheus.GaugeVec
 
 	// Leak scan metrics.
 	leakScans       *prometheus.CounterVec
