@@ -170,35 +170,58 @@ func checkFenceOrder(runs []*run) []string {
 // by the cancellation, after it happened.
 const cancelSlack = 25 * time.Millisecond
 
-// checkOverlapAndFencing: no two runs of a job overlapped unless the older
-// one's context had been cancelled first, or its process was paused (the
-// fault fencing is for); and the store accepted no write from a run after
-// a run with a larger fence had started.
+// checkOverlapAndFencing: of two runs of a job, the older is the one with
+// the smaller fence (won first). It must not have been running once the
+// newer one started unless its context had been cancelled first, or its
+// process was paused between winning its lease and then (the fault fencing
+// is for: a paused process wakes up still running); and the store must
+// have refused every write it sent after the newer one had started.
 func checkOverlapAndFencing(w world, runs []*run) []string {
 	var out []string
-	for i, a := range runs {
-		for _, b := range runs[i+1:] {
-			if b.job != a.job {
+	for i, x := range runs {
+		for _, y := range runs[i+1:] {
+			if y.job != x.job {
 				break
 			}
-			if b.fence > a.fence {
-				for _, wr := range a.writes {
-					if wr.OK && time.Unix(0, wr.T).After(b.start) {
-						out = append(out, fmt.Sprintf("%s: stale write accepted: write %d of %s sent at %s, after %s had started",
-							a.job, wr.Seq, a, time.Unix(0, wr.T).Format("15:04:05.000"), b))
-					}
+			old, cur := x, y
+			if y.fence < x.fence {
+				old, cur = y, x
+			}
+			for _, wr := range old.writes {
+				if wr.OK && time.Unix(0, wr.T).After(cur.start) {
+					out = append(out, fmt.Sprintf("%s: stale write accepted: write %d of %s sent at %s, after %s had started",
+						old.job, wr.Seq, old, time.Unix(0, wr.T).Format("15:04:05.000"), cur))
 				}
 			}
-			if !a.end.After(b.start) {
+			if !old.end.After(cur.start) {
 				continue
 			}
-			cancelled := !a.cancel.IsZero() && !a.cancel.After(b.start.Add(cancelSlack))
-			if !cancelled && !w.paused(a.replica, a.start, b.start) {
-				out = append(out, fmt.Sprintf("%s: runs overlapped without the older one cancelled first: %s and %s", a.job, a, b))
+			cancelled := !old.cancel.IsZero() && !old.cancel.After(cur.start.Add(cancelSlack))
+			if !cancelled && !w.paused(old.replica, old.won(), later(old.start, cur.start)) {
+				out = append(out, fmt.Sprintf("%s: runs overlapped without the older one cancelled first: %s and %s", old.job, old, cur))
 			}
 		}
 	}
 	return out
+}
+
+// won returns about when r's lease was won: its fence, the winner's clock
+// in microseconds unless a counter ran ahead of it, or else its start less
+// the longest lead.
+func (r *run) won() time.Time {
+	t := time.UnixMicro(int64(r.fence))
+	if d := r.start.Sub(t); d < 0 || d > time.Minute {
+		return r.start.Add(-nemesisMaxTTL)
+	}
+	return t
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // paused reports whether replica r was paused at some time in [from, to].
@@ -410,6 +433,24 @@ func TestNemesisChecker(t *testing.T) {
 			h["r0"][find(h, "r0", "end", 4)].T = at(5500 * time.Millisecond)
 			w.faults = append(w.faults, fault{Kind: "replica-pause", Node: -1, Replica: 0, From: t0.Add(4100 * time.Millisecond), To: t0.Add(5400 * time.Millisecond)})
 		}, ""},
+		{"older run starting after a newer one", func(_ *world, h historyOf) {
+			h["r1"][find(h, "r1", "start", 5)].T = at(6500 * time.Millisecond)
+			h["r1"][find(h, "r1", "write", 5)].T = at(6500 * time.Millisecond)
+			h["r1"][find(h, "r1", "end", 5)].T = at(6500 * time.Millisecond)
+		}, "overlapped"},
+		{"older run starting after a newer one, paused, its write refused", func(w *world, h historyOf) {
+			h["r1"][find(h, "r1", "start", 5)].T = at(6500 * time.Millisecond)
+			h["r1"][find(h, "r1", "write", 5)].T = at(6500 * time.Millisecond)
+			h["r1"][find(h, "r1", "write", 5)].OK = false
+			h["r1"][find(h, "r1", "end", 5)].T = at(6500 * time.Millisecond)
+			w.faults = append(w.faults, fault{Kind: "replica-pause", Node: -1, Replica: 1, From: t0.Add(4900 * time.Millisecond), To: t0.Add(6400 * time.Millisecond)})
+		}, ""},
+		{"older run starting after a newer one, paused, its write accepted", func(w *world, h historyOf) {
+			h["r1"][find(h, "r1", "start", 5)].T = at(6500 * time.Millisecond)
+			h["r1"][find(h, "r1", "write", 5)].T = at(6500 * time.Millisecond)
+			h["r1"][find(h, "r1", "end", 5)].T = at(6500 * time.Millisecond)
+			w.faults = append(w.faults, fault{Kind: "replica-pause", Node: -1, Replica: 1, From: t0.Add(4900 * time.Millisecond), To: t0.Add(6400 * time.Millisecond)})
+		}, "stale write accepted"},
 		{"stale write", func(_ *world, h historyOf) {
 			h["r0"][find(h, "r0", "write", 4)].T = at(5100 * time.Millisecond)
 		}, "stale write accepted"},
