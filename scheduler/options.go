@@ -171,33 +171,20 @@ func WithLeakScan(every time.Duration) Option {
 	}
 }
 
-// WithLockAhead makes the scheduler start each tick's lock attempts up to d
-// before the tick, so that the run starts on time rather than after the
-// lock's round trips: the lease is won (or the tick refused) ahead, kept
-// alive, and the job starts at the tick. With many jobs due at the same
-// instant, this takes their lock attempts off the path of their start.
+// WithLockAhead starts each tick's lock attempts up to d before the tick,
+// so that the run starts on time instead of after the lock's round trips:
+// the lease is won ahead, kept alive, and the job starts at the tick. The
+// lead is at most half the time since the job's previous tick; a tick whose
+// previous run is still going is attempted at the tick instead.
 //
-// The lead is at most half the time since the previous tick of the job (or,
-// for a tick handled late, since it was handled), so a tick is never
-// attempted before the previous one has come due. A tick whose previous run
-// is still going when its attempt would start is attempted at the tick
-// instead, as without lock-ahead.
+// A lease won ahead claims its tick for every replica: Shutdown waits for
+// the tick and its run. One lost before the tick runs nothing, and the tick
+// is reported with SkipLeaseLost. The price: the lock is held from d
+// before the tick, so a Trigger then is refused (ErrHeld, or ErrOverlap on
+// the replica holding it), and refusals are reported ahead of the tick.
 //
-// A lease won ahead claims its tick for every replica, as a running job
-// does: Shutdown waits for the tick and its run. If the lease is lost before
-// the tick (its nodes failed), or given up by a hard stop, no job runs
-// under it: the tick is attempted again at the tick, which normally finds
-// it claimed, and is reported with SkipLeaseLost. A job removed before its
-// tick releases the lease, and the tick runs nowhere.
-//
-// The price: the lock of a tick is held from d before it, so a manual
-// Trigger in that window is refused (ErrHeld, or over a Redlock ErrOverlap
-// on the replica that holds it), and refusals (SkipHeld, SkipAlreadyRun)
-// are reported when known, ahead of the tick.
-//
-// d must be between 0 and one minute; 0, the default, starts the attempts
-// at the tick. Over a Redlock, Add also refuses a lead above its max TTL:
-// a node restarted within the lead could not vouch for the tick.
+// d is between 0 (the default: attempts at the tick) and one minute; over
+// a Redlock, Add also refuses a lead above its max TTL.
 func WithLockAhead(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 || d > maxLockAhead {

@@ -18,33 +18,17 @@ const maxStartWait = 100 * time.Millisecond
 // the CPU, the replicas' and the Redis servers'.
 const minStartWait = 20 * time.Millisecond
 
-// startGroup is the runs due at one tick whose leases a batch won at its
-// first attempt, and those whose leases a retry of the batch's undecided
-// attempt won before the tick (see join): with lock-ahead, most split
-// votes are settled long before the tick.
+// startGroup is the runs of one tick whose leases one batch won (or a
+// retry of it, before the tick). Their goroutines wait on one gate, opened
+// by one timer at the tick, and start together.
 //
-// Their goroutines wait for the group's gate, which one timer opens at the
-// tick (at once if the batch ended after the tick), and start together,
-// rather than each being woken by a timer of its own. Until the gate
-// opens, their handlers watch for the leases' loss and the ticks'
-// abandonment (see awaitGate); the gate opens at once if every member is
-// withdrawn so.
-//
-// Their handlers, which release the leases and report the ends, wait until
-// every member's run has started or is known not to start, and then as
-// long again as that took from the gate's opening, and at least until
-// minStartWait after the opening; or until maxStartWait after it. With
-// many jobs due at one tick, the handlers of the jobs that end at once
-// would otherwise compete for the CPU, the process' and the Redis
-// servers', with the starts of the others, and delay them several times
-// over. The rest of the wait is for the other replicas: their runs of the
-// same tick take about as long to start, or longer if they won more of
-// them, and the releases would compete with them. The tick is claimed
-// already; a run that ended during the wait is shown finished at once
-// (Entries), with its job's own duration, but its lock is held, and its
-// end reported, until the wait is over. A member whose run
-// will not start (its lease lost before the tick, its job removed) does
-// not wait.
+// Their handlers then keep the leases until every member has started, and
+// as long again (at least minStartWait, at most maxStartWait after the
+// gate opened), so that releases do not compete for the CPU with the
+// starts still under way, here or on the other replicas. A run that ended
+// meanwhile is shown finished at once, with its job's own duration; its
+// lock is released and its end reported after the wait. A member that will
+// not start does not wait.
 //
 // The methods of a nil *startGroup do nothing.
 type startGroup struct {

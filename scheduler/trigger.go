@@ -6,28 +6,17 @@ import (
 	"time"
 )
 
-// Trigger runs the job called name once, now, outside its schedule but
-// still under its lock, so that it never runs concurrently with a tick or
-// another trigger of the job, on any replica. The lock request has the zero
-// Tick: the run claims no occurrence, so the job's ticks are not affected.
+// Trigger runs the job called name once, now, under its lock, so that it
+// never runs at the same time as a tick or another trigger of the job on
+// any replica. It claims no tick. It returns once the run has started,
+// with its RunInfo; the job runs in the background like a scheduled run.
+// ctx bounds only the wait for Run (if not started yet) and for the lock,
+// whose undecided attempts are retried for up to the job's misfire grace.
 //
-// Trigger returns as soon as the run has started, with its RunInfo (whose
-// RunID identifies the run's EventRunStarted and EventRunFinished); the job
-// runs in the background under the Scheduler, like a scheduled run: Shutdown
-// waits for it and the result shows in Entries and in the observer's
-// events. ctx bounds only the wait for the lock; it is not the job's
-// context.
-//
-// A name no job has fails at once, before Run too. For a known job, if
-// Run has not started yet, Trigger waits for it (or for ctx). Lock
-// attempts that reach no decision are retried with jitter for up to the
-// job's misfire grace, within ctx. The returned error matches ErrOverlap
-// if a run of the job is in progress on this replica (over a Redlock, also
-// while this replica holds the job's lock: a tick locked ahead, or a run
-// that just ended and keeps it for its start group); ErrHeld if the lock
-// is held elsewhere; ErrNoQuorum if no decision was reached; ErrUnknownJob
-// if no job is called name, or if it is removed before its run starts;
-// and ErrClosed if the Scheduler is closed.
+// Errors: ErrUnknownJob at once for a name no job has (or one removed
+// meanwhile); ErrOverlap if this replica runs the job or holds its lock;
+// ErrHeld if another replica holds it; ErrNoQuorum if no decision was
+// reached; ErrClosed once the Scheduler is closed.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	rn, e, err := s.triggerable(ctx, name)
 	if err != nil {
