@@ -23,95 +23,125 @@ type attemptReq struct {
 // check. Each phase costs one round trip per node for all of them. The
 // results are in the order of reqs.
 func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
-	out := make([]Result, len(reqs))
 	if err := ctx.Err(); err != nil {
+		out := make([]Result, len(reqs))
 		for j, q := range reqs {
 			out[j].Err = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum,
 				Nodes: r.unanswered(), Reason: ErrNoQuorum, Cause: context.Cause(ctx)}
 		}
 		return out
 	}
-	start := time.Now()
-	areqs := make([]store.AcquireRequest, len(reqs))
-	strags := make([]*stragglers, len(reqs))
+	rd := r.newRound(reqs)
+	rd.vote(ctx)
+	rd.commit(ctx)
+	return rd.finish(ctx)
+}
+
+// round is one attemptAll, phase by phase: each request's value and the
+// nodes' votes, fences and failures.
+type round struct {
+	r      *Redlock
+	reqs   []attemptReq
+	start  time.Time
+	areqs  []store.AcquireRequest
+	strags []*stragglers
+	votes  [][]NodeResult
+	failed []*QuorumError
+	fences []uint64
+}
+
+func (r *Redlock) newRound(reqs []attemptReq) *round {
+	rd := &round{r: r, reqs: reqs, start: time.Now(), areqs: make([]store.AcquireRequest, len(reqs)),
+		strags: make([]*stragglers, len(reqs)), failed: make([]*QuorumError, len(reqs)), fences: make([]uint64, len(reqs))}
 	for j, q := range reqs {
-		value := store.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
-		areqs[j] = store.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: true}
-		strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
+		value := store.Value{Token: q.token, Acquired: rd.start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
+		rd.areqs[j] = store.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: true}
+		rd.strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
 	}
-	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult)) {
+	return rd
+}
+
+// vote asks every node for every lock at once.
+func (rd *round) vote(ctx context.Context) {
+	r := rd.r
+	rd.votes = r.fanoutAll(ctx, len(rd.reqs), func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult)) {
 		// Counted for Flush until answered: a late answer of an abandoned
 		// attempt queues a release (stragglers.late) before it is done.
 		r.pending.add(1)
-		n.AcquireAllAsync(ctx, areqs, func(rs []store.AcquireResult) {
+		n.AcquireAllAsync(ctx, rd.areqs, func(rs []store.AcquireResult) {
 			defer r.pending.done()
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
-				res[j] = r.acquireVote(i, a, areqs[j].Occurrence)
+				res[j] = r.acquireVote(i, a, rd.areqs[j].Occurrence)
 			}
 			deliver(res)
 		})
-	}, acquireDecider(len(r.nodes), r.quorum), func(j int, res NodeResult) { strags[j].late(res) })
-	for _, rs := range votes {
+	}, acquireDecider(len(r.nodes), r.quorum), func(j int, res NodeResult) { rd.strags[j].late(res) })
+	for _, rs := range rd.votes {
 		twins(rs)
 	}
+}
 
-	// Those with a quorum go on to the commit, if they have something to
-	// commit; the others are abandoned.
-	failed := make([]*QuorumError, len(reqs))
-	fences := make([]uint64, len(reqs))
+// commit writes the fences and occurrences of the locks that won a quorum
+// of votes; the others fail.
+func (rd *round) commit(ctx context.Context) {
+	r := rd.r
 	var commits []commitItem
-	for j, q := range reqs {
-		if count(votes[j], VoteYes) < r.quorum {
-			failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: votes[j]}
-			failed[j].Holder, failed[j].Reason = acquireReason(votes[j], r.quorum)
+	for j, q := range rd.reqs {
+		if count(rd.votes[j], VoteYes) < r.quorum {
+			rd.failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: rd.votes[j]}
+			rd.failed[j].Holder, rd.failed[j].Reason = acquireReason(rd.votes[j], r.quorum)
 			continue
 		}
 		if r.cfg.fencing {
 			var seen uint64
-			for _, res := range votes[j] {
+			for _, res := range rd.votes[j] {
 				seen = max(seen, res.fence)
 			}
-			fences[j] = max(seen+1, uint64(time.Now().UnixMicro()))
+			rd.fences[j] = max(seen+1, uint64(time.Now().UnixMicro()))
 		}
-		if fences[j] != 0 || q.lc.occurrence != 0 {
-			commits = append(commits, commitItem{j: j, until: start.Add(q.ttl - r.drift(q.ttl)),
-				req: store.CommitRequest{Keys: q.keys, Value: areqs[j].Value, Fence: fences[j], Occurrence: q.lc.occurrence}})
+		if rd.fences[j] != 0 || q.lc.occurrence != 0 {
+			commits = append(commits, commitItem{j: j, until: rd.start.Add(q.ttl - r.drift(q.ttl)),
+				req: store.CommitRequest{Keys: q.keys, Value: rd.areqs[j].Value, Fence: rd.fences[j], Occurrence: q.lc.occurrence}})
 		}
 	}
 	for _, c := range r.commitAll(ctx, commits) {
 		if !c.ok {
-			failed[c.j] = &QuorumError{Op: "commit", Name: reqs[c.j].keys.Name, Quorum: r.quorum, Nodes: c.results,
+			rd.failed[c.j] = &QuorumError{Op: "commit", Name: rd.reqs[c.j].keys.Name, Quorum: r.quorum, Nodes: c.results,
 				Reason: ErrNoQuorum, Detail: "fence and occurrence not committed to a majority"}
 		}
 	}
+}
 
+// finish makes the locks still valid, and abandons the others: they are
+// released together, where they may hold their value, so that their
+// releases share round trips, and then reported. Where they may hold it is
+// told by the votes, which set it, not by a failed commit's answers: a
+// commit never sent to a node says nothing of the value its vote set there.
+func (rd *round) finish(ctx context.Context) []Result {
+	r := rd.r
+	out := make([]Result, len(rd.reqs))
 	var abandons []int
-	for j, q := range reqs {
-		until := start.Add(q.ttl - r.drift(q.ttl))
-		if failed[j] == nil && !time.Now().Before(until) {
-			failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: votes[j], Reason: ErrNoQuorum,
-				Detail: fmt.Sprintf("validity ran out: acquiring took %v of the %v TTL", time.Since(start), q.ttl)}
+	for j, q := range rd.reqs {
+		until := rd.start.Add(q.ttl - r.drift(q.ttl))
+		if rd.failed[j] == nil && !time.Now().Before(until) {
+			rd.failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: rd.votes[j], Reason: ErrNoQuorum,
+				Detail: fmt.Sprintf("validity ran out: acquiring took %v of the %v TTL", time.Since(rd.start), q.ttl)}
 		}
-		if failed[j] != nil {
+		if rd.failed[j] != nil {
 			abandons = append(abandons, j)
 			continue
 		}
-		out[j].Lock = &Lock{r: r, keys: q.keys, value: areqs[j].Value, token: q.token, fence: fences[j],
-			occurrence: q.lc.occurrence, owner: q.lc.owner, ttl: q.ttl, acquired: start, until: until}
+		out[j].Lock = &Lock{r: r, keys: q.keys, value: rd.areqs[j].Value, token: q.token, fence: rd.fences[j],
+			occurrence: q.lc.occurrence, owner: q.lc.owner, ttl: q.ttl, acquired: rd.start, until: until}
 		ev := out[j].Lock.event(EventAcquire, nil)
-		ev.Fence, ev.Duration, ev.Nodes = fences[j], time.Since(start), votes[j]
+		ev.Fence, ev.Duration, ev.Nodes = rd.fences[j], time.Since(rd.start), rd.votes[j]
 		r.observe(ev)
 	}
-	// The abandoned attempts are released together, where they may hold
-	// their value, so that their releases share round trips; then they are
-	// reported. Where they may hold it is told by the votes, which set it,
-	// not by a failed commit's answers: a commit never sent to a node says
-	// nothing of the value its vote set there.
 	var releases []func()
 	for _, j := range abandons {
-		s := strags[j]
-		if targets := s.abandon(votes[j]); targets != nil {
+		s := rd.strags[j]
+		if targets := s.abandon(rd.votes[j]); targets != nil {
 			releases = append(releases, func() { s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl, allAnswered) })
 		}
 	}
@@ -125,7 +155,7 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 		wg.Wait()
 	}
 	for _, j := range abandons {
-		out[j].Err = r.reportFailure(ctx, failed[j], start, reqs[j].lc.occurrence)
+		out[j].Err = r.reportFailure(ctx, rd.failed[j], rd.start, rd.reqs[j].lc.occurrence)
 	}
 	return out
 }
