@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
@@ -340,7 +341,7 @@ func TestLeakScanBuiltIn(t *testing.T) {
 	f := newFleet(t, fleetConfig{nodes: 3, replicas: 3, trusted: true,
 		options: []scheduler.Option{scheduler.WithLeakScan(time.Second)}})
 	ctx := context.Background()
-	orphan := store.Value{Token: store.NewToken(), Acquired: time.Now(), Owner: "replica-that-died"}.String()
+	orphan := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Owner: "replica-that-died"}.String()
 	for _, s := range f.cluster.Nodes() {
 		if err := s.Client(t).Set(ctx, "redcron:{report}:lock", orphan, time.Minute).Err(); err != nil {
 			t.Fatal(err)

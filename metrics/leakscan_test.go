@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/store"
 )
 
 // TestLeakScan plants one leak of every class on real servers and waits for
@@ -15,7 +15,7 @@ func TestLeakScan(t *testing.T) {
 	c := startCluster(t, 3)
 	m, reg := newCollector(t)
 	lock := func(owner string, acquired time.Time) string {
-		return store.Value{Token: store.NewToken(), Acquired: acquired, Owner: owner}.String()
+		return engine.Value{Token: engine.NewToken(), Acquired: acquired, Owner: owner}.String()
 	}
 	now := time.Now()
 	// Held by an owner without a heartbeat, on every node.

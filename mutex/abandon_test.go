@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
-	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,7 +27,7 @@ func (dropCommits) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 		if !slices.ContainsFunc(cmds, isCommit) {
 			return next(ctx, cmds)
 		}
-		err := fmt.Errorf("test: commit dropped: %w", store.ErrNotSent)
+		err := fmt.Errorf("test: commit dropped: %w", engine.ErrNotSent)
 		for _, c := range cmds {
 			c.SetErr(err)
 		}

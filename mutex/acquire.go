@@ -7,12 +7,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // attemptReq is one lock of an acquisition round.
 type attemptReq struct {
-	keys  store.LockKeys
+	keys  engine.LockKeys
 	ttl   time.Duration
 	lc    lockConfig
 	token string // fresh for every attempt: a late release of an earlier attempt must never match
@@ -43,7 +43,7 @@ type round struct {
 	r      *Redlock
 	reqs   []attemptReq
 	start  time.Time
-	areqs  []store.AcquireRequest
+	areqs  []engine.AcquireRequest
 	strags []*stragglers
 	votes  [][]NodeResult
 	failed []*QuorumError
@@ -51,11 +51,11 @@ type round struct {
 }
 
 func (r *Redlock) newRound(reqs []attemptReq) *round {
-	rd := &round{r: r, reqs: reqs, start: time.Now(), areqs: make([]store.AcquireRequest, len(reqs)),
+	rd := &round{r: r, reqs: reqs, start: time.Now(), areqs: make([]engine.AcquireRequest, len(reqs)),
 		strags: make([]*stragglers, len(reqs)), failed: make([]*QuorumError, len(reqs)), fences: make([]uint64, len(reqs))}
 	for j, q := range reqs {
-		value := store.Value{Token: q.token, Acquired: rd.start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
-		rd.areqs[j] = store.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: true}
+		value := engine.Value{Token: q.token, Acquired: rd.start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
+		rd.areqs[j] = engine.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: true}
 		rd.strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
 	}
 	return rd
@@ -64,11 +64,11 @@ func (r *Redlock) newRound(reqs []attemptReq) *round {
 // vote asks every node for every lock at once.
 func (rd *round) vote(ctx context.Context) {
 	r := rd.r
-	rd.votes = r.fanoutAll(ctx, len(rd.reqs), func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult)) {
+	rd.votes = r.fanoutAll(ctx, len(rd.reqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
 		// Counted for Flush until answered: a late answer of an abandoned
 		// attempt queues a release (stragglers.late) before it is done.
 		r.pending.add(1)
-		n.AcquireAllAsync(ctx, rd.areqs, func(rs []store.AcquireResult) {
+		n.AcquireAllAsync(ctx, rd.areqs, func(rs []engine.AcquireResult) {
 			defer r.pending.done()
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
@@ -91,6 +91,12 @@ func (rd *round) commit(ctx context.Context) {
 		if count(rd.votes[j], VoteYes) < r.quorum {
 			rd.failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: rd.votes[j]}
 			rd.failed[j].Holder, rd.failed[j].Reason = acquireReason(rd.votes[j], r.quorum)
+			if v, err := engine.ParseValue(rd.failed[j].Holder); err == nil {
+				rd.failed[j].HolderOwner = v.Owner
+				if v.Occurrence != 0 {
+					rd.failed[j].HolderOccurrence = time.UnixMilli(v.Occurrence)
+				}
+			}
 			continue
 		}
 		if r.cfg.fencing {
@@ -102,7 +108,7 @@ func (rd *round) commit(ctx context.Context) {
 		}
 		if rd.fences[j] != 0 || q.lc.occurrence != 0 {
 			commits = append(commits, commitItem{j: j, until: rd.start.Add(q.ttl - r.drift(q.ttl)),
-				req: store.CommitRequest{Keys: q.keys, Value: rd.areqs[j].Value, Fence: rd.fences[j], Occurrence: q.lc.occurrence}})
+				req: engine.CommitRequest{Keys: q.keys, Value: rd.areqs[j].Value, Fence: rd.fences[j], Occurrence: q.lc.occurrence}})
 		}
 	}
 	for _, c := range r.commitAll(ctx, commits) {
@@ -163,7 +169,7 @@ func (rd *round) finish(ctx context.Context) []Result {
 // commitItem is one acquisition's second phase in commitAll.
 type commitItem struct {
 	j     int // the acquisition's index in its round
-	req   store.CommitRequest
+	req   engine.CommitRequest
 	until time.Time // the lock's validity deadline
 	// Set by commitAll: the last round's answers, and whether a majority
 	// confirmed.
@@ -194,15 +200,15 @@ func (r *Redlock) commitAll(ctx context.Context, items []commitItem) []commitIte
 	rctx := context.WithoutCancel(ctx)
 	for len(open) > 0 {
 		round := open // late answers must not see open change
-		results := r.fanoutAll(rctx, len(round), func(ctx context.Context, i int, node *store.Node, deliver func([]NodeResult)) {
-			var reqs []store.CommitRequest
+		results := r.fanoutAll(rctx, len(round), func(ctx context.Context, i int, node *engine.Node, deliver func([]NodeResult)) {
+			var reqs []engine.CommitRequest
 			var at []int // their places in open
 			for o, k := range round {
 				if !confirmed[k*n+i] {
 					reqs, at = append(reqs, items[k].req), append(at, o)
 				}
 			}
-			node.CommitAllAsync(ctx, reqs, r.cfg.stateTTL, func(rs []store.CommitResult) {
+			node.CommitAllAsync(ctx, reqs, r.cfg.stateTTL, func(rs []engine.CommitResult) {
 				res := make([]NodeResult, len(round))
 				for o := range res {
 					res[o].Vote = VoteYes // confirmed in an earlier round
@@ -319,7 +325,7 @@ func (r *Redlock) reportFailure(ctx context.Context, qerr *QuorumError, start ti
 // round was decided, if the attempt is abandoned.
 type stragglers struct {
 	r         *Redlock
-	keys      store.LockKeys
+	keys      engine.LockKeys
 	value     string
 	ttl       time.Duration
 	mu        sync.Mutex
@@ -382,5 +388,5 @@ func mayHold(res NodeResult) bool {
 	case 0, VoteHeld, VoteAlreadyRun:
 		return false
 	}
-	return !errors.Is(res.Err, store.ErrNotSent)
+	return !errors.Is(res.Err, engine.ErrNotSent)
 }

@@ -153,8 +153,12 @@ type QuorumError struct {
 	Nodes  []NodeResult // every node's answer, in node order
 	Reason error        // the sentinel saying why
 	Holder string       // for ErrHeld, the value holding the lock on a quorum
-	Detail string       // more about the reason, if any
-	Cause  error        // the caller's context error, if it ended the operation
+	// For ErrHeld, the holder's owner (WithOwner) and occurrence
+	// (Occurrence; the zero time if none), read from Holder.
+	HolderOwner      string
+	HolderOccurrence time.Time
+	Detail           string // more about the reason, if any
+	Cause            error  // the caller's context error, if it ended the operation
 }
 
 // Yes counts the nodes that voted yes.

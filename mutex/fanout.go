@@ -5,16 +5,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // nodeOp starts one operation on node i and passes its result to deliver,
 // exactly once, without blocking (the nodes' Async calls).
-type nodeOp func(ctx context.Context, i int, n *store.Node, deliver func(NodeResult))
+type nodeOp func(ctx context.Context, i int, n *engine.Node, deliver func(NodeResult))
 
 // batchOp starts a batch of operations on node i and passes their results,
 // one per operation in order, to deliver, exactly once, without blocking.
-type batchOp func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult))
+type batchOp func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult))
 
 // decider reports whether the outcome is known from the answers so far
 // (unanswered nodes have a zero Vote).
@@ -33,7 +33,7 @@ func (r *Redlock) fanout(ctx context.Context, op nodeOp, decided decider, late f
 		lateAll = func(_ int, res NodeResult) { late(res) }
 	}
 	buf := make([]NodeResult, len(r.nodes)) // each node's one-result batch; each is written once
-	return r.fanoutAll(ctx, 1, func(ctx context.Context, i int, n *store.Node, deliver func([]NodeResult)) {
+	return r.fanoutAll(ctx, 1, func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
 		op(ctx, i, n, func(res NodeResult) {
 			buf[i] = res
 			deliver(buf[i : i+1 : i+1])

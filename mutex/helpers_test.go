@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
@@ -112,7 +113,7 @@ func keysOn(t testing.TB, c *redistest.Cluster, key string) []bool {
 	return out
 }
 
-func lockKey(t testing.TB, r *mutex.Redlock, name string) store.LockKeys {
+func lockKey(t testing.TB, r *mutex.Redlock, name string) engine.LockKeys {
 	t.Helper()
 	k, err := r.Keyspace().Lock(name)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // LeakClass is a reason a key is reported by the leak scan.
@@ -77,7 +77,7 @@ type Copy struct {
 	Value string        // the value, for strings
 	TTL   time.Duration // -1: no expiry
 	// Lock is the parsed lock value, when Key is a lock key holding one.
-	Lock *store.Value
+	Lock *engine.Value
 	// Classes are the classes of leak this copy falls in, judged by its
 	// own value: a live lock's copies fall in none, even next to a dead
 	// owner's leftover under the same name.
@@ -98,7 +98,7 @@ func (c *Copy) in(classes []LeakClass) bool {
 // live, healthy lock has no classes.
 type Finding struct {
 	Name    string // the lock's name, or the key of a foreign key
-	Kind    store.KeyKind
+	Kind    engine.KeyKind
 	Copies  []Copy // in the order of the nodes given to New
 	Classes []LeakClass
 }
@@ -116,7 +116,7 @@ type ScanReport struct {
 	Quorum   int
 	Findings []Finding      // by name; locks, states and foreign keys
 	Live     []string       // owners with a live heartbeat on some node scanned
-	Errors   []error        // nodes that could not be scanned (wrapped *store.Error)
+	Errors   []error        // nodes that could not be scanned (wrapped *engine.Error)
 	Counts   map[string]int // leaked findings by class name
 	Scanned  int            // keys read, over all nodes
 	Took     time.Duration  // how long the scan took
@@ -167,7 +167,7 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 	for _, n := range r.nodes {
 		wg.Go(func() {
 			var copies []Copy
-			err := n.Scan(ctx, r.keys.Pattern(), func(ki store.KeyInfo) error {
+			err := n.Scan(ctx, r.keys.Pattern(), func(ki engine.KeyInfo) error {
 				if ki.Type == "none" {
 					return nil // gone between SCAN and the read: released meanwhile
 				}
@@ -183,12 +183,12 @@ func (r *Redlock) ScanLeaks(ctx context.Context, opts ScanOptions) (*ScanReport,
 			rep.Scanned += len(copies)
 			for _, c := range copies {
 				kind, name := r.keys.Parse(c.Key)
-				if kind == store.KindHeartbeat && c.TTL > 0 {
+				if kind == engine.KindHeartbeat && c.TTL > 0 {
 					beats[name]++
 					continue
 				}
 				id := kind.String() + "\x00" + name
-				if kind == store.KindForeign || kind == store.KindHeartbeat {
+				if kind == engine.KindForeign || kind == engine.KindHeartbeat {
 					id, name = "key\x00"+c.Key, c.Key
 				}
 				f := byName[id]
@@ -249,19 +249,19 @@ func (r *Redlock) classify(f *Finding, rep *ScanReport, opts ScanOptions, now ti
 			c.Classes = append(c.Classes, LeakNoExpiry)
 		}
 		switch f.Kind {
-		case store.KindLock:
-			v, err := store.ParseValue(c.Value)
+		case engine.KindLock:
+			v, err := engine.ParseValue(c.Value)
 			if c.Type != "string" || err != nil {
 				c.Classes = append(c.Classes, LeakUnparseable)
 				continue
 			}
 			c.Lock = &v
 			copiesOf[c.Value]++
-		case store.KindState:
+		case engine.KindState:
 			if c.Type != "hash" {
 				c.Classes = append(c.Classes, LeakUnparseable)
 			}
-		case store.KindForeign:
+		case engine.KindForeign:
 			c.Classes = append(c.Classes, LeakUnparseable)
 		}
 	}
@@ -312,7 +312,7 @@ type FixResult struct {
 // running its job; deleting it lets another replica take the lock before
 // the holder's next extension notices the loss and cancels its job.
 func (r *Redlock) FixLeaks(ctx context.Context, rep *ScanReport, classes ...LeakClass) []FixResult {
-	nodes := map[string]*store.Node{}
+	nodes := map[string]*engine.Node{}
 	for _, n := range r.nodes {
 		nodes[n.Name()] = n
 	}

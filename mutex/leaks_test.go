@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
-	"github.com/redcron/redcron/store"
 )
 
 // TestLeakScan plants one leak of each class next to a live lock, scans,
@@ -27,7 +27,7 @@ func TestLeakScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	value := func(owner string, age time.Duration) string {
-		return store.Value{Token: store.NewToken(), Acquired: time.Now().Add(-age), Owner: owner}.String()
+		return engine.Value{Token: engine.NewToken(), Acquired: time.Now().Add(-age), Owner: owner}.String()
 	}
 	plant := func(nodes []int, key, v string, ttl time.Duration) {
 		for _, i := range nodes {
@@ -61,7 +61,7 @@ func TestLeakScan(t *testing.T) {
 	}
 	found := map[string]bool{}
 	for _, f := range rep.Findings {
-		if f.Kind == store.KindState {
+		if f.Kind == engine.KindState {
 			if f.Leaked() {
 				t.Errorf("state of %q reported as %v", f.Name, f.Classes)
 			}
@@ -142,7 +142,7 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 				t.Fatal(err)
 			}
 			k := lockKey(t, r, "job")
-			leftover := store.Value{Token: store.NewToken(), Acquired: time.Now().Add(-tc.age), Owner: tc.owner}.String()
+			leftover := engine.Value{Token: engine.NewToken(), Acquired: time.Now().Add(-tc.age), Owner: tc.owner}.String()
 			if err := c.Node(0).Client(t).Set(ctx, k.Lock, leftover, time.Minute).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 			}
 			var f *mutex.Finding
 			for i := range rep.Findings {
-				if rep.Findings[i].Name == "job" && rep.Findings[i].Kind == store.KindLock {
+				if rep.Findings[i].Name == "job" && rep.Findings[i].Kind == engine.KindLock {
 					f = &rep.Findings[i]
 				}
 			}

@@ -8,13 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // Lock is a held lease. Its methods are safe for concurrent use.
 type Lock struct {
 	r          *Redlock
-	keys       store.LockKeys
+	keys       engine.LockKeys
 	value      string
 	token      string
 	fence      uint64
@@ -85,7 +85,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		return err
 	}
 	r := l.r
-	results := r.fanout(ctx, func(ctx context.Context, _ int, n *store.Node, deliver func(NodeResult)) {
+	results := r.fanout(ctx, func(ctx context.Context, _ int, n *engine.Node, deliver func(NodeResult)) {
 		n.ExtendAsync(ctx, l.keys, l.value, l.ttl, deliverBool(deliver))
 	}, quorumDecider(len(r.nodes), r.quorum), nil)
 	var err error

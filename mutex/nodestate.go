@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // nodeState is what a node is, as this Redlock last saw it: up, down
@@ -151,10 +151,10 @@ func (r *Redlock) LogNodes(ctx context.Context) {
 
 // probe asks node i about its server and returns the vote its state would
 // give: yes when up, warming up with the time it votes from, or the error.
-func (r *Redlock) probe(ctx context.Context, i int, n *store.Node) NodeResult {
+func (r *Redlock) probe(ctx context.Context, i int, n *engine.Node) NodeResult {
 	res := NodeResult{Node: n.Name()}
 	info, err := n.Info(ctx)
-	if err != nil && r.cfg.trusted && store.ServerError(err) && !nodeWide(err) {
+	if err != nil && r.cfg.trusted && engine.ServerError(err) && !nodeWide(err) {
 		return NodeResult{Node: n.Name(), Vote: VoteYes} // it answers; without INFO, it is trusted
 	}
 	if err != nil {
@@ -178,4 +178,22 @@ func (r *Redlock) probe(ctx context.Context, i int, n *store.Node) NodeResult {
 		res.Vote = VoteYes
 	}
 	return res
+}
+
+// NodeStates returns each node's state as the Redlock last saw it, by node
+// name: "up", "down" (unreachable or timing out), "warming_up" (its server
+// started too recently to vote), "refused" (it answers, but its vote
+// cannot count: a password refused, an unreadable INFO), or "" (not seen
+// yet). It does no I/O.
+func (r *Redlock) NodeStates() map[string]string {
+	out := make(map[string]string, len(r.nodes))
+	r.states.mu.Lock()
+	defer r.states.mu.Unlock()
+	for i, n := range r.nodes {
+		out[n.Name()] = ""
+		if r.states.last != nil {
+			out[n.Name()] = string(r.states.last[i])
+		}
+	}
+	return out
 }

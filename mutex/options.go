@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // Defaults of the options.
@@ -43,7 +43,7 @@ type config struct {
 
 func defaults() config {
 	return config{
-		prefix:      store.DefaultPrefix,
+		prefix:      engine.DefaultPrefix,
 		driftFactor: DefaultDriftFactor,
 		nodeTimeout: DefaultNodeTimeout,
 		retryDelay:  DefaultRetryDelay,
@@ -59,11 +59,11 @@ func optErr(opt, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidOption, opt, fmt.Sprintf(format, args...))
 }
 
-// WithKeyPrefix sets the prefix of every key (default store.DefaultPrefix,
-// "redcron"). See store.NewKeyspace for the characters allowed.
+// WithKeyPrefix sets the prefix of every key (default engine.DefaultPrefix,
+// "redcron"). See engine.NewKeyspace for the characters allowed.
 func WithKeyPrefix(prefix string) Option {
 	return func(c *config) error {
-		if _, err := store.NewKeyspace(prefix); err != nil {
+		if _, err := engine.NewKeyspace(prefix); err != nil {
 			return optErr("WithKeyPrefix", "%v", err)
 		}
 		c.prefix = prefix

@@ -9,14 +9,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/store"
 )
 
 // Redlock acquires locks on a majority of independent Redis masters. It is
 // safe for concurrent use; create it with New.
 type Redlock struct {
-	nodes   []*store.Node
-	keys    store.Keyspace
+	nodes   []*engine.Node
+	keys    engine.Keyspace
 	quorum  int
 	cfg     config
 	pending *releases // release calls under way, for Flush
@@ -28,12 +29,15 @@ type Redlock struct {
 // New returns a Redlock over nodes: 1, 3 or 5 independent masters are the
 // usual counts (an even count tolerates no more failures than the odd count
 // below it). It validates the options and does no I/O.
-func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
-	if len(nodes) == 0 {
+func New(storeNodes []*store.Node, opts ...Option) (*Redlock, error) {
+	if len(storeNodes) == 0 {
 		return nil, fmt.Errorf("%w: New: empty node list", ErrInvalidOption)
 	}
-	seen := make(map[string]bool, len(nodes))
-	for i, n := range nodes {
+	seen := make(map[string]bool, len(storeNodes))
+	nodes := make([]*engine.Node, len(storeNodes))
+	for i, sn := range storeNodes {
+		n := (*engine.Node)(sn)
+		nodes[i] = n
 		if n == nil {
 			return nil, fmt.Errorf("%w: New: node %d is nil", ErrInvalidOption, i)
 		}
@@ -58,7 +62,7 @@ func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
 	if cfg.maxTTL < minTTLFactor*cfg.nodeTimeout {
 		return nil, fmt.Errorf("%w: WithMaxTTL: %v is below %d × the node timeout (%v)", ErrInvalidOption, cfg.maxTTL, minTTLFactor, cfg.nodeTimeout)
 	}
-	ks, err := store.NewKeyspace(cfg.prefix)
+	ks, err := engine.NewKeyspace(cfg.prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
@@ -66,7 +70,13 @@ func New(nodes []*store.Node, opts ...Option) (*Redlock, error) {
 }
 
 // Nodes returns the nodes, in the order given to New.
-func (r *Redlock) Nodes() []*store.Node { return r.nodes }
+func (r *Redlock) Nodes() []*store.Node {
+	out := make([]*store.Node, len(r.nodes))
+	for i, n := range r.nodes {
+		out[i] = (*store.Node)(n)
+	}
+	return out
+}
 
 // Quorum returns the number of nodes that must agree: len(nodes)/2+1.
 func (r *Redlock) Quorum() int { return r.quorum }
@@ -78,7 +88,7 @@ func (r *Redlock) MaxTTL() time.Duration { return r.cfg.maxTTL }
 func (r *Redlock) MaxHold() time.Duration { return r.cfg.maxHold }
 
 // Keyspace returns the key layout the locks use.
-func (r *Redlock) Keyspace() store.Keyspace { return r.keys }
+func (r *Redlock) Keyspace() engine.Keyspace { return r.keys }
 
 // drift is the clock drift allowance for a TTL.
 func (r *Redlock) drift(ttl time.Duration) time.Duration {
@@ -117,25 +127,25 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 	if err := r.checkBeat(name, lc.owner); err != nil {
 		return nil, err
 	}
-	res := r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: store.NewToken()}})[0]
+	res := r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: engine.NewToken()}})[0]
 	return res.Lock, res.Err
 }
 
 // prepare validates a lock request and applies its options.
-func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (store.LockKeys, lockConfig, error) {
+func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (engine.LockKeys, lockConfig, error) {
 	if err := r.Check(name, ttl); err != nil {
-		return store.LockKeys{}, lockConfig{}, err
+		return engine.LockKeys{}, lockConfig{}, err
 	}
 	keys, _ := r.keys.Lock(name) // checked above
 	lc := lockConfig{owner: r.cfg.owner}
 	for _, o := range opts {
 		if o == nil {
-			return store.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: nil LockOption", ErrInvalidOption, name)
+			return engine.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: nil LockOption", ErrInvalidOption, name)
 		}
 		o(&lc)
 	}
 	if err := r.checkOccurrence(name, lc.occurrence); err != nil {
-		return store.LockKeys{}, lockConfig{}, err
+		return engine.LockKeys{}, lockConfig{}, err
 	}
 	return keys, lc, nil
 }
@@ -209,7 +219,7 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 		// value must never match this attempt's.
 		var res Result
 		if res.Err = r.checkBeat(name, lc.owner); res.Err == nil {
-			res = r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: store.NewToken()}})[0]
+			res = r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: engine.NewToken()}})[0]
 		}
 		l, err := res.Lock, res.Err
 		switch {
@@ -251,11 +261,11 @@ func (r *Redlock) unanswered() []NodeResult {
 // outcome is known, or up to the node timeout. The calls stay queued
 // longer, whatever ctx does (see releaseBound), since a key left behind
 // blocks others; Flush waits for them. Nodes not targeted get no vote.
-func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.LockKeys, value string, occurrence int64, ttl time.Duration, decided decider) []NodeResult {
+func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys engine.LockKeys, value string, occurrence int64, ttl time.Duration, decided decider) []NodeResult {
 	rctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(ttl))
 	var left atomic.Int32
 	left.Store(int32(len(r.nodes)))
-	return r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *store.Node, deliver func(NodeResult)) {
+	return r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *engine.Node, deliver func(NodeResult)) {
 		done := func(res NodeResult) {
 			if left.Add(-1) == 0 {
 				cancel()
@@ -272,7 +282,7 @@ func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys store.Lock
 
 // releaseAsync sends a release to n, counted for Flush until it is
 // answered, then passes the answer to done.
-func (r *Redlock) releaseAsync(ctx context.Context, n *store.Node, keys store.LockKeys, value string, occurrence int64, done func(bool, error)) {
+func (r *Redlock) releaseAsync(ctx context.Context, n *engine.Node, keys engine.LockKeys, value string, occurrence int64, done func(bool, error)) {
 	r.pending.add(1)
 	n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, func(ok bool, err error) {
 		r.pending.done()
@@ -295,7 +305,7 @@ func failure(err error) NodeResult {
 		return NodeResult{Vote: VoteCanceled, Err: err}
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return NodeResult{Vote: VoteTimeout, Err: err}
-	case store.ServerError(err):
+	case engine.ServerError(err):
 		return NodeResult{Vote: VoteError, Err: err}
 	}
 	return NodeResult{Vote: VoteUnreachable, Err: err}

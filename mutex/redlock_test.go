@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
-	"github.com/redcron/redcron/store"
 )
 
 // TestMutualExclusion races many goroutines for one name and fails on any
@@ -168,7 +168,7 @@ func TestPausedNode(t *testing.T) {
 		// Decided without the paused node: it had not answered, or it was
 		// backing off after an earlier timeout and failed at once.
 		ev, _ := rec.last(mutex.EventAcquire)
-		if res := ev.Nodes[1]; res.Vote != 0 && !errors.Is(res.Err, store.ErrNodeDown) {
+		if res := ev.Nodes[1]; res.Vote != 0 && !errors.Is(res.Err, engine.ErrNodeDown) {
 			t.Fatalf("acquisition waited for the paused node (its vote: %v)", res)
 		}
 		if err := l.Release(ctx); err != nil && !errors.Is(err, mutex.ErrNoQuorum) {
@@ -488,7 +488,7 @@ func TestRestartedHoldsSurvived(t *testing.T) {
 	}
 	k := lockKey(t, guarded, "job")
 	holder := func(acquired time.Time) string {
-		return store.Value{Token: store.NewToken(), Acquired: acquired.Truncate(time.Millisecond), Owner: "other"}.String()
+		return engine.Value{Token: engine.NewToken(), Acquired: acquired.Truncate(time.Millisecond), Owner: "other"}.String()
 	}
 	plant := func(value string) {
 		t.Helper()
@@ -592,8 +592,8 @@ func TestSplitVote(t *testing.T) {
 	r := newRedlock(t, c)
 	ctx := ctxTimeout(t, time.Minute)
 	k := lockKey(t, r, "split")
-	x := store.Value{Token: store.NewToken(), Acquired: time.Now(), Owner: "x"}.String()
-	y := store.Value{Token: store.NewToken(), Acquired: time.Now(), Owner: "y"}.String()
+	x := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Owner: "x"}.String()
+	y := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Owner: "y"}.String()
 	set := func(i int, key, v string) {
 		if err := c.Node(i).Client(t).Set(ctx, key, v, time.Minute).Err(); err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // clockSkew is the margin for the difference between replicas' clocks in
@@ -44,7 +44,7 @@ func newServers(n int) *servers { return &servers{seen: make([]serverSeen, n)} }
 // answered with the same run id: one server's vote must not count twice.
 // With trusted nodes only the run id matters: an unreadable answer (a
 // server without INFO) is let through, and the start is not estimated.
-func (s *servers) observe(r *Redlock, i int, info *store.Info, infoErr error, now time.Time) (time.Time, error) {
+func (s *servers) observe(r *Redlock, i int, info *engine.Info, infoErr error, now time.Time) (time.Time, error) {
 	if infoErr == nil && info == nil {
 		infoErr = fmt.Errorf("no server info in the answer")
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
@@ -43,7 +44,7 @@ func waitUp(ctx context.Context, t *testing.T, s *redistest.Server) {
 		t.Fatal(err)
 	}
 	for {
-		info, err := n.Info(ctx)
+		info, err := (*engine.Node)(n).Info(ctx)
 		if err == nil && info.Uptime >= quickMaxTTL+2*time.Second {
 			return
 		}

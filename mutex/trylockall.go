@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // Request is one lock of a TryLockAll batch.
@@ -41,7 +41,7 @@ func (r *Redlock) TryLockAll(ctx context.Context, reqs []Request) []Result {
 			out[j].Err = err
 			continue
 		}
-		valid = append(valid, attemptReq{keys: keys, ttl: q.TTL, lc: lc, token: store.NewToken()})
+		valid = append(valid, attemptReq{keys: keys, ttl: q.TTL, lc: lc, token: engine.NewToken()})
 		at = append(at, j)
 	}
 	if len(valid) > 0 {

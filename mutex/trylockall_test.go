@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
-	"github.com/redcron/redcron/store"
 )
 
 // TestTryLockAllRoundTrips: a batch of locks costs each node one round
@@ -26,8 +26,9 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 	// leave the last node without a call), so that no call below is sent
 	// twice for NOSCRIPT.
 	warm := lockKey(t, r, "warm")
-	for _, n := range r.Nodes() {
-		if _, err := n.Acquire(ctx, store.AcquireRequest{Keys: warm, Value: "w", TTL: time.Second}); err != nil {
+	for _, sn := range r.Nodes() {
+		n := (*engine.Node)(sn)
+		if _, err := n.Acquire(ctx, engine.AcquireRequest{Keys: warm, Value: "w", TTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := n.Commit(ctx, warm, "w", 1, 0, time.Second); err != nil {
@@ -45,13 +46,15 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 			Options: []mutex.LockOption{mutex.Occurrence(time.Now())}}
 	}
 	reqs[5].TTL = 0
-	before := make([]store.Stats, len(r.Nodes()))
-	for i, n := range r.Nodes() {
+	before := make([]engine.Stats, len(r.Nodes()))
+	for i, sn := range r.Nodes() {
+		n := (*engine.Node)(sn)
 		before[i] = n.Stats()
 	}
 	res := r.TryLockAll(ctx, reqs)
 	probe := lockKey(t, r, "probe")
-	for i, n := range r.Nodes() {
+	for i, sn := range r.Nodes() {
+		n := (*engine.Node)(sn)
 		// Calls to a node are answered in order: once this one is, the
 		// batch's commit (which waited for a quorum, not this node) is too.
 		// (A release: a script call of its own, never merged with the commits.)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // acquireVote turns node i's answer to an acquisition claiming occurrence
@@ -14,7 +14,7 @@ import (
 // started (it may have forgotten locks it granted), not for an occurrence
 // older than its start (it may have forgotten the mark), and never when its
 // server cannot be read: anything unreadable fails closed.
-func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (res NodeResult) {
+func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence int64) (res NodeResult) {
 	if a.Err != nil {
 		return failure(a.Err)
 	}
@@ -25,7 +25,7 @@ func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (r
 	now := time.Now()
 	start, err := r.servers.observe(r, i, rep.Info, rep.InfoErr, now)
 	switch {
-	case err != nil && rep.Status == store.AlreadyRun:
+	case err != nil && rep.Status == engine.AlreadyRun:
 		// A mark is written only by a winner's commit: it is a refusal
 		// whatever the server's history, and a refusal cannot run a tick.
 		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence}
@@ -34,10 +34,10 @@ func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (r
 	}
 	recent := !r.cfg.trusted && r.warmingUp(start, now)
 	switch {
-	case rep.Status == store.Held:
+	case rep.Status == engine.Held:
 		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, warming: recent,
 			unproven: recent && !r.survived(rep.Holder, start)}
-	case rep.Status == store.AlreadyRun:
+	case rep.Status == engine.AlreadyRun:
 		// A mark is only written by a winner's commit, so it counts even
 		// on a node that restarted since.
 		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence, warming: recent}
@@ -65,7 +65,7 @@ func (r *Redlock) acquireVote(i int, a store.AcquireResult, occurrence int64) (r
 // up to a node timeout before it reached the node. A value that cannot be
 // read counts as set since the start.
 func (r *Redlock) survived(holder string, start time.Time) bool {
-	v, err := store.ParseValue(holder)
+	v, err := engine.ParseValue(holder)
 	if err != nil {
 		return false
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/mutex"
-	"github.com/redcron/redcron/store"
 )
 
 // NewRedlockLocker adapts a Redlock to Locker. Each job's lock is the
@@ -101,16 +100,16 @@ func lockError(err error, req LockRequest) error {
 	case errors.Is(err, mutex.ErrAlreadyRun):
 		return fmt.Errorf("%w: %w", ErrAlreadyRun, err)
 	case errors.Is(err, mutex.ErrHeld):
-		holder, ok := holderOf(err)
+		owner, occurrence, ok := holderOf(err)
 		switch {
-		case ok && !req.Tick.IsZero() && holder.Occurrence < req.Tick.UnixMilli():
+		case ok && !req.Tick.IsZero() && occurrence < req.Tick.UnixMilli():
 			// The previous run is still going.
 			return fmt.Errorf("%w: %w", ErrOverlap, err)
-		case ok && req.Tick.IsZero() && req.Owner != "" && holder.Owner == req.Owner:
+		case ok && req.Tick.IsZero() && req.Owner != "" && owner == req.Owner:
 			// A trigger, while a run of this replica's holds the lock (or
 			// has just ended and keeps it for its start group).
 			return fmt.Errorf("%w: %w", ErrOverlap, err)
-		case ok && !req.Tick.IsZero() && holder.Occurrence == req.Tick.UnixMilli() && holder.Owner == req.Owner:
+		case ok && !req.Tick.IsZero() && occurrence == req.Tick.UnixMilli() && owner == req.Owner:
 			// An earlier attempt of this replica at this very tick, given
 			// up (its answers came too late) and being released: whoever
 			// gets the lock next runs the tick, so this is not a refusal.
@@ -123,15 +122,18 @@ func lockError(err error, req LockRequest) error {
 	return err
 }
 
-// holderOf returns the value holding the lock on a quorum, from a Redlock
-// error matching mutex.ErrHeld.
-func holderOf(err error) (store.Value, bool) {
+// holderOf returns the owner and occurrence (unix ms, 0 if none) of the
+// value holding the lock on a quorum, from a Redlock error matching
+// mutex.ErrHeld.
+func holderOf(err error) (owner string, occurrence int64, ok bool) {
 	var qe *mutex.QuorumError
-	if !errors.As(err, &qe) {
-		return store.Value{}, false
+	if !errors.As(err, &qe) || qe.Holder == "" {
+		return "", 0, false
 	}
-	v, perr := store.ParseValue(qe.Holder)
-	return v, perr == nil
+	if !qe.HolderOccurrence.IsZero() {
+		occurrence = qe.HolderOccurrence.UnixMilli()
+	}
+	return qe.HolderOwner, occurrence, true
 }
 
 // Flush implements Flusher with mutex.Redlock.Flush.

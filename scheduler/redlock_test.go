@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -42,7 +43,7 @@ func TestRedlockLockerHolders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := store.Value{Token: store.NewToken(), Acquired: time.Now(), Occurrence: tc.occurrence.UnixMilli(), Owner: tc.owner}
+			v := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Occurrence: tc.occurrence.UnixMilli(), Owner: tc.owner}
 			for _, s := range c.Nodes() {
 				if err := s.Client(t).Set(ctx, keys.Lock, v.String(), 5*time.Second).Err(); err != nil {
 					t.Fatal(err)

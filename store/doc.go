@@ -1,23 +1,14 @@
-// Package store is the Redis layer of redcron: one Node per independent
-// Redis master, the key layout, the Lua scripts that act on one node
-// atomically, the lock value format, and SCAN-based listing of the
-// library's keys.
+// Package store holds redcron's Redis nodes and the storage side of
+// fencing.
 //
-// A Node never retries and never decides anything about quorums: that is
-// the job of package mutex, which runs the Redlock algorithm over several
-// Nodes. Scripts are embedded in the binary and sent with EVALSHA; a server
-// that does not have them cached (NOSCRIPT) gets the calls again as EVAL,
-// with the script's text, in one round trip.
+// A Node is one independent Redis master over a go-redis client you
+// configure; mutex.New runs the Redlock algorithm over several of them.
+// FencedSet and FencedGet let a job's writes to a Redis store carry the
+// run's fencing token, so that a run whose lease ended cannot overwrite a
+// newer run's data.
 //
-// Lock calls to a node are pipelined (one worker per node sends whatever
-// is queued in one round trip), and every lock script acts on any number
-// of locks: AcquireAll and CommitAll send many locks in one script call,
-// and the worker merges adjacent calls of one script (the releases of runs
-// that end together, say) into one script call of up to 256 locks. On a
-// Cluster or Ring client, whose keys may live on several servers, every
-// lock gets a script call of its own, still pipelined.
-//
-// Key layout, for a prefix p and a lock name n:
+// Key layout on the lock's nodes, for a prefix p (default "redcron") and a
+// lock name n:
 //
 //	p:{n}:lock    the lock (a string holding the owner's value, with a TTL)
 //	p:{n}:state   the lock's state (a hash: fence counter and occurrence mark)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,37 +20,6 @@ func ExampleNewNode() {
 	}
 	fmt.Println(node.Name())
 	// Output: redis-a:6379
-}
-
-// Every key of a lock shares a Redis Cluster hash tag.
-func ExampleKeyspace_Lock() {
-	ks, err := store.NewKeyspace("billing")
-	if err != nil {
-		log.Fatal(err)
-	}
-	k, err := ks.Lock("nightly-invoices")
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(k.Lock)
-	fmt.Println(k.State)
-	_, err = ks.Lock("bad{name}")
-	fmt.Println(err)
-	// Output:
-	// billing:{nightly-invoices}:lock
-	// billing:{nightly-invoices}:state
-	// store: lock name "bad{name}": character '{' not allowed
-}
-
-// A lock value says who holds the lock and since when, for the leak scan.
-func ExampleParseValue() {
-	v := store.Value{Token: "0123456789abcdef0123456789abcdef", Acquired: time.UnixMilli(1795240000000), Owner: "billing-7f9c"}
-	got, err := store.ParseValue(v.String())
-	fmt.Println(v.String())
-	fmt.Println(got.Owner, got.Acquired.UTC().Format(time.RFC3339), err)
-	// Output:
-	// rc1|0123456789abcdef0123456789abcdef|1795240000000|0|billing-7f9c
-	// billing-7f9c 2026-11-21T05:46:40Z <nil>
 }
 
 // The storage side of fencing: a write carries the run's fencing token and

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/store"
 )
@@ -152,7 +153,7 @@ func waitUptime(t *testing.T, c *redistest.Cluster, d time.Duration) {
 			t.Fatal(err)
 		}
 		for {
-			info, err := n.Info(context.Background())
+			info, err := (*engine.Node)(n).Info(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

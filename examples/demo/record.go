@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/store"
 )
 
 // runRec is one run of a job, as recorded by the job function (start, end,
@@ -244,7 +244,7 @@ func tally(qe *mutex.QuorumError) string {
 	fmt.Fprintf(&b, "%s %d/%d yes, quorum %d, %s:", qe.Op, qe.Yes(), len(qe.Nodes), qe.Quorum, reasonName(qe.Reason))
 	for _, n := range qe.Nodes {
 		fmt.Fprintf(&b, " %s %s", n.Node, voteName(n.Vote))
-		if v, err := store.ParseValue(n.Holder); err == nil && n.Vote == mutex.VoteHeld {
+		if v, err := engine.ParseValue(n.Holder); err == nil && n.Vote == mutex.VoteHeld {
 			fmt.Fprintf(&b, " by %s", v.Owner)
 			if v.Occurrence > 0 {
 				fmt.Fprintf(&b, " for %s", clock(time.UnixMilli(v.Occurrence)))

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
@@ -187,7 +188,7 @@ func clientsOf(t *testing.T, c *redistest.Cluster) []*redis.Client {
 
 // lockValue is a lock value as the library writes it.
 func lockValue(owner string, age time.Duration) string {
-	return store.Value{Token: store.NewToken(), Acquired: time.Now().Add(-age), Owner: owner}.String()
+	return engine.Value{Token: engine.NewToken(), Acquired: time.Now().Add(-age), Owner: owner}.String()
 }
 
 // plant sets key to v with ttl (0: none) through each of clients.
@@ -727,7 +728,7 @@ func TestUsageErrors(t *testing.T) {
 		{nil, map[string]string{"REDCRON_ADDRS": "redis-a"}, `REDCRON_ADDRS: "redis-a": address redis-a: missing port in address`},
 		{[]string{"-addrs", "a:1,b:2,a:1"}, nil, "-addrs: a:1 appears twice"},
 		{[]string{"-addrs", ":6379"}, nil, `-addrs: ":6379": want host:port`},
-		{[]string{"-addrs", "a:1", "-prefix", "red cron"}, nil, "-prefix: store: key prefix"},
+		{[]string{"-addrs", "a:1", "-prefix", "red cron"}, nil, "-prefix: redcron: key prefix"},
 		{[]string{"-addrs", "a:1", "-prefix", ""}, nil, "-prefix: empty"},
 		{[]string{"-addrs", "a:1", "-max-age", "-1h"}, nil, "-max-age: -1h0m0s is negative"},
 		{[]string{"-addrs", "a:1", "-timeout", "0s"}, nil, "-timeout: 0s: must be positive"},

@@ -119,7 +119,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -190,7 +190,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs := flag.NewFlagSet("leakscan", flag.ContinueOnError)
 	fs.SetOutput(&flagOut)
 	fs.StringVar(&addrs, "addrs", "", "comma-separated `host:port` of every independent Redis master (or $"+envAddrs+")")
-	fs.StringVar(&cfg.prefix, "prefix", store.DefaultPrefix, "key `prefix` of the locks")
+	fs.StringVar(&cfg.prefix, "prefix", engine.DefaultPrefix, "key `prefix` of the locks")
 	fs.StringVar(&cfg.username, "username", "", "Redis ACL `user` (or $"+envUsername+")")
 	fs.StringVar(&cfg.password, "password", "", "Redis `password`; prefer $"+envPassword+", a flag is visible in the process list")
 	fs.BoolVar(&tlsOn, "tls", false, "connect with TLS")
@@ -262,9 +262,9 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		cfg.addrs = append(cfg.addrs, a)
 	}
 	if cfg.prefix == "" {
-		return nil, usagef("-prefix: empty (the default is %q)", store.DefaultPrefix)
+		return nil, usagef("-prefix: empty (the default is %q)", engine.DefaultPrefix)
 	}
-	if _, err := store.NewKeyspace(cfg.prefix); err != nil {
+	if _, err := engine.NewKeyspace(cfg.prefix); err != nil {
 		return nil, usagef("-prefix: %v", err)
 	}
 	if cfg.maxAge < 0 {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
@@ -98,7 +99,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix}
 	for _, e := range rep.Errors {
 		ne := nodeError{Err: hide(e.Error())}
-		if se := (*store.Error)(nil); errors.As(e, &se) {
+		if se := (*engine.Error)(nil); errors.As(e, &se) {
 			ne.Node = se.Node
 		}
 		res.nodeErrors = append(res.nodeErrors, ne)

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/redcron/redcron"
-	"github.com/redcron/redcron/store"
 )
 
 // health answers /healthz: 200 while a majority of the nodes is up (as far
-// as the last lock operations tell), 503 otherwise, with the jobs' state.
-func health(s *redcron.Scheduler, nodes []*store.Node) http.Handler {
+// as the last lock operations tell), 503 otherwise, with the nodes' and the
+// jobs' state.
+func health(s *redcron.Scheduler) http.Handler {
 	type job struct {
 		Name       string    `json:"name"`
 		Next       time.Time `json:"next"`
@@ -21,11 +21,10 @@ func health(s *redcron.Scheduler, nodes []*store.Node) http.Handler {
 		LastSkip   string    `json:"last_skip,omitempty"`
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		up := map[string]bool{}
+		states := s.Locks().NodeStates()
 		n := 0
-		for _, node := range nodes {
-			up[node.Name()] = node.Up()
-			if node.Up() {
+		for _, st := range states {
+			if st == "up" {
 				n++
 			}
 		}
@@ -41,9 +40,9 @@ func health(s *redcron.Scheduler, nodes []*store.Node) http.Handler {
 			jobs = append(jobs, j)
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if n < len(nodes)/2+1 {
+		if n < len(states)/2+1 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"nodes": up, "jobs": jobs})
+		_ = json.NewEncoder(w).Encode(map[string]any{"nodes": states, "jobs": jobs})
 	})
 }

@@ -165,8 +165,15 @@ func run(log *slog.Logger, env func(string) string) error {
 		defer cancel()
 		_ = s.Shutdown(ctx)
 	}()
-	nodes := s.Locks().Nodes()
-	if err := addJobs(s, nodes[0].Client(), cfg, log); err != nil {
+	// The jobs' own data lives in the first node here, for brevity; a real
+	// service writes to its own store, with the run's fence.
+	dataOpts := &redis.Options{Addr: cfg.addrs[0], Username: cfg.username, Password: cfg.password}
+	if cfg.tls {
+		dataOpts.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	data := redis.NewClient(dataOpts)
+	defer data.Close()
+	if err := addJobs(s, data, cfg, log); err != nil {
 		return err
 	}
 
@@ -176,7 +183,7 @@ func run(log *slog.Logger, env func(string) string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.Handle("GET /healthz", health(s, nodes))
+	mux.Handle("GET /healthz", health(s))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(ln) }()

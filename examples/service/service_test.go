@@ -93,7 +93,7 @@ func TestService(t *testing.T) {
 	// /healthz shows the jobs; wait for the batch job to be running.
 	waitFor(t, 15*time.Second, "the batch job running in /healthz", func() bool {
 		var h struct {
-			Nodes map[string]bool `json:"nodes"`
+			Nodes map[string]string `json:"nodes"`
 			Jobs  []struct {
 				Name    string `json:"name"`
 				Running bool   `json:"running"`

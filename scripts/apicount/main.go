@@ -4,10 +4,11 @@
 // variables (struct fields are not counted). Examples, tests, commands,
 // internal packages and the bench module are left out.
 //
-// Usage: go run ./scripts/apicount [module root]
+// Usage: go run ./scripts/apicount [-v] [module root]
 package main
 
 import (
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -20,11 +21,13 @@ import (
 )
 
 func main() {
+	verbose := flag.Bool("v", false, "list the names, not just their count")
+	flag.Parse()
 	root := "."
-	if len(os.Args) > 1 {
-		root = os.Args[1]
+	if flag.NArg() > 0 {
+		root = flag.Arg(0)
 	}
-	counts := map[string]int{}
+	names := map[string][]string{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -46,7 +49,8 @@ func main() {
 		if f.Name.Name == "main" {
 			return nil
 		}
-		counts[filepath.ToSlash(filepath.Dir(rel))] += exported(f)
+		pkg := filepath.ToSlash(filepath.Dir(rel))
+		names[pkg] = append(names[pkg], exported(f)...)
 		return nil
 	})
 	if err != nil {
@@ -55,14 +59,18 @@ func main() {
 	}
 	total := 0
 	for _, pkg := range slices.Sorted(func(yield func(string) bool) {
-		for k := range counts {
+		for k := range names {
 			if !yield(k) {
 				return
 			}
 		}
 	}) {
-		fmt.Printf("%-28s %4d\n", pkg, counts[pkg])
-		total += counts[pkg]
+		fmt.Printf("%-28s %4d\n", pkg, len(names[pkg]))
+		total += len(names[pkg])
+		if *verbose {
+			slices.Sort(names[pkg])
+			fmt.Printf("    %s\n", strings.Join(names[pkg], " "))
+		}
 	}
 	fmt.Printf("%-28s %4d\n", "total", total)
 }
@@ -78,18 +86,20 @@ func skip(rel string) bool {
 		first == "examples" || first == "bench" || first == "scripts"
 }
 
-// exported counts f's exported top-level names, the exported methods of
+// exported lists f's exported top-level names, the exported methods of
 // its exported types and those of its exported interfaces.
-func exported(f *ast.File) int {
-	n := 0
+func exported(f *ast.File) []string {
+	var n []string
 	for _, decl := range f.Decls {
 		switch d := decl.(type) {
 		case *ast.FuncDecl:
 			if !d.Name.IsExported() {
 				continue
 			}
-			if d.Recv == nil || receiverExported(d.Recv.List[0].Type) {
-				n++
+			if d.Recv == nil {
+				n = append(n, d.Name.Name)
+			} else if receiverExported(d.Recv.List[0].Type) {
+				n = append(n, recvName(d.Recv.List[0].Type)+"."+d.Name.Name)
 			}
 		case *ast.GenDecl:
 			for _, spec := range d.Specs {
@@ -98,12 +108,12 @@ func exported(f *ast.File) int {
 					if !s.Name.IsExported() {
 						continue
 					}
-					n++
+					n = append(n, s.Name.Name)
 					if it, ok := s.Type.(*ast.InterfaceType); ok {
 						for _, m := range it.Methods.List {
 							for _, name := range m.Names {
 								if name.IsExported() {
-									n++
+									n = append(n, s.Name.Name+"."+name.Name)
 								}
 							}
 						}
@@ -111,7 +121,7 @@ func exported(f *ast.File) int {
 				case *ast.ValueSpec:
 					for _, name := range s.Names {
 						if name.IsExported() {
-							n++
+							n = append(n, name.Name)
 						}
 					}
 				}
@@ -119,6 +129,21 @@ func exported(f *ast.File) int {
 		}
 	}
 	return n
+}
+
+// recvName is the name of a method's receiver type.
+func recvName(t ast.Expr) string {
+	switch r := t.(type) {
+	case *ast.StarExpr:
+		return recvName(r.X)
+	case *ast.IndexExpr:
+		return recvName(r.X)
+	case *ast.IndexListExpr:
+		return recvName(r.X)
+	case *ast.Ident:
+		return r.Name
+	}
+	return "?"
 }
 
 // receiverExported reports whether a method's receiver type is exported.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/redcron/redcron/bench/internal/prof"
 	"github.com/redcron/redcron/bench/internal/redisnode"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/store"
 )
 
 // replicaArg, as the only argument, makes the program a replica process:
@@ -57,7 +57,7 @@ type replicaOutput struct {
 
 // replicaSnap is a replica's counters at one instant.
 type replicaSnap struct {
-	Nodes store.Stats       // summed over its nodes
+	Nodes engine.Stats      // summed over its nodes
 	Cmds  map[string]uint64 // the commands its clients sent, by name
 	CPU   time.Duration     // user + system CPU of its process
 }

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/store"
 )
 
 // record is one scheduler event, compacted.
@@ -179,7 +179,7 @@ func (c *collector) lockObserver(id int) mutex.Observer {
 			switch qe.Reason {
 			case mutex.ErrHeld:
 				f.Reason = "held"
-				if v, err := store.ParseValue(qe.Holder); err == nil {
+				if v, err := engine.ParseValue(qe.Holder); err == nil {
 					f.HolderTick = v.Occurrence / 1000
 					if n, ok := strings.CutPrefix(v.Owner, "replica-"); ok {
 						if i, err := strconv.Atoi(n); err == nil {

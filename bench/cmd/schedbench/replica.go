@@ -9,9 +9,9 @@ import (
 
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redcron/redcron/bench/internal/redisnode"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -72,10 +72,10 @@ func (r *replica) close() {
 }
 
 // nodeStats returns the lock traffic of the replica's nodes, summed.
-func (r *replica) nodeStats() store.Stats {
-	var sum store.Stats
+func (r *replica) nodeStats() engine.Stats {
+	var sum engine.Stats
 	for _, n := range r.rl.Nodes() {
-		s := n.Stats()
+		s := (*engine.Node)(n).Stats()
 		sum.Calls += s.Calls
 		sum.Pipelines += s.Pipelines
 		sum.Failed += s.Failed

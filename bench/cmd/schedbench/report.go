@@ -10,7 +10,7 @@ import (
 	"github.com/redcron/redcron/bench/internal/machine"
 	"github.com/redcron/redcron/bench/internal/stats"
 	"github.com/redcron/redcron/bench/internal/table"
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // Goals at goalJobs jobs.
@@ -41,7 +41,7 @@ type summary struct {
 	firstP50, firstP99          lat
 	jobP50, jobP99              lat // as the jobs saw them
 	retriedP50, retriedP99      lat
-	nodes                       store.Stats // summed over rounds
+	nodes                       engine.Stats // summed over rounds
 	lockFails                   map[string]int
 	failsTimedOut               int
 	missMarked, missSelf        int
@@ -227,7 +227,7 @@ than once; misses: pairs run by no replica; both by the scheduler's run_started 
 (checked against each other, see "cross-check" below); unhandled: (replica, job, tick) with no outcome (run or skip) reported by shutdown.
 start p50/p99: EventRunStarted.StartDelay (run start − tick); max over all rounds. in-job p99: the start delay
 the jobs measured themselves, as their first action (the run's goroutine scheduled too).
-calls/job/tick = (scripts + plain) / (jobs × ticks): scripts = lock script calls the replicas' store.Nodes sent
+calls/job/tick = (scripts + plain) / (jobs × ticks): scripts = lock script calls the replicas' engine.Nodes sent
 (Stats().Calls, all nodes; a script resent with EVAL after NOSCRIPT counts again); plain = other commands their
 clients sent (heartbeat SETs; counted by a go-redis hook, which also tells the scripts apart by their arguments). pipelines = round trips that carried the scripts (Stats().Pipelines). server cmds = every command
 the servers executed, including those run inside the scripts (INFO commandstats). CPU: seconds per second of

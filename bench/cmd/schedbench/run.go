@@ -12,16 +12,16 @@ import (
 
 	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/bench/internal/stats"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redisproc"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
 )
 
 // snapshot is every counter at one instant.
 type snapshot struct {
 	at      time.Time
-	nodes   store.Stats          // summed over replicas and nodes
+	nodes   engine.Stats         // summed over replicas and nodes
 	cmds    map[string]uint64    // commands the replicas' clients sent, by name
 	servers redisnode.Snapshot   // INFO cpu commandstats, summed over servers
 	perNode []redisnode.Snapshot // the same, per server
@@ -115,7 +115,7 @@ type result struct {
 	missNoStart, missNoEvent int
 	missExample              string
 
-	nodes    store.Stats       // delta over the window
+	nodes    engine.Stats      // delta over the window
 	cmds     map[string]uint64 // delta
 	server   map[string]uint64 // INFO commandstats delta, summed over servers (our own INFO removed)
 	redisCPU float64           // seconds, summed over servers
@@ -240,7 +240,7 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 	res := analyze(col, jobs, cfg.replicas, ticks)
 	res.round, res.ahead, res.goroutinesLeft = round, su.ahead, left
 	res.window = b.at.Sub(a.at)
-	res.nodes = store.Stats{Calls: b.nodes.Calls - a.nodes.Calls, Pipelines: b.nodes.Pipelines - a.nodes.Pipelines,
+	res.nodes = engine.Stats{Calls: b.nodes.Calls - a.nodes.Calls, Pipelines: b.nodes.Pipelines - a.nodes.Pipelines,
 		Failed: b.nodes.Failed - a.nodes.Failed, Skipped: b.nodes.Skipped - a.nodes.Skipped}
 	res.cmds = make(map[string]uint64)
 	for k, v := range b.cmds {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redcron/redcron/bench/internal/stats"
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // namesCycled is how many lock names a measurement cycles through.
@@ -29,7 +29,7 @@ type round struct {
 	firstErr error
 	// first is the traffic of the first node over the round, for the
 	// implementations that report it (redcron).
-	first    store.Stats
+	first    engine.Stats
 	hasFirst bool
 }
 
@@ -39,7 +39,7 @@ type round struct {
 func measure(ctx context.Context, l locks.Locker, prefix string, d, interval time.Duration, minSamples int) round {
 	var r round
 	ns, hasStats := l.(locks.NodeStatser)
-	var before store.Stats
+	var before engine.Stats
 	if hasStats {
 		before = ns.NodeStats()[0]
 	}
@@ -78,7 +78,7 @@ func measure(ctx context.Context, l locks.Locker, prefix string, d, interval tim
 	if hasStats {
 		after := ns.NodeStats()[0]
 		r.hasFirst = true
-		r.first = store.Stats{Calls: after.Calls - before.Calls, Pipelines: after.Pipelines - before.Pipelines,
+		r.first = engine.Stats{Calls: after.Calls - before.Calls, Pipelines: after.Pipelines - before.Pipelines,
 			Failed: after.Failed - before.Failed, Skipped: after.Skipped - before.Skipped}
 	}
 	return r
@@ -165,7 +165,7 @@ type summary struct {
 	acqP50, acqP99, relP50 time.Duration
 	cycles, acquired       int
 	errors, relErrs        int
-	first                  store.Stats // summed over rounds
+	first                  engine.Stats // summed over rounds
 	hasFirst               bool
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -60,7 +60,7 @@ type Held interface {
 // NodeStatser is implemented by the redcron Lockers: the lock traffic of
 // each of their nodes so far (store.Node.Stats), in node order.
 type NodeStatser interface {
-	NodeStats() []store.Stats
+	NodeStats() []engine.Stats
 }
 
 // Impl is a named implementation: New builds its Locker over one go-redis

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
@@ -62,10 +63,10 @@ func (l redcronLocker) TryLock(ctx context.Context, name string) (Held, error) {
 func (l redcronLocker) Flush(ctx context.Context) error { return l.r.Flush(ctx) }
 
 // NodeStats implements NodeStatser.
-func (l redcronLocker) NodeStats() []store.Stats {
-	stats := make([]store.Stats, len(l.r.Nodes()))
+func (l redcronLocker) NodeStats() []engine.Stats {
+	stats := make([]engine.Stats, len(l.r.Nodes()))
 	for i, n := range l.r.Nodes() {
-		stats[i] = n.Stats()
+		stats[i] = (*engine.Node)(n).Stats()
 	}
 	return stats
 }

@@ -1,4 +1,4 @@
-package store_test
+package engine_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
-	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -36,27 +36,27 @@ func TestClusterAndRing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client, servers := tc.start(t)
-			n, err := store.NewNode(tc.name, client)
+			n, err := engine.NewNode(tc.name, client)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			ks, _ := store.NewKeyspace("t")
+			ks, _ := engine.NewKeyspace("t")
 			for round := range 2 {
-				reqs := make([]store.AcquireRequest, 30)
+				reqs := make([]engine.AcquireRequest, 30)
 				for i := range reqs {
 					k, _ := ks.Lock(fmt.Sprintf("job%d-%d", round, i))
-					reqs[i] = store.AcquireRequest{Keys: k, Value: "v", TTL: time.Minute}
+					reqs[i] = engine.AcquireRequest{Keys: k, Value: "v", TTL: time.Minute}
 				}
 				for i, r := range n.AcquireAll(ctx, reqs) {
-					if r.Err != nil || r.Reply.Status != store.Acquired {
+					if r.Err != nil || r.Reply.Status != engine.Acquired {
 						t.Errorf("round %d, lock %d: %+v", round, i, r)
 					}
 				}
 			}
 
 			var seen []string
-			if err := n.Scan(ctx, "t:*", func(ki store.KeyInfo) error {
+			if err := n.Scan(ctx, "t:*", func(ki engine.KeyInfo) error {
 				seen = append(seen, ki.Key)
 				return nil
 			}); err != nil {

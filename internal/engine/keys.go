@@ -1,4 +1,4 @@
-package store
+package engine
 
 import (
 	"fmt"
@@ -42,14 +42,14 @@ func NewKeyspace(prefix string) (Keyspace, error) {
 
 func checkPrefix(p string) error {
 	if len(p) > MaxNameLen {
-		return fmt.Errorf("store: key prefix %.20q...: longer than %d bytes", p, MaxNameLen)
+		return fmt.Errorf("redcron: key prefix %.20q...: longer than %d bytes", p, MaxNameLen)
 	}
 	if strings.HasPrefix(p, ":") || strings.HasSuffix(p, ":") {
-		return fmt.Errorf("store: key prefix %q: must not start or end with ':'", p)
+		return fmt.Errorf("redcron: key prefix %q: must not start or end with ':'", p)
 	}
 	for _, r := range p {
 		if unicode.IsSpace(r) || !unicode.IsPrint(r) || strings.ContainsRune("{}*?[]\\", r) {
-			return fmt.Errorf("store: key prefix %q: character %q not allowed", p, r)
+			return fmt.Errorf("redcron: key prefix %q: character %q not allowed", p, r)
 		}
 	}
 	return nil
@@ -85,17 +85,17 @@ func (k Keyspace) Pattern() string { return k.prefix + ":*" }
 func CheckName(name string) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("store: lock name is empty")
+		return fmt.Errorf("redcron: lock name is empty")
 	case len(name) > MaxNameLen:
-		return fmt.Errorf("store: lock name %.20q...: longer than %d bytes", name, MaxNameLen)
+		return fmt.Errorf("redcron: lock name %.20q...: longer than %d bytes", name, MaxNameLen)
 	case !utf8.ValidString(name):
-		return fmt.Errorf("store: lock name %q: not valid UTF-8", name)
+		return fmt.Errorf("redcron: lock name %q: not valid UTF-8", name)
 	case strings.TrimSpace(name) != name:
-		return fmt.Errorf("store: lock name %q: leading or trailing white space", name)
+		return fmt.Errorf("redcron: lock name %q: leading or trailing white space", name)
 	}
 	for _, r := range name {
 		if !unicode.IsPrint(r) && r != ' ' || r == '{' || r == '}' {
-			return fmt.Errorf("store: lock name %q: character %q not allowed", name, r)
+			return fmt.Errorf("redcron: lock name %q: character %q not allowed", name, r)
 		}
 	}
 	return nil

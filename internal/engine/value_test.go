@@ -1,4 +1,4 @@
-package store_test
+package engine_test
 
 import (
 	"errors"
@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 func TestValueRoundTrip(t *testing.T) {
-	v := store.Value{Token: store.NewToken(), Acquired: time.UnixMilli(1795240366123), Occurrence: 1795240366000, Owner: "replica|7 ü"}
-	got, err := store.ParseValue(v.String())
+	v := engine.Value{Token: engine.NewToken(), Acquired: time.UnixMilli(1795240366123), Occurrence: 1795240366000, Owner: "replica|7 ü"}
+	got, err := engine.ParseValue(v.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,8 +23,8 @@ func TestValueRoundTrip(t *testing.T) {
 func TestNewTokenUnique(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
-		tok := store.NewToken()
-		if len(tok) != store.TokenLen || seen[tok] {
+		tok := engine.NewToken()
+		if len(tok) != engine.TokenLen || seen[tok] {
 			t.Fatalf("token %q: wrong length or repeated", tok)
 		}
 		seen[tok] = true
@@ -32,7 +32,7 @@ func TestNewTokenUnique(t *testing.T) {
 }
 
 func TestParseValueRejects(t *testing.T) {
-	tok := strings.Repeat("a", store.TokenLen)
+	tok := strings.Repeat("a", engine.TokenLen)
 	for _, s := range []string{
 		"",
 		"someone else",
@@ -45,7 +45,7 @@ func TestParseValueRejects(t *testing.T) {
 		"rc1|" + tok + "|1|x|o",                     // bad occurrence
 		"rc1|" + tok + "|99999999999999999999|2|o",  // overflow
 	} {
-		if _, err := store.ParseValue(s); !errors.Is(err, store.ErrBadValue) {
+		if _, err := engine.ParseValue(s); !errors.Is(err, engine.ErrBadValue) {
 			t.Errorf("ParseValue(%q) = %v, want ErrBadValue", s, err)
 		}
 	}
@@ -54,13 +54,13 @@ func TestParseValueRejects(t *testing.T) {
 // FuzzParseValue: parsing never panics, and whatever parses encodes back
 // to the same string.
 func FuzzParseValue(f *testing.F) {
-	f.Add(store.Value{Token: strings.Repeat("0f", 16), Acquired: time.UnixMilli(5), Occurrence: 7, Owner: "a|b"}.String())
+	f.Add(engine.Value{Token: strings.Repeat("0f", 16), Acquired: time.UnixMilli(5), Occurrence: 7, Owner: "a|b"}.String())
 	f.Add("rc1|||||")
 	f.Add("garbage")
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := store.ParseValue(s)
+		v, err := engine.ParseValue(s)
 		if err != nil {
-			if !errors.Is(err, store.ErrBadValue) {
+			if !errors.Is(err, engine.ErrBadValue) {
 				t.Fatalf("error %v does not match ErrBadValue", err)
 			}
 			return

@@ -1,4 +1,4 @@
-package store_test
+package engine_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // TestBadStateFailsItsLockAlone: a state hash whose mark or fence is not a
@@ -17,7 +17,7 @@ func TestBadStateFailsItsLockAlone(t *testing.T) {
 	n, s, _ := setup(t)
 	ctx := context.Background()
 	rc := s.Client(t)
-	ks, _ := store.NewKeyspace("t")
+	ks, _ := engine.NewKeyspace("t")
 	badMark, _ := ks.Lock("bad-mark")
 	badFence, _ := ks.Lock("bad-fence")
 	good, _ := ks.Lock("good")
@@ -26,7 +26,7 @@ func TestBadStateFailsItsLockAlone(t *testing.T) {
 	huge, _ := ks.Lock("huge-fence")
 	rc.HSet(ctx, huge.State, "fence", "9007199254740993") // 2^53 + 1: a double cannot tell it from 2^53
 
-	reqs := []store.AcquireRequest{
+	reqs := []engine.AcquireRequest{
 		{Keys: badMark, Value: "v0", TTL: time.Minute, Occurrence: 5000},
 		{Keys: badFence, Value: "v1", TTL: time.Minute, Occurrence: 5000},
 		{Keys: good, Value: "v2", TTL: time.Minute, Occurrence: 5000},
@@ -37,10 +37,10 @@ func TestBadStateFailsItsLockAlone(t *testing.T) {
 			t.Errorf("acquire %s: %v, want an error naming %s and %q", reqs[i].Keys.Name, err, reqs[i].Keys.State, want)
 		}
 	}
-	if rs[2].Err != nil || rs[2].Reply.Status != store.Acquired {
+	if rs[2].Err != nil || rs[2].Reply.Status != engine.Acquired {
 		t.Fatalf("acquire of the good lock in the same call: %+v, %v", rs[2].Reply, rs[2].Err)
 	}
-	if rep, err := n.Acquire(ctx, store.AcquireRequest{Keys: huge, Value: "v3", TTL: time.Minute}); err == nil ||
+	if rep, err := n.Acquire(ctx, engine.AcquireRequest{Keys: huge, Value: "v3", TTL: time.Minute}); err == nil ||
 		!strings.Contains(err.Error(), "below 2^53: 9007199254740993") {
 		t.Errorf("acquire with a fence of 2^53 + 1: %+v, %v, want an error", rep, err)
 	}
@@ -48,11 +48,11 @@ func TestBadStateFailsItsLockAlone(t *testing.T) {
 	// Commit and release, the bad lock holding our value so that the
 	// scripts reach its state.
 	rc.Set(ctx, badMark.Lock, "v0", time.Minute)
-	commits := make(chan []store.CommitResult, 1)
-	n.CommitAllAsync(ctx, []store.CommitRequest{
+	commits := make(chan []engine.CommitResult, 1)
+	n.CommitAllAsync(ctx, []engine.CommitRequest{
 		{Keys: badMark, Value: "v0", Fence: 9, Occurrence: 6000},
 		{Keys: good, Value: "v2", Fence: 9, Occurrence: 6000},
-	}, time.Hour, func(rs []store.CommitResult) { commits <- rs })
+	}, time.Hour, func(rs []engine.CommitResult) { commits <- rs })
 	cs := <-commits
 	if err := cs[0].Err; err == nil || !strings.Contains(err.Error(), "field mark is not a whole number below 2^53") {
 		t.Errorf("commit of the bad lock: %v", err)
@@ -67,7 +67,7 @@ func TestBadStateFailsItsLockAlone(t *testing.T) {
 	}
 	answers := make(chan answer, 2)
 	for _, r := range []struct {
-		k store.LockKeys
+		k engine.LockKeys
 		v string
 	}{{badMark, "v0"}, {good, "v2"}} { // adjacent releases are merged into one call
 		n.ReleaseAsync(ctx, r.k, r.v, 7000, time.Hour, func(ok bool, err error) { answers <- answer{ok, err} })

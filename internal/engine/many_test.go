@@ -1,4 +1,4 @@
-package store_test
+package engine_test
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
-	"github.com/redcron/redcron/store"
 )
 
 // TestNodeAcquireAll: many locks go to a node in one round trip, split into
@@ -20,9 +20,9 @@ func TestNodeAcquireAll(t *testing.T) {
 	n, s, _ := setup(t)
 	ctx := context.Background()
 	rc := s.Client(t)
-	ks, _ := store.NewKeyspace("t")
+	ks, _ := engine.NewKeyspace("t")
 	const count = 600 // three script calls
-	keys := make([]store.LockKeys, count)
+	keys := make([]engine.LockKeys, count)
 	for i := range keys {
 		keys[i], _ = ks.Lock(fmt.Sprintf("job%d", i))
 	}
@@ -33,14 +33,14 @@ func TestNodeAcquireAll(t *testing.T) {
 	rc.Set(ctx, keys[3].State, "not a hash", 0)
 	rc.Set(ctx, keys[4].Lock, "v4", time.Second)
 	// The scripts are loaded, so that the batch is sent in one round trip.
-	if _, err := n.Acquire(ctx, store.AcquireRequest{Keys: keys[0], Value: "warm", TTL: time.Millisecond}); err != nil {
+	if _, err := n.Acquire(ctx, engine.AcquireRequest{Keys: keys[0], Value: "warm", TTL: time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	rc.Del(ctx, keys[0].Lock)
 
-	reqs := make([]store.AcquireRequest, count)
+	reqs := make([]engine.AcquireRequest, count)
 	for i := range reqs {
-		reqs[i] = store.AcquireRequest{Keys: keys[i], Value: fmt.Sprintf("v%d", i), TTL: time.Minute,
+		reqs[i] = engine.AcquireRequest{Keys: keys[i], Value: fmt.Sprintf("v%d", i), TTL: time.Minute,
 			Occurrence: 5000, WantInfo: i == 7}
 	}
 	before := n.Stats()
@@ -55,19 +55,19 @@ func TestNodeAcquireAll(t *testing.T) {
 	for i, r := range rs {
 		switch i {
 		case 1:
-			if r.Err != nil || r.Reply.Status != store.Held || r.Reply.Holder != "other" {
+			if r.Err != nil || r.Reply.Status != engine.Held || r.Reply.Holder != "other" {
 				t.Errorf("lock 1 (held elsewhere): %+v", r)
 			}
 		case 2:
-			if r.Err != nil || r.Reply.Status != store.AlreadyRun || r.Reply.Mark != 5000 || r.Reply.Fence != 7 {
+			if r.Err != nil || r.Reply.Status != engine.AlreadyRun || r.Reply.Mark != 5000 || r.Reply.Fence != 7 {
 				t.Errorf("lock 2 (marked as run): %+v", r)
 			}
 		case 3:
-			if !store.ServerError(r.Err) || !strings.Contains(r.Err.Error(), "WRONGTYPE") || !strings.Contains(r.Err.Error(), keys[3].Lock) {
+			if !engine.ServerError(r.Err) || !strings.Contains(r.Err.Error(), "WRONGTYPE") || !strings.Contains(r.Err.Error(), keys[3].Lock) {
 				t.Errorf("lock 3 (state not a hash): %v, want a WRONGTYPE server error naming the key", r.Err)
 			}
 		default:
-			if r.Err != nil || r.Reply.Status != store.Acquired {
+			if r.Err != nil || r.Reply.Status != engine.Acquired {
 				t.Errorf("lock %d: %+v", i, r)
 			}
 			if got := rc.Get(ctx, keys[i].Lock).Val(); got != fmt.Sprintf("v%d", i) {
@@ -83,12 +83,12 @@ func TestNodeAcquireAll(t *testing.T) {
 	}
 
 	rc.Set(ctx, keys[3].Lock, "v3", time.Minute) // ours, so that the commit reads the bad state
-	commits := make([]store.CommitRequest, count)
+	commits := make([]engine.CommitRequest, count)
 	for i := range commits {
-		commits[i] = store.CommitRequest{Keys: keys[i], Value: fmt.Sprintf("v%d", i), Fence: 100, Occurrence: 6000}
+		commits[i] = engine.CommitRequest{Keys: keys[i], Value: fmt.Sprintf("v%d", i), Fence: 100, Occurrence: 6000}
 	}
-	ch := make(chan []store.CommitResult, 1)
-	n.CommitAllAsync(ctx, commits, time.Hour, func(rs []store.CommitResult) { ch <- rs })
+	ch := make(chan []engine.CommitResult, 1)
+	n.CommitAllAsync(ctx, commits, time.Hour, func(rs []engine.CommitResult) { ch <- rs })
 	for i, r := range <-ch {
 		switch i {
 		case 1, 2: // the lock does not hold our value
@@ -96,7 +96,7 @@ func TestNodeAcquireAll(t *testing.T) {
 				t.Errorf("commit %d: %+v, want not held", i, r)
 			}
 		case 3:
-			if !store.ServerError(r.Err) {
+			if !engine.ServerError(r.Err) {
 				t.Errorf("commit 3: %v, want a server error", r.Err)
 			}
 		default:
@@ -121,18 +121,18 @@ func TestNodeAcquireAllCluster(t *testing.T) {
 	s := c.Node(0)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": s.Addr()}})
 	t.Cleanup(func() { ring.Close() })
-	n, err := store.NewNode(s.Addr(), ring)
+	n, err := engine.NewNode(s.Addr(), ring)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, _ := store.NewKeyspace("t")
-	reqs := make([]store.AcquireRequest, 10)
+	ks, _ := engine.NewKeyspace("t")
+	reqs := make([]engine.AcquireRequest, 10)
 	for i := range reqs {
 		k, _ := ks.Lock(fmt.Sprintf("job%d", i))
-		reqs[i] = store.AcquireRequest{Keys: k, Value: "v", TTL: time.Minute}
+		reqs[i] = engine.AcquireRequest{Keys: k, Value: "v", TTL: time.Minute}
 	}
 	for i, r := range n.AcquireAll(context.Background(), reqs) {
-		if r.Err != nil || r.Reply.Status != store.Acquired {
+		if r.Err != nil || r.Reply.Status != engine.Acquired {
 			t.Errorf("lock %d: %+v", i, r)
 		}
 	}

@@ -1,4 +1,4 @@
-package store
+package engine
 
 import (
 	"crypto/rand"
@@ -18,7 +18,7 @@ const valueVersion = "rc1"
 const TokenLen = 32
 
 // ErrBadValue is matched by the errors of ParseValue.
-var ErrBadValue = errors.New("store: not a redcron lock value")
+var ErrBadValue = errors.New("redcron: not a redcron lock value")
 
 // Value is what a lock key holds: who holds the lock, since when, and for
 // which occurrence. Release and extend compare the whole encoded value, so

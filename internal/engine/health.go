@@ -1,4 +1,4 @@
-package store
+package engine
 
 import (
 	"errors"
@@ -10,12 +10,12 @@ import (
 // recently and is backing off; it also matches ErrNotSent. It wraps no
 // network error of its own: the failure that started the back-off was
 // reported to its callers.
-var ErrNodeDown = errors.New("store: node down, backing off")
+var ErrNodeDown = errors.New("redcron: node down, backing off")
 
 // ErrNotSent is matched by the error of a call that never reached the
 // node: its context ended while it was queued, or the node was backing off.
 // Such a call had no effect on the node.
-var ErrNotSent = errors.New("store: call not sent")
+var ErrNotSent = errors.New("redcron: call not sent")
 
 // notSent marks err as the error of a call that was not sent.
 func notSent(err error) error { return fmt.Errorf("%w: %w", ErrNotSent, err) }

@@ -1,4 +1,4 @@
-package store_test
+package engine_test
 
 import (
 	"context"
@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
-	"github.com/redcron/redcron/store"
 )
 
-func setup(t *testing.T) (*store.Node, *redistest.Server, store.LockKeys) {
+func setup(t *testing.T) (*engine.Node, *redistest.Server, engine.LockKeys) {
 	t.Helper()
 	c := redistest.Start(t, 1)
 	s := c.Node(0)
-	n, err := store.NewNode(s.Addr(), s.Client(t))
+	n, err := engine.NewNode(s.Addr(), s.Client(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, _ := store.NewKeyspace("t")
+	ks, _ := engine.NewKeyspace("t")
 	k, _ := ks.Lock("job")
 	return n, s, k
 }
@@ -29,19 +29,19 @@ func setup(t *testing.T) (*store.Node, *redistest.Server, store.LockKeys) {
 func TestNodeLockScripts(t *testing.T) {
 	n, s, k := setup(t)
 	ctx := context.Background()
-	a := store.Value{Token: store.NewToken(), Acquired: time.Now(), Occurrence: 1000}.String()
-	b := store.Value{Token: store.NewToken(), Acquired: time.Now(), Occurrence: 1000}.String()
+	a := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Occurrence: 1000}.String()
+	b := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Occurrence: 1000}.String()
 
-	rep, err := n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: a, TTL: time.Minute, Occurrence: 1000, WantInfo: true})
-	if err != nil || rep.Status != store.Acquired || rep.Fence != 0 || rep.Info == nil || rep.Info.RunID == "" {
+	rep, err := n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: a, TTL: time.Minute, Occurrence: 1000, WantInfo: true})
+	if err != nil || rep.Status != engine.Acquired || rep.Fence != 0 || rep.Info == nil || rep.Info.RunID == "" {
 		t.Fatalf("first acquire: %+v, %v", rep, err)
 	}
-	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: a, TTL: time.Minute, Occurrence: 1000})
-	if err != nil || rep.Status != store.Acquired || rep.Info != nil {
+	rep, err = n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: a, TTL: time.Minute, Occurrence: 1000})
+	if err != nil || rep.Status != engine.Acquired || rep.Info != nil {
 		t.Fatalf("same value again: %+v, %v", rep, err)
 	}
-	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 1000})
-	if err != nil || rep.Status != store.Held || rep.Holder != a {
+	rep, err = n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 1000})
+	if err != nil || rep.Status != engine.Held || rep.Holder != a {
 		t.Fatalf("other value: %+v, %v", rep, err)
 	}
 	if ok, err := n.Commit(ctx, k, b, 99, 5000, time.Hour); ok || err != nil {
@@ -75,12 +75,12 @@ func TestNodeLockScripts(t *testing.T) {
 	if ok, err := n.Release(ctx, k, a, 2000, time.Hour); !ok || err != nil {
 		t.Fatalf("release: %v, %v", ok, err)
 	}
-	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 2000})
-	if err != nil || rep.Status != store.AlreadyRun || rep.Mark != 2000 || rep.Fence != 42 {
+	rep, err = n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 2000})
+	if err != nil || rep.Status != engine.AlreadyRun || rep.Mark != 2000 || rep.Fence != 42 {
 		t.Fatalf("occurrence at the mark: %+v, %v", rep, err)
 	}
-	rep, err = n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 2001})
-	if err != nil || rep.Status != store.Acquired {
+	rep, err = n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 2001})
+	if err != nil || rep.Status != engine.Acquired {
 		t.Fatalf("occurrence past the mark: %+v, %v", rep, err)
 	}
 }
@@ -105,10 +105,10 @@ func TestNodeWrongType(t *testing.T) {
 	n, s, k := setup(t)
 	ctx := context.Background()
 	s.Client(t).Set(ctx, k.State, "not a hash", 0)
-	_, err := n.Acquire(ctx, store.AcquireRequest{Keys: k, Value: "v", TTL: time.Second})
-	var se *store.Error
-	if !errors.As(err, &se) || se.Node != n.Name() || se.Op != "acquire" || !store.ServerError(err) {
-		t.Fatalf("got %v, want a *store.Error with a server error", err)
+	_, err := n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: "v", TTL: time.Second})
+	var se *engine.Error
+	if !errors.As(err, &se) || se.Node != n.Name() || se.Op != "acquire" || !engine.ServerError(err) {
+		t.Fatalf("got %v, want a *engine.Error with a server error", err)
 	}
 	if !strings.Contains(err.Error(), "WRONGTYPE") || !strings.Contains(err.Error(), n.Name()) {
 		t.Errorf("message %q does not name the node and the problem", err)
@@ -127,14 +127,14 @@ func TestNodeInfoAndErrors(t *testing.T) {
 	}
 	s.Kill()
 	err = n.Ping(ctx)
-	var se *store.Error
-	if !errors.As(err, &se) || store.ServerError(err) {
-		t.Fatalf("ping a dead node: %v, want a network *store.Error", err)
+	var se *engine.Error
+	if !errors.As(err, &se) || engine.ServerError(err) {
+		t.Fatalf("ping a dead node: %v, want a network *engine.Error", err)
 	}
-	if _, err := store.NewNode("", s.Client(t)); err == nil {
+	if _, err := engine.NewNode("", s.Client(t)); err == nil {
 		t.Error("NewNode accepted an empty name")
 	}
-	if _, err := store.NewNode("x", nil); err == nil {
+	if _, err := engine.NewNode("x", nil); err == nil {
 		t.Error("NewNode accepted a nil client")
 	}
 }
@@ -143,8 +143,8 @@ func TestNodeScan(t *testing.T) {
 	n, s, k := setup(t)
 	ctx := context.Background()
 	c := s.Client(t)
-	ks, _ := store.NewKeyspace("t")
-	v := store.Value{Token: store.NewToken(), Acquired: time.Now(), Owner: "me"}.String()
+	ks, _ := engine.NewKeyspace("t")
+	v := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Owner: "me"}.String()
 	c.Set(ctx, k.Lock, v, time.Minute)
 	c.HSet(ctx, k.State, "fence", "7")
 	c.Set(ctx, ks.Heartbeat("me"), "1", time.Minute)
@@ -153,8 +153,8 @@ func TestNodeScan(t *testing.T) {
 	for i := range 600 {                 // more than one SCAN batch
 		c.Set(ctx, fmt.Sprintf("t:{j%d}:lock", i), "x", 0)
 	}
-	seen := map[string]store.KeyInfo{}
-	if err := n.Scan(ctx, ks.Pattern(), func(ki store.KeyInfo) error {
+	seen := map[string]engine.KeyInfo{}
+	if err := n.Scan(ctx, ks.Pattern(), func(ki engine.KeyInfo) error {
 		seen[ki.Key] = ki
 		return nil
 	}); err != nil {
@@ -169,37 +169,14 @@ func TestNodeScan(t *testing.T) {
 	if ki := seen[k.State]; ki.Type != "hash" || ki.Fields["fence"] != "7" || ki.TTL != -1 {
 		t.Errorf("state key: %+v", ki)
 	}
-	for key, want := range map[string]store.KeyKind{k.Lock: store.KindLock, k.State: store.KindState, "t:hb:me": store.KindHeartbeat, "t:stray": store.KindForeign} {
+	for key, want := range map[string]engine.KeyKind{k.Lock: engine.KindLock, k.State: engine.KindState, "t:hb:me": engine.KindHeartbeat, "t:stray": engine.KindForeign} {
 		if kind, _ := ks.Parse(key); kind != want {
 			t.Errorf("Parse(%q) = %v, want %v", key, kind, want)
 		}
 	}
 	stop := errors.New("stop")
-	if err := n.Scan(ctx, ks.Pattern(), func(store.KeyInfo) error { return stop }); err != stop {
+	if err := n.Scan(ctx, ks.Pattern(), func(engine.KeyInfo) error { return stop }); err != stop {
 		t.Errorf("fn's error not returned: %v", err)
-	}
-}
-
-func TestFencedSet(t *testing.T) {
-	_, s, _ := setup(t)
-	ctx := context.Background()
-	c := s.Client(t)
-	for _, step := range []struct {
-		fence uint64
-		value string
-		want  bool
-	}{{10, "a", true}, {9, "stale", false}, {10, "same", false}, {11, "b", true}} {
-		ok, err := store.FencedSet(ctx, c, "data", step.fence, step.value)
-		if err != nil || ok != step.want {
-			t.Fatalf("FencedSet(%d, %q) = %v, %v; want %v", step.fence, step.value, ok, err, step.want)
-		}
-	}
-	v, f, err := store.FencedGet(ctx, c, "data")
-	if err != nil || v != "b" || f != 11 {
-		t.Fatalf("FencedGet = %q, %d, %v", v, f, err)
-	}
-	if _, err := store.FencedSet(ctx, c, "data", 0, "x"); err == nil {
-		t.Error("fence 0 accepted")
 	}
 }
 
@@ -209,10 +186,10 @@ func TestFencedSet(t *testing.T) {
 func TestNodePipelining(t *testing.T) {
 	n, s, _ := setup(t)
 	ctx := context.Background()
-	ks, _ := store.NewKeyspace("t")
+	ks, _ := engine.NewKeyspace("t")
 	const calls = 400
 	rc := s.Client(t)
-	keys := make([]store.LockKeys, calls)
+	keys := make([]engine.LockKeys, calls)
 	for i := range keys {
 		keys[i], _ = ks.Lock(fmt.Sprintf("p%d", i))
 		if i%3 == 0 {
@@ -236,13 +213,13 @@ func TestNodePipelining(t *testing.T) {
 		}
 	}
 	run(func(i int) error {
-		rep, err := n.Acquire(ctx, store.AcquireRequest{Keys: keys[i], Value: value(i), TTL: time.Minute})
+		rep, err := n.Acquire(ctx, engine.AcquireRequest{Keys: keys[i], Value: value(i), TTL: time.Minute})
 		switch {
 		case err != nil:
 			return err
-		case i%3 == 0 && (rep.Status != store.Held || rep.Holder != "other"):
+		case i%3 == 0 && (rep.Status != engine.Held || rep.Holder != "other"):
 			return fmt.Errorf("lock %d, held by another value: %+v", i, rep)
-		case i%3 != 0 && rep.Status != store.Acquired:
+		case i%3 != 0 && rep.Status != engine.Acquired:
 			return fmt.Errorf("lock %d: %+v", i, rep)
 		}
 		return nil
@@ -280,7 +257,7 @@ func TestNodeBackoff(t *testing.T) {
 	ctx := context.Background()
 	s.Kill()
 	_, err := n.Extend(ctx, k, "v", time.Second)
-	if err == nil || errors.Is(err, store.ErrNodeDown) {
+	if err == nil || errors.Is(err, engine.ErrNodeDown) {
 		t.Fatalf("first call to a dead node: %v, want its network error", err)
 	}
 	if n.Up() {
@@ -288,7 +265,7 @@ func TestNodeBackoff(t *testing.T) {
 	}
 	before := n.Stats()
 	for range 50 {
-		if _, err := n.Extend(ctx, k, "v", time.Second); !errors.Is(err, store.ErrNodeDown) {
+		if _, err := n.Extend(ctx, k, "v", time.Second); !errors.Is(err, engine.ErrNodeDown) {
 			t.Fatalf("call while backing off: %v, want ErrNodeDown", err)
 		}
 	}

@@ -1,14 +1,14 @@
-package store_test
+package engine_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 func TestKeyspace(t *testing.T) {
-	ks, err := store.NewKeyspace("")
+	ks, err := engine.NewKeyspace("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +26,11 @@ func TestKeyspace(t *testing.T) {
 
 func TestKeyspaceRejects(t *testing.T) {
 	for _, p := range []string{"a b", "a*", "{x}", ":a", "a:", strings.Repeat("p", 201)} {
-		if _, err := store.NewKeyspace(p); err == nil || !strings.Contains(err.Error(), "prefix") {
+		if _, err := engine.NewKeyspace(p); err == nil || !strings.Contains(err.Error(), "prefix") {
 			t.Errorf("NewKeyspace(%q) = %v, want an error naming the prefix", p, err)
 		}
 	}
-	ks, _ := store.NewKeyspace("app")
+	ks, _ := engine.NewKeyspace("app")
 	for _, n := range []string{"", " lead", "trail ", "a{b", "a}b", "tab\there", "\xff", strings.Repeat("n", 201)} {
 		if _, err := ks.Lock(n); err == nil || !strings.Contains(err.Error(), "lock name") {
 			t.Errorf("Lock(%q) = %v, want an error naming the lock name", n, err)
