@@ -27,7 +27,6 @@ type fleet struct {
 	execs    []execution
 	skips    map[scheduler.SkipReason]int
 	results  map[scheduler.Result]int
-	scans    []scheduler.Event  // EventLeakScan
 	tickLog  map[int64][]string // per tick (unix ms): what each replica did, for failure messages
 	exited   chan *replica      // replicas whose Run returned
 }
@@ -151,8 +150,6 @@ func (f *fleet) observe(e scheduler.Event) {
 		f.skips[e.Skip]++
 	case scheduler.EventRunFinished:
 		f.results[e.Result]++
-	case scheduler.EventLeakScan:
-		f.scans = append(f.scans, e)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,7 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
@@ -86,17 +89,32 @@ func TestFrontDoor(t *testing.T) {
 }
 
 // TestFrontDoorRunsEachTickOnce: trusted fresh nodes vote at once; each
-// tick runs on one of two schedulers.
+// tick runs on one of two schedulers, which heartbeat and take turns to
+// scan for leaks (the front door wires the leak scanner).
 func TestFrontDoorRunsEachTickOnce(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
+	orphan := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Owner: "replica-that-died"}.String()
+	for _, s := range c.Nodes() {
+		if err := s.Client(t).Set(context.Background(), "redcron:{report}:lock", orphan, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var mu sync.Mutex
 	runs := map[int64]int{}
+	var scans []leakscan.Event
 	var scheds []*redcron.Scheduler
-	for range 2 {
+	for i := range 2 {
 		s, err := redcron.New(c.Addrs(),
 			redcron.WithLockOptions(mutex.WithTrustedNodes()),
-			redcron.WithSchedulerOptions(scheduler.WithSeconds()))
+			redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID(fmt.Sprint("replica-", i))),
+			redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second), leakscan.WithObserver(func(e leakscan.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				if e.Scan {
+					scans = append(scans, e)
+				}
+			})))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,6 +151,16 @@ func TestFrontDoorRunsEachTickOnce(t *testing.T) {
 	for tick := from.Unix() + 1; tick < from.Unix()+4; tick++ {
 		if runs[tick] != 1 {
 			t.Errorf("tick %d ran %d times, want once", tick, runs[tick])
+		}
+	}
+	// The replicas scanned for leaks, one at a time, and found the one
+	// orphaned lock: their own are live, their heartbeats on the nodes.
+	if len(scans) < 2 {
+		t.Fatalf("%d leak scans in 5 s at one a second", len(scans))
+	}
+	for _, ev := range scans {
+		if ev.Err != nil || ev.Leaks["orphaned"] != 1 || ev.Leaks["no_expiry"] != 0 {
+			t.Errorf("scan: leaks %v, error %v; want the one orphaned lock", ev.Leaks, ev.Err)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
@@ -90,7 +91,7 @@ func runReplicaProcess(raw string) int {
 	var offset atomic.Int64
 	offset.Store(int64(cfg.Offset))
 	go readOffsets(&offset)
-	s, err := newNemesisScheduler(cfg, h, &offset)
+	s, scan, err := newNemesisScheduler(cfg, h, &offset)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nemesis replica:", err)
 		return 2
@@ -103,7 +104,10 @@ func runReplicaProcess(raw string) int {
 		defer cancel()
 		_ = s.Shutdown(sctx)
 	}()
+	scanCtx, stopScan := context.WithCancel(context.Background())
+	go scan.Run(scanCtx) // the heartbeats
 	_ = s.Run(context.Background())
+	stopScan()
 	return 0
 }
 
@@ -119,28 +123,33 @@ func readOffsets(offset *atomic.Int64) {
 	}
 }
 
-// newNemesisScheduler builds the replica's scheduler with nemesisJobs.
-func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*scheduler.Scheduler, error) {
+// newNemesisScheduler builds the replica's scheduler with nemesisJobs, and
+// the leak scanner that keeps its heartbeat (it does not scan).
+func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*scheduler.Scheduler, *leakscan.Scanner, error) {
 	var nodes []*store.Node
 	for i, addr := range cfg.Nodes {
 		c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second,
 			WriteTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
 		n, err := store.NewNode(cfg.Names[i], c)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		nodes = append(nodes, n)
 	}
-	rl, err := mutex.New(nodes, mutex.WithOwner(cfg.ID), mutex.WithMaxTTL(cfg.MaxTTL))
+	var scan *leakscan.Scanner
+	rl, err := mutex.New(nodes, mutex.WithOwner(cfg.ID), mutex.WithMaxTTL(cfg.MaxTTL),
+		mutex.WithOwnerCheck(func(owner string) error { return scan.Check(owner) }))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if scan, err = leakscan.New(rl, cfg.ID, leakscan.WithHeartbeat(time.Second, 3*time.Second), leakscan.WithInterval(0)); err != nil {
+		return nil, nil, err
 	}
 	sc := redis.NewClient(&redis.Options{Addr: cfg.Store, MaxRetries: -1})
 	s, err := scheduler.New(scheduler.NewRedlockLocker(rl),
 		scheduler.WithSeconds(),
 		scheduler.WithInstanceID(cfg.ID),
 		scheduler.WithLockAhead(cfg.LockAhead),
-		scheduler.WithHeartbeat(time.Second, 3*time.Second),
 		scheduler.WithClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }),
 		scheduler.WithObserver(observerFunc(func(e scheduler.Event) {
 			if e.Kind == scheduler.EventSkipped {
@@ -152,7 +161,7 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 			}
 		})))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts := []scheduler.JobOption{scheduler.WithLockTTL(cfg.LockTTL), scheduler.WithMisfireGrace(cfg.Grace)}
 	if cfg.CatchUp > 0 {
@@ -160,10 +169,10 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 	}
 	for _, j := range nemesisJobs {
 		if err := s.Add(j.name, j.spec, nemesisJob(cfg.ID, h, sc, j.writes), opts...); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return s, nil
+	return s, scan, nil
 }
 
 // nemesisJobs are the jobs every replica runs: "short" (a few ms, every

@@ -8,9 +8,9 @@
 //
 // New builds everything from the masters' addresses, or from your own
 // go-redis clients (NewWithClients): the clients, the Redlock (package
-// mutex), the scheduler (package scheduler) with its heartbeats and leak
-// scan, and, when asked, the Prometheus metrics (package metrics). Those
-// packages stay usable on their own.
+// mutex), the scheduler (package scheduler), the heartbeats and the leak
+// scan (package leakscan), and, when asked, the Prometheus metrics (package
+// metrics). Those packages stay usable on their own.
 package redcron
 
 import (
@@ -25,19 +25,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
 )
 
-// Scheduler wraps a scheduler.Scheduler wired to a Redlock over the nodes.
-// Add, Remove, Trigger, Entries and Shutdown are the scheduler's (see
-// package scheduler); Run also logs the nodes' state first, and closes
-// the clients New made when it returns.
+// Scheduler wraps a scheduler.Scheduler wired to a Redlock over the nodes
+// and to a leak scanner. Add, Remove, Trigger, Entries and Shutdown are the
+// scheduler's (see package scheduler); Run also logs the nodes' state
+// first, keeps the replica's heartbeat and scans for leaks while the
+// scheduler runs, and closes the clients New made when it returns.
 type Scheduler struct {
 	s       *scheduler.Scheduler
 	locks   *mutex.Redlock
+	scan    *leakscan.Scanner
+	log     *slog.Logger
 	owned   []*redis.Client // the clients New made
 	started atomic.Bool     // Run was called
 	shut    atomic.Bool     // Shutdown was called
@@ -54,22 +58,39 @@ func (s *Scheduler) Remove(name string) error { return s.s.Remove(name) }
 
 // Trigger runs a job now, under its lock: see scheduler.Scheduler.Trigger.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (scheduler.RunInfo, error) {
-	return s.s.Trigger(ctx, name)
+	info, err := s.s.Trigger(ctx, name)
+	if errors.Is(err, scheduler.ErrClosed) {
+		s.flush(ctx) // a lease won as Run ended is released after Run's flush
+	}
+	return info, err
 }
 
 // Entries returns the jobs as this replica sees them: see
 // scheduler.Scheduler.Entries.
 func (s *Scheduler) Entries() []scheduler.Entry { return s.s.Entries() }
 
-// Shutdown stops the scheduler gracefully: see scheduler.Scheduler.Shutdown.
-// If Run was never called, it closes the clients New made.
+// Shutdown stops the scheduler gracefully (see scheduler.Scheduler.Shutdown),
+// then waits at most 5 s for releases still under way on slow nodes. If
+// Run was never called, it closes the clients New made.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.shut.Store(true)
 	err := s.s.Shutdown(ctx)
+	s.flush(ctx)
 	if !s.started.Load() {
 		s.closeClients()
 	}
 	return err
+}
+
+// flush waits, at most 5 s, for the Redlock's releases still under way, so
+// that a process that exits leaves no lock behind on a slow node.
+func (s *Scheduler) flush(ctx context.Context) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.locks.Flush(fctx); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "releases still under way when the scheduler stopped; their locks expire with their TTL",
+			slog.Any("error", err))
+	}
 }
 
 // closeClients closes the clients New made, once.
@@ -163,7 +184,8 @@ func nodeName(c redis.UniversalClient, i int) string {
 // it was.
 func build(names []string, clients []redis.UniversalClient, cfg config) (*Scheduler, error) {
 	invalid := func(err error) error {
-		if errors.Is(err, mutex.ErrInvalidOption) || errors.Is(err, scheduler.ErrInvalidOption) || errors.Is(err, metrics.ErrInvalidOption) {
+		if errors.Is(err, mutex.ErrInvalidOption) || errors.Is(err, scheduler.ErrInvalidOption) ||
+			errors.Is(err, metrics.ErrInvalidOption) || errors.Is(err, leakscan.ErrInvalidOption) {
 			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 		}
 		return err
@@ -176,8 +198,13 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 		}
 		nodes[i] = n
 	}
-	lockOpts := append([]mutex.Option{mutex.WithLogger(cfg.logger)}, cfg.lock...)
+	// The scanner checks the owner's heartbeat before each acquisition and
+	// extension; it is made after the Redlock it scans.
+	var scan *leakscan.Scanner
+	lockOpts := append([]mutex.Option{mutex.WithLogger(cfg.logger),
+		mutex.WithOwnerCheck(func(owner string) error { return scan.Check(owner) })}, cfg.lock...)
 	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger)}, cfg.scheduler...)
+	scanOpts := append([]leakscan.Option{leakscan.WithLogger(cfg.logger)}, cfg.leakscan...)
 	var m *metrics.Collector
 	if cfg.registerer != nil {
 		var err error
@@ -186,6 +213,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 		}
 		lockOpts = append(lockOpts, mutex.WithObserver(m.LockObserver()))
 		schedOpts = append(schedOpts, scheduler.WithObserver(m.SchedulerObserver()))
+		scanOpts = append(scanOpts, leakscan.WithObserver(m.LeakObserver()))
 	}
 	locks, err := mutex.New(nodes, lockOpts...)
 	if err != nil {
@@ -195,12 +223,15 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	if err != nil {
 		return nil, invalid(err)
 	}
+	if scan, err = leakscan.New(locks, s.InstanceID(), scanOpts...); err != nil {
+		return nil, invalid(err)
+	}
 	if m != nil {
 		if err := cfg.registerer.Register(m); err != nil {
 			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
 		}
 	}
-	return &Scheduler{s: s, locks: locks}, nil
+	return &Scheduler{s: s, locks: locks, scan: scan, log: cfg.logger}, nil
 }
 
 // Run runs the scheduler until ctx is done or Shutdown is called (see
@@ -216,11 +247,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return s.s.Run(ctx) // closed: it returns at once
 	}
 	s.locks.LogNodes(ctx)
-	return s.s.Run(ctx)
+	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { s.scan.Run(scanCtx) })
+	err := s.s.Run(ctx)
+	stopScan()
+	wg.Wait()
+	s.flush(ctx)
+	return err
 }
 
 // Locks returns the Redlock the scheduler claims ticks with, for locks of
-// your own over the same nodes, or for the leak scan (ScanLeaks).
+// your own over the same nodes, or for the nodes' state (NodeStates).
 func (s *Scheduler) Locks() *mutex.Redlock { return s.locks }
 
 // ErrInvalidOption is matched by the error of New and NewWithClients for a
@@ -237,6 +275,7 @@ type config struct {
 	redisOptions []func(*redis.Options)
 	lock         []mutex.Option
 	scheduler    []scheduler.Option
+	leakscan     []leakscan.Option
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -304,6 +343,16 @@ func WithLockOptions(opts ...mutex.Option) Option {
 func WithSchedulerOptions(opts ...scheduler.Option) Option {
 	return func(c *config) error {
 		c.scheduler = append(c.scheduler, opts...)
+		return nil
+	}
+}
+
+// WithLeakScanOptions passes options to the leak scanner (leakscan.New):
+// the scan interval (0 turns periodic scans off), the heartbeat interval
+// and TTL, the max age.
+func WithLeakScanOptions(opts ...leakscan.Option) Option {
+	return func(c *config) error {
+		c.leakscan = append(c.leakscan, opts...)
 		return nil
 	}
 }

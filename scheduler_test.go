@@ -8,12 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
@@ -154,7 +152,7 @@ func TestNodeFailures(t *testing.T) {
 				f.cluster.Node(i).Restart()
 			}
 			up := time.Now() // the last server restarted
-			f.wait(maxTTL + 11*time.Second)
+			f.wait(maxTTL + 13*time.Second)
 			// A lease won before the third node died may still start its
 			// run at its tick, up to the lead later.
 			for _, e := range f.executions() {
@@ -162,7 +160,9 @@ func TestNodeFailures(t *testing.T) {
 					t.Errorf("tick %s ran at %s, with 3 of 5 nodes down", e.tick.Format("15:04:05"), e.start.Format("15:04:05.000"))
 				}
 			}
-			f.checkOncePerTick("tick", up.Add(maxTTL+4*time.Second), time.Now().Add(-time.Second))
+			// A changed run id dates the restart from when a replica first
+			// sees it, which the node's backoff (up to 2 s) may delay.
+			f.checkOncePerTick("tick", up.Add(maxTTL+6*time.Second), time.Now().Add(-time.Second))
 		})
 	}
 }
@@ -331,34 +331,5 @@ func TestShutdownReleases(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no other replica ran the job within 10 s of the shutdown (the lease was not released?)")
-	}
-}
-
-// TestLeakScanBuiltIn: the replicas scan for leaked locks, one at a time,
-// and report what they find.
-func TestLeakScanBuiltIn(t *testing.T) {
-	t.Parallel()
-	f := newFleet(t, fleetConfig{nodes: 3, replicas: 3, trusted: true,
-		options: []scheduler.Option{scheduler.WithLeakScan(time.Second)}})
-	ctx := context.Background()
-	orphan := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Owner: "replica-that-died"}.String()
-	for _, s := range f.cluster.Nodes() {
-		if err := s.Client(t).Set(ctx, "redcron:{report}:lock", orphan, time.Minute).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.add("tick", everySecond, quick, scheduler.WithLockTTL(2*time.Second))
-	f.start()
-	f.wait(6 * time.Second)
-	f.mu.Lock()
-	scans := slices.Clone(f.scans)
-	f.mu.Unlock()
-	if len(scans) < 2 {
-		t.Fatalf("%d leak scans in 6 s at one a second", len(scans))
-	}
-	for _, ev := range scans {
-		if ev.Err != nil || ev.Leaks["orphaned"] != 1 || ev.Leaks["no_expiry"] != 0 {
-			t.Errorf("scan by %s: leaks %v, error %v; want the one orphaned lock", ev.Instance, ev.Leaks, ev.Err)
-		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -33,7 +34,7 @@ func lockEvents() (ok, failed mutex.Event) {
 // counts of the job that stayed.
 func TestConcurrentObservers(t *testing.T) {
 	m, reg := newCollector(t)
-	so, lo := m.SchedulerObserver(), m.LockObserver()
+	so, lo, leaks := m.SchedulerObserver(), m.LockObserver(), m.LeakObserver()
 	so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "stays"})
 	ok, failed := lockEvents()
 	const workers, rounds = 8, 501 // rounds%3 == 0: each worker ends with a removal
@@ -56,7 +57,7 @@ func TestConcurrentObservers(t *testing.T) {
 				case 2:
 					so.Observe(scheduler.Event{Kind: scheduler.EventJobRemoved, Job: churn})
 				}
-				so.Observe(scheduler.Event{Kind: scheduler.EventLeakScan, Leaks: map[string]int{"orphaned": i}})
+				leaks(leakscan.Event{Scan: true, Leaks: map[string]int{"orphaned": i}})
 			}
 		})
 	}

@@ -56,7 +56,7 @@
 //     answers or declared with WithNodes. vote: timeout, unreachable, error
 //     (the mutex.Vote values for which Failed is true).
 //   - class: no_expiry, orphaned, minority, over_age, unparseable
-//     (mutex.LeakClasses()); result of leak scans: ok, failed.
+//     (the leakscan.Class values); result of leak scans: ok, failed.
 //
 // Run ids, tokens, fences, instance ids and error texts are never labels.
 //
@@ -69,13 +69,13 @@
 //
 // The last success timestamp is the key metric of a batch job: alert when
 // it is older than the job's interval. redcron_lock_node_up is 1 when the
-// node's last answer to a lock operation was not a failure; a node nobody
+// node's last answer to a lock operation or a heartbeat was not a failure; a node nobody
 // asked yet counts as up. A node that is warming up
 // (redcron_lock_node_warming_up 1) answers but its grants do not count
 // until its server has been up for the max TTL (see
 // mutex.WithTrustedNodes and mutex.NodeResult.WarmingUp); any answer of
 // its to an acquisition, a refusal too, keeps it at 1 until then. The leak gauges hold the counts of the last
-// successful scan of this replica (scheduler.WithLeakScan); only one
+// successful scan of this replica (package leakscan); only one
 // replica scans at a time, so take the max across replicas.
 //
 // examples/monitoring holds a Grafana dashboard and Prometheus alerting

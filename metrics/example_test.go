@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 	"github.com/redcron/redcron/store"
 )
 

@@ -109,10 +109,10 @@ func (c *cluster) del(t *testing.T, key string) {
 }
 
 // newScheduler returns a Scheduler over l reporting to m, with six-field
-// specs and no leak scan unless opts say otherwise.
+// specs.
 func newScheduler(t *testing.T, l scheduler.Locker, m *metrics.Collector, opts ...scheduler.Option) *scheduler.Scheduler {
 	t.Helper()
-	opts = append([]scheduler.Option{scheduler.WithSeconds(), scheduler.WithLeakScan(0),
+	opts = append([]scheduler.Option{scheduler.WithSeconds(),
 		scheduler.WithObserver(m.SchedulerObserver())}, opts...)
 	s, err := scheduler.New(l, opts...)
 	if err != nil {

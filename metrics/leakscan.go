@@ -1,24 +1,43 @@
 package metrics
 
 import (
-	"github.com/redcron/redcron/mutex"
-	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/leakscan"
 )
 
-// observeLeakScan records a scheduler.EventLeakScan: a failed scan counts
-// as failed and leaves the leak gauges as they were; a successful one sets
-// the gauge of every class of mutex.LeakClasses() to its count (0 if the
-// report leaves it out). Classes outside mutex.LeakClasses(), which a custom
-// scheduler.LeakScanner might report, are ignored, so that the class label
-// stays bounded.
-func (c *Collector) observeLeakScan(e scheduler.Event) {
-	if e.Err != nil {
-		c.scanFail.Inc()
-		return
+// LeakObserver returns the hook to pass to leakscan.WithObserver. A failed
+// scan counts as failed and leaves the leak gauges as they were; a
+// successful one sets the gauge of every class to its count. Heartbeats
+// set the nodes' up gauges, so that they stay fresh between jobs.
+func (c *Collector) LeakObserver() func(leakscan.Event) {
+	return func(e leakscan.Event) {
+		if !e.Scan {
+			for node, err := range e.Nodes {
+				if err == nil {
+					c.node(node).up.Set(1)
+				} else {
+					c.node(node).up.Set(0)
+				}
+			}
+			return
+		}
+		if e.Err != nil {
+			c.scanFail.Inc()
+			return
+		}
+		for i, class := range leakClasses() {
+			c.leakedBy[i].Set(float64(e.Leaks[class]))
+		}
+		c.lastScanSuccess.SetToCurrentTime()
+		c.scanOK.Inc()
 	}
-	for i, class := range mutex.LeakClasses() {
-		c.leakedBy[i].Set(float64(e.Leaks[class.String()]))
+}
+
+// leakClasses returns the names of the leak classes, the values of the
+// class label.
+func leakClasses() []string {
+	var out []string
+	for c := leakscan.NoExpiry; c <= leakscan.Unparseable; c++ {
+		out = append(out, c.String())
 	}
-	c.lastScanSuccess.SetToCurrentTime()
-	c.scanOK.Inc()
+	return out
 }

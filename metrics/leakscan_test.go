@@ -1,15 +1,16 @@
 package metrics_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/leakscan"
 )
 
 // TestLeakScan plants one leak of every class on real servers and waits for
-// the scheduler's scan to report them.
+// a Scanner's scan to report them.
 func TestLeakScan(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3)
@@ -29,11 +30,17 @@ func TestLeakScan(t *testing.T) {
 	// Not written by the library.
 	c.set(t, 3, "redcron:junk", "x", time.Minute)
 
-	s := newScheduler(t, scheduler.NewRedlockLocker(c.redlock(t, m)), m, scheduler.WithLeakScan(time.Second))
+	s, err := leakscan.New(c.redlock(t, m), "", leakscan.WithInterval(time.Second), leakscan.WithObserver(m.LeakObserver()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	begin := float64(time.Now().UnixNano()) / 1e9
-	stop := start(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
 	waitFor(t, "a leak scan", func() bool { return get(t, reg, "redcron_leak_scans_total", "result", "ok") >= 1 })
-	stop()
+	cancel()
+	<-done
 	compare(t, m, `
 		redcron_leaked_locks{class="minority"} 1
 		redcron_leaked_locks{class="no_expiry"} 1

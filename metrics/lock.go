@@ -75,7 +75,6 @@ func (o lockObserver) ObserveLock(e mutex.Event) {
 		c.releaseBy[opResult(e.Err)].Inc()
 	case mutex.EventLost:
 		c.leasesLost.Inc()
-	case mutex.EventHeartbeat: // only the nodes' health
 	default:
 		return
 	}

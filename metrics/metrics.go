@@ -64,7 +64,7 @@ type Collector struct {
 	releaseBy [numOpResults]prometheus.Counter
 	scanOK    prometheus.Counter
 	scanFail  prometheus.Counter
-	leakedBy  []prometheus.Gauge // by mutex.LeakClasses()
+	leakedBy  []prometheus.Gauge // by leakClasses()
 
 	jobsMu sync.RWMutex
 	jobs   map[string]*jobSeries // registered jobs
@@ -159,8 +159,8 @@ func New(opts ...Option) (*Collector, error) {
 		c.releaseBy[i] = c.releases.WithLabelValues(releaseResultName(i))
 	}
 	c.scanOK, c.scanFail = c.leakScans.WithLabelValues("ok"), c.leakScans.WithLabelValues("failed")
-	for _, class := range mutex.LeakClasses() {
-		c.leakedBy = append(c.leakedBy, c.leaked.WithLabelValues(class.String()))
+	for _, class := range leakClasses() {
+		c.leakedBy = append(c.leakedBy, c.leaked.WithLabelValues(class))
 	}
 	for _, n := range cfg.nodes {
 		c.node(n)
@@ -191,8 +191,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 func (c *Collector) SchedulerObserver() scheduler.Observer { return schedulerObserver{c} }
 
 // LockObserver returns the hook to pass to mutex.WithObserver. The lock
-// metrics count every lock of the Redlock, including the one that lets one
-// replica at a time scan for leaks.
+// metrics count every lock of the Redlock.
 func (c *Collector) LockObserver() mutex.Observer { return lockObserver{c} }
 
 var _ prometheus.Collector = (*Collector)(nil)

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // TestMetricSet pins the exported families, their types, label names and

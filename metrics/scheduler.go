@@ -55,8 +55,6 @@ func (o schedulerObserver) Observe(e scheduler.Event) {
 		c.addJob(e.Job)
 	case scheduler.EventJobRemoved:
 		c.removeJob(e.Job)
-	case scheduler.EventLeakScan:
-		c.observeLeakScan(e)
 	case scheduler.EventRunStarted, scheduler.EventRunFinished, scheduler.EventSkipped, scheduler.EventLockRetry:
 		// The read lock keeps removeJob from deleting the series while
 		// they are updated, so an event racing with Remove never

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // TestRunsOnRedis runs two jobs every second on three real redis-servers

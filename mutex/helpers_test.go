@@ -115,7 +115,11 @@ func keysOn(t testing.TB, c *redistest.Cluster, key string) []bool {
 
 func lockKey(t testing.TB, r *mutex.Redlock, name string) engine.LockKeys {
 	t.Helper()
-	k, err := r.Keyspace().Lock(name)
+	ks, err := engine.NewKeyspace(r.KeyPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ks.Lock(name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,9 +63,7 @@ func (l *Lock) Until() time.Time {
 // once the validity deadline has passed; its error matches ErrLost when a
 // majority of nodes no longer holds the lock, or ErrNoQuorum when too few
 // answered in time (the lock may still be held until Until). It is refused
-// too while the lock's owner heartbeats through this Redlock and its last
-// successful heartbeat is older than its TTL: the leak scan may soon take
-// the owner for dead, so its leases must run out first.
+// too while the owner check refuses the lock's owner (WithOwnerCheck).
 func (l *Lock) Extend(ctx context.Context) error {
 	start := time.Now()
 	l.mu.Lock()
@@ -79,7 +77,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		l.r.observe(l.event(EventExtend, err))
 		return err
 	}
-	if err := l.r.beats.fresh(l.owner); err != nil {
+	if err := l.r.ownerErr(l.owner); err != nil {
 		err = fmt.Errorf("mutex: extend %q: %w", l.keys.Name, err)
 		l.r.observe(l.event(EventExtend, err))
 		return err

@@ -7,11 +7,10 @@ type EventKind uint8
 
 // The kinds of lock events.
 const (
-	EventAcquire   EventKind = iota + 1 // an acquisition attempt, successful or not
-	EventExtend                         // an extension attempt
-	EventRelease                        // a release
-	EventLost                           // a kept-alive lease could no longer be proven
-	EventHeartbeat                      // an owner's heartbeat, with every node's answer
+	EventAcquire EventKind = iota + 1 // an acquisition attempt, successful or not
+	EventExtend                       // an extension attempt
+	EventRelease                      // a release
+	EventLost                         // a kept-alive lease could no longer be proven
 )
 
 // String returns the kind's snake_case name.
@@ -25,8 +24,6 @@ func (k EventKind) String() string {
 		return "release"
 	case EventLost:
 		return "lost"
-	case EventHeartbeat:
-		return "heartbeat"
 	}
 	return "unknown"
 }
@@ -35,14 +32,14 @@ func (k EventKind) String() string {
 // be added.
 type Event struct {
 	Kind     EventKind
-	Name     string        // the lock's name; the owner, for EventHeartbeat
+	Name     string        // the lock's name
 	Err      error         // nil on success
 	Fence    uint64        // the fencing token, on a successful acquisition
 	Duration time.Duration // how long the operation took
 	Nodes    []NodeResult  // every node's answer (nil for EventLost); do not modify
 	// Occurrence is the occurrence the lock claims (the Occurrence option,
 	// to the millisecond), whether or not the operation succeeded; zero for
-	// a lock without one and for EventHeartbeat. With the scheduler, it is
+	// a lock without one. With the scheduler, it is
 	// the tick the lock is for.
 	Occurrence time.Time
 }

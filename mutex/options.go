@@ -37,6 +37,7 @@ type config struct {
 	fencing     bool
 	trusted     bool
 	owner       string
+	ownerCheck  func(owner string) error
 	observers   []Observer
 	logger      *slog.Logger
 }
@@ -185,14 +186,28 @@ func WithTrustedNodes() Option {
 }
 
 // WithOwner sets the owner id stored in lock values (default empty), which
-// the leak scan reports; the Owner lock option overrides it per call. An
-// owner must keep its heartbeat alive (Heartbeat) while it holds locks: the
-// scan classifies the locks of an owner without a live heartbeat as
-// LeakOrphaned, and FixLeaks, given that class or none, deletes them. Locks
-// without an owner are never orphaned.
+// the leak scan reports; the Owner lock option overrides it per call. With
+// the leak scan (package leakscan), an owner must keep its heartbeat alive
+// while it holds locks: the scan takes the locks of an owner without a live
+// heartbeat for orphans. Locks without an owner are never orphaned.
 func WithOwner(owner string) Option {
 	return func(c *config) error {
 		c.owner = owner
+		return nil
+	}
+}
+
+// WithOwnerCheck makes every acquisition attempt and extension of a lock
+// with an owner call check(owner) first: an error refuses the attempt
+// (ErrNoQuorum, no node asked) or fails the extension, which a KeepAlive
+// retries until the lease runs out. leakscan.Scanner.Check is such a check:
+// it refuses an owner whose heartbeat is stale. The default is none.
+func WithOwnerCheck(check func(owner string) error) Option {
+	return func(c *config) error {
+		if check == nil {
+			return optErr("WithOwnerCheck", "nil function")
+		}
+		c.ownerCheck = check
 		return nil
 	}
 }

@@ -22,7 +22,6 @@ type Redlock struct {
 	cfg     config
 	pending *releases // release calls under way, for Flush
 	servers *servers  // what is known of each node's server, for the restart check
-	beats   *beats    // the last successful heartbeat of each owner heartbeating here
 	states  *nodeStates
 }
 
@@ -66,7 +65,7 @@ func New(storeNodes []*store.Node, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes)), beats: &beats{}, states: &nodeStates{}}, nil
+	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes)), states: &nodeStates{}}, nil
 }
 
 // Nodes returns the nodes, in the order given to New.
@@ -87,8 +86,8 @@ func (r *Redlock) MaxTTL() time.Duration { return r.cfg.maxTTL }
 // MaxHold returns how long KeepAlive extends one lock (WithMaxHold).
 func (r *Redlock) MaxHold() time.Duration { return r.cfg.maxHold }
 
-// Keyspace returns the key layout the locks use.
-func (r *Redlock) Keyspace() engine.Keyspace { return r.keys }
+// KeyPrefix returns the prefix of the locks' keys (WithKeyPrefix).
+func (r *Redlock) KeyPrefix() string { return r.keys.Prefix() }
 
 // drift is the clock drift allowance for a TTL.
 func (r *Redlock) drift(ttl time.Duration) time.Duration {
@@ -124,7 +123,7 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkBeat(name, lc.owner); err != nil {
+	if err := r.checkOwner(name, lc.owner); err != nil {
 		return nil, err
 	}
 	res := r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: engine.NewToken()}})[0]
@@ -150,11 +149,11 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (en
 	return keys, lc, nil
 }
 
-// checkBeat refuses a lock to an owner whose heartbeat is stale (see
-// beats), at every attempt: undecided (ErrNoQuorum), as no node was asked,
-// and worth trying again once the owner beats again.
-func (r *Redlock) checkBeat(name, owner string) error {
-	if err := r.beats.fresh(owner); err != nil {
+// checkOwner refuses a lock to an owner the owner check refuses (see
+// WithOwnerCheck), at every attempt: undecided (ErrNoQuorum), as no node
+// was asked, and worth trying again once the check passes.
+func (r *Redlock) checkOwner(name, owner string) error {
+	if err := r.ownerErr(owner); err != nil {
 		return &QuorumError{Op: "acquire", Name: name, Quorum: r.quorum, Nodes: r.unanswered(), Reason: ErrNoQuorum,
 			Detail: err.Error() + "; no node was asked"}
 	}
@@ -218,7 +217,7 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 		// A fresh token each time: a late release of an earlier attempt's
 		// value must never match this attempt's.
 		var res Result
-		if res.Err = r.checkBeat(name, lc.owner); res.Err == nil {
+		if res.Err = r.checkOwner(name, lc.owner); res.Err == nil {
 			res = r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: engine.NewToken()}})[0]
 		}
 		l, err := res.Lock, res.Err
@@ -332,4 +331,13 @@ func (r *Redlock) observe(e Event) {
 	for _, o := range r.cfg.observers {
 		o.ObserveLock(e)
 	}
+}
+
+// ownerErr returns the owner check's error for owner (WithOwnerCheck), or
+// nil without a check or an owner.
+func (r *Redlock) ownerErr(owner string) error {
+	if r.cfg.ownerCheck == nil || owner == "" {
+		return nil
+	}
+	return r.cfg.ownerCheck(owner)
 }

@@ -35,7 +35,7 @@ func (r *Redlock) TryLockAll(ctx context.Context, reqs []Request) []Result {
 	for j, q := range reqs {
 		keys, lc, err := r.prepare(q.Name, q.TTL, q.Options)
 		if err == nil {
-			err = r.checkBeat(q.Name, lc.owner)
+			err = r.checkOwner(q.Name, lc.owner)
 		}
 		if err != nil {
 			out[j].Err = err

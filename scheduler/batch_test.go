@@ -11,11 +11,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
-// batchLocker is a scheduler.BatchLocker over a schedulertest.Locker that
+// batchLocker is a scheduler.Locker over a schedulertest.Locker that
 // records the lock attempts and can make the batched attempt of chosen
 // jobs undecided, or hold AcquireAll until a gate opens.
 type batchLocker struct {
@@ -29,7 +29,7 @@ type batchLocker struct {
 	acquires []scheduler.LockRequest
 }
 
-var _ scheduler.BatchLocker = (*batchLocker)(nil)
+var _ scheduler.Locker = (*batchLocker)(nil)
 
 func newBatchLocker() *batchLocker {
 	return &batchLocker{Locker: schedulertest.NewLocker(), undecided: map[string]bool{}}

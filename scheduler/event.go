@@ -41,15 +41,12 @@ type Event struct {
 	// StartDelay is the run's start minus its tick, by the scheduler's
 	// clock (EventRunStarted of a scheduled run).
 	StartDelay time.Duration
-	// Duration is how long the run or the scan took (EventRunFinished,
-	// EventLeakScan).
+	// Duration is how long the run took (EventRunFinished).
 	Duration time.Duration
 	// Attempts is the number of lock attempts made for the tick or trigger
 	// so far (EventRunStarted, EventRunFinished, EventSkipped,
 	// EventLockRetry).
 	Attempts int
-	// Leaks counts leaked locks by class (EventLeakScan).
-	Leaks map[string]int
 	// Err is the run's error (EventRunFinished, unless ResultSuccess), the
 	// last lock error (EventSkipped with SkipNoQuorum, EventLockRetry), or
 	// why the lease was lost (EventSkipped with SkipLeaseLost).
@@ -81,9 +78,6 @@ const (
 	// EventLockRetry reports a lock attempt that reached no decision and
 	// will be retried.
 	EventLockRetry
-	// EventLeakScan reports a leak scan made by this replica: Leaks holds
-	// the leaked locks by class, or Err why the scan failed.
-	EventLeakScan
 )
 
 var eventKindNames = [...]string{
@@ -93,7 +87,6 @@ var eventKindNames = [...]string{
 	EventRunFinished: "run_finished",
 	EventSkipped:     "skipped",
 	EventLockRetry:   "lock_retry",
-	EventLeakScan:    "leak_scan",
 }
 
 // String returns the kind's snake_case name, such as "run_finished".

@@ -7,8 +7,8 @@ import (
 	"log"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // Every replica of a service runs the same scheduler with the same jobs;
@@ -112,10 +112,10 @@ func ExampleScheduler_Add() {
 
 // New validates its options.
 func ExampleNew() {
-	_, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithHeartbeat(10*time.Second, 5*time.Second))
+	_, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithLockAhead(2*time.Minute))
 	fmt.Println(errors.Is(err, scheduler.ErrInvalidOption), err)
 	// Output:
-	// true scheduler: invalid option: WithHeartbeat: ttl 5s is less than twice the interval 10s
+	// true scheduler: invalid option: WithLockAhead: lead 2m0s is not between 0 and 1m0s
 }
 
 // With lock-ahead, the lease of each tick is won before the tick and the run

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // recorder is an Observer that keeps every event.

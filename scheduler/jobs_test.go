@@ -14,8 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 func TestTrigger(t *testing.T) {

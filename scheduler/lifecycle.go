@@ -58,12 +58,6 @@ func newRunner(ctx context.Context) *runner {
 // running but their leases are released), releases their leases and
 // returns. Use Shutdown to stop gracefully.
 //
-// When the Locker implements Heartbeater, Run publishes a heartbeat at once
-// and then at the interval of WithHeartbeat, until it returns. When it
-// implements LeakScanner, Run scans for leaked locks at the interval of
-// WithLeakScan. When it implements Flusher, Run waits (at most 5s) for its
-// releases still under way before it returns.
-//
 // Apart from abandoned jobs, no goroutine started by Run outlives it. Run
 // returns ErrClosed if the Scheduler is closed, and an error if it is
 // already running.
@@ -72,20 +66,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	hbCtx, stopHeartbeat := context.WithCancel(context.WithoutCancel(ctx))
-	var hbWG sync.WaitGroup
-	if hb, ok := s.locker.(Heartbeater); ok {
-		hbWG.Go(func() { s.heartbeat(hbCtx, hb) })
-	}
-	if ls, ok := s.locker.(LeakScanner); ok && s.cfg.leakScanInterval > 0 {
-		hbWG.Go(func() { s.scanLeaks(hbCtx, ls) })
-	}
-
 	s.loop(rn)
 	s.drain(ctx, rn)
-	stopHeartbeat()
-	hbWG.Wait()
-	s.flush(ctx)
 
 	s.mu.Lock()
 	s.run = nil
@@ -122,21 +104,6 @@ func (s *Scheduler) begin(ctx context.Context) (*runner, error) {
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started", slog.Int("jobs", len(s.jobs)))
 	return rn, nil
-}
-
-// flush waits, at most releaseTimeout, for the releases the Locker still
-// has under way, if it is a Flusher.
-func (s *Scheduler) flush(ctx context.Context) {
-	f, ok := s.locker.(Flusher)
-	if !ok {
-		return
-	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	if err := f.Flush(fctx); err != nil {
-		s.log.LogAttrs(ctx, slog.LevelWarn, "releases still under way when the scheduler stopped; their locks expire with their TTL",
-			slog.Any("error", err))
-	}
 }
 
 // drain waits for the tick handlers and runs after the loop stopped. When
@@ -180,9 +147,7 @@ func (s *Scheduler) drain(ctx context.Context, rn *runner) {
 // their contexts with cause ErrShutdown and waits at most 5s more for them
 // to return. The leases are released as the jobs return, or abandoned
 // jobs' leases once that wait is over (on a context detached from ctx, with
-// a timeout); then, if the Locker is a Flusher, Shutdown waits at most 5s
-// for releases still under way on slow nodes. So Shutdown returns at most
-// about 15s after ctx is done.
+// a timeout). So Shutdown returns at most about 10s after ctx is done.
 //
 // Shutdown returns nil once every job returned, whether or not it had to
 // cancel them, and an error matching both ErrShutdownTimeout and ctx.Err()
@@ -222,24 +187,5 @@ func (s *Scheduler) closeLocked() {
 	if s.state != stateClosed {
 		s.state = stateClosed
 		close(s.closed)
-	}
-}
-
-// heartbeat publishes this replica's liveness until ctx is done.
-func (s *Scheduler) heartbeat(ctx context.Context, hb Heartbeater) {
-	ticker := time.NewTicker(s.cfg.heartbeatInterval)
-	defer ticker.Stop()
-	for {
-		hctx, cancel := context.WithTimeout(ctx, s.cfg.heartbeatInterval)
-		err := hb.Heartbeat(hctx, s.cfg.instanceID, s.cfg.heartbeatTTL)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "heartbeat failed", slog.Any("error", err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
 	}
 }

@@ -3,13 +3,12 @@ package scheduler_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // blockingJob returns a job that signals started when it runs, and the
@@ -235,12 +234,6 @@ func TestRunContextIsAHardStop(t *testing.T) {
 				if err := s.Shutdown(context.Background()); err != nil {
 					t.Errorf("Shutdown after Run returned: %v", err)
 				}
-				// No heartbeat after Run returned.
-				n := len(l.Heartbeats())
-				time.Sleep(time.Minute)
-				if m := len(l.Heartbeats()); m != n {
-					t.Errorf("%d heartbeats after Run returned", m-n)
-				}
 				close(release)
 				if err := <-causes; !errors.Is(err, errBoom) {
 					t.Errorf("job's context cause = %v, want the context's cause", err)
@@ -259,109 +252,5 @@ func TestRunTwice(t *testing.T) {
 			t.Errorf("concurrent Run = %v, want an error other than ErrClosed", err)
 		}
 		stop()
-	})
-}
-
-func TestHeartbeat(t *testing.T) {
-	tests := []struct {
-		name string
-		opts []scheduler.Option
-		span time.Duration
-		want []time.Duration // heartbeat times after start
-		ttl  time.Duration
-	}{
-		{"default", nil, 11 * time.Second, []time.Duration{0, 5 * time.Second, 10 * time.Second}, 15 * time.Second},
-		{"WithHeartbeat", []scheduler.Option{scheduler.WithHeartbeat(time.Second, 3*time.Second)}, 2500 * time.Millisecond,
-			[]time.Duration{0, time.Second, 2 * time.Second}, 3 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				t0 := time.Now()
-				l := locker()
-				s := newScheduler(t, l, append(tt.opts, scheduler.WithInstanceID("replica-1"))...)
-				stop := start(t, s)
-				time.Sleep(tt.span)
-				stop()
-				time.Sleep(time.Minute)
-				hbs := l.Heartbeats()
-				if len(hbs) != len(tt.want) {
-					t.Fatalf("heartbeats %+v, want %d", hbs, len(tt.want))
-				}
-				for i, hb := range hbs {
-					if hb.Owner != "replica-1" || hb.TTL != tt.ttl || hb.At.Sub(t0) != tt.want[i] {
-						t.Errorf("heartbeat %d: %+v, want replica-1 with TTL %v at +%v", i, hb, tt.ttl, tt.want[i])
-					}
-				}
-			})
-		})
-	}
-}
-
-// plainLocker hides the Heartbeater of a schedulertest.Locker.
-type plainLocker struct{ l *schedulertest.Locker }
-
-func (p plainLocker) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
-	return p.l.Acquire(ctx, req)
-}
-
-func TestNoHeartbeatWithoutHeartbeater(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := locker()
-		s := newScheduler(t, plainLocker{l})
-		var log runLog
-		mustAdd(t, s, "job", "@every 1s", log.job(0))
-		stop := start(t, s)
-		time.Sleep(10500 * time.Millisecond)
-		stop()
-		if n := len(log.all()); n != 10 {
-			t.Errorf("%d runs, want 10", n)
-		}
-		if hbs := l.Heartbeats(); len(hbs) != 0 {
-			t.Errorf("heartbeats %+v", hbs)
-		}
-	})
-}
-
-// flushLocker is an in-memory Locker that is a Flusher and records, at
-// each Flush, whether every lease had been released by then.
-type flushLocker struct {
-	*schedulertest.Locker
-	mu      sync.Mutex
-	flushes []bool
-}
-
-func (f *flushLocker) Flush(context.Context) error {
-	all := true
-	for _, g := range f.Grants() {
-		all = all && (!g.Released.IsZero() || g.Lost)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.flushes = append(f.flushes, all)
-	return nil
-}
-
-// TestRunFlushesLocker checks that a Scheduler that stops calls its
-// Locker's Flush once, after the last lease was released.
-func TestRunFlushesLocker(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		l := &flushLocker{Locker: schedulertest.NewLocker()}
-		var log runLog
-		s := newScheduler(t, l)
-		// The run of the 1:00 tick goes on until 2:00, across the Shutdown.
-		mustAdd(t, s, "job", "* * * * *", log.job(time.Minute))
-		stop := start(t, s)
-		sleepUntil(t0.Add(90 * time.Second))
-		stop()
-		if len(log.all()) != 1 || len(l.Grants()) != 1 {
-			t.Fatalf("runs %+v, grants %+v: want one", log.all(), l.Grants())
-		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if len(l.flushes) != 1 || !l.flushes[0] {
-			t.Errorf("Flush calls %v, want one, after every lease was released", l.flushes)
-		}
 	})
 }

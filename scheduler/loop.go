@@ -55,9 +55,9 @@ func (s *Scheduler) loop(rn *runner) {
 }
 
 // dispatch starts a handler for every job whose next tick is due and
-// returns how long to sleep until the next tick. When the Locker is a
-// BatchLocker and several ticks are due, one handler takes them all, so
-// that their first lock attempts are made in one call.
+// returns how long to sleep until the next tick. When several ticks are
+// due, one handler takes them all, so that their first lock attempts are
+// made in one call (Locker.AcquireAll).
 //
 // A tick is due lock-ahead before it (WithLockAhead). When several ticks of
 // a job are past (the process was paused, or the clock stepped forward),
@@ -90,8 +90,7 @@ func (s *Scheduler) dispatch(rn *runner) time.Duration {
 	}
 	s.mu.Unlock()
 
-	bl, batch := s.locker.(BatchLocker)
-	batch = batch && len(due) > 1
+	batch := len(due) > 1
 	for _, d := range due {
 		s.skipMissed(d)
 		if !batch {
@@ -99,7 +98,7 @@ func (s *Scheduler) dispatch(rn *runner) time.Duration {
 		}
 	}
 	if batch {
-		rn.wg.Go(func() { s.handleBatch(rn, bl, due) })
+		rn.wg.Go(func() { s.handleBatch(rn, due) })
 	}
 	return max(wait, 0)
 }

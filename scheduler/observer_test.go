@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // TestObserversCompose: every observer given receives every event, so an

@@ -10,13 +10,10 @@ import (
 
 // Defaults of the options. Each option's doc comment repeats its default.
 const (
-	defaultHeartbeatInterval = 5 * time.Second
-	defaultHeartbeatTTL      = 15 * time.Second
-	defaultLockTTL           = 30 * time.Second
-	defaultMisfireGrace      = time.Minute
-	defaultLeakScanInterval  = 5 * time.Minute
-	minLockTTL               = time.Second
-	maxLockAhead             = time.Minute
+	defaultLockTTL      = 30 * time.Second
+	defaultMisfireGrace = time.Minute
+	minLockTTL          = time.Second
+	maxLockAhead        = time.Minute
 )
 
 // Option configures a Scheduler in New.
@@ -24,28 +21,22 @@ type Option func(*config) error
 
 // config is the Scheduler-wide configuration built by New.
 type config struct {
-	logger            *slog.Logger
-	location          *time.Location
-	seconds           bool
-	instanceID        string
-	observers         []Observer
-	clock             func() time.Time
-	ownClock          bool // clock was set by WithClock
-	heartbeatInterval time.Duration
-	heartbeatTTL      time.Duration
-	leakScanInterval  time.Duration
-	lockAhead         time.Duration
+	logger     *slog.Logger
+	location   *time.Location
+	seconds    bool
+	instanceID string
+	observers  []Observer
+	clock      func() time.Time
+	ownClock   bool // clock was set by WithClock
+	lockAhead  time.Duration
 }
 
 func defaultConfig() config {
 	return config{
-		logger:            slog.New(slog.DiscardHandler),
-		location:          time.UTC,
-		instanceID:        uuid.NewString(),
-		clock:             time.Now,
-		heartbeatInterval: defaultHeartbeatInterval,
-		heartbeatTTL:      defaultHeartbeatTTL,
-		leakScanInterval:  defaultLeakScanInterval,
+		logger:     slog.New(slog.DiscardHandler),
+		location:   time.UTC,
+		instanceID: uuid.NewString(),
+		clock:      time.Now,
 	}
 }
 
@@ -131,42 +122,6 @@ func WithClock(now func() time.Time) Option {
 			return optionError("WithClock", "nil clock")
 		}
 		c.clock, c.ownClock = now, true
-		return nil
-	}
-}
-
-// WithHeartbeat sets how often the scheduler publishes its liveness and for
-// how long each heartbeat counts, when the Locker implements Heartbeater
-// (otherwise it has no effect). interval must be at least a second (it
-// also bounds each heartbeat's call), and ttl at least twice interval, so
-// that the next heartbeat lands before the last expires even when its call
-// takes the whole interval: over a Redlock, a replica whose last successful
-// heartbeat is older than ttl stops extending and winning leases, since the
-// leak scan may soon take it for dead. The defaults are 5s and 15s.
-func WithHeartbeat(interval, ttl time.Duration) Option {
-	return func(c *config) error {
-		if interval < time.Second {
-			return optionError("WithHeartbeat", "interval %v is less than a second", interval)
-		}
-		if ttl < 2*interval {
-			return optionError("WithHeartbeat", "ttl %v is less than twice the interval %v", ttl, interval)
-		}
-		c.heartbeatInterval, c.heartbeatTTL = interval, ttl
-		return nil
-	}
-}
-
-// WithLeakScan sets how often the scheduler scans for leaked locks, when
-// the Locker implements LeakScanner (otherwise it has no effect). Only one
-// replica scans at a time; the findings are logged and reported to the
-// Observer (EventLeakScan). The default is every 5 minutes; 0 turns the
-// scan off; otherwise every must be at least a second.
-func WithLeakScan(every time.Duration) Option {
-	return func(c *config) error {
-		if every != 0 && every < time.Second {
-			return optionError("WithLeakScan", "interval %v is below 1s", every)
-		}
-		c.leakScanInterval = every
 		return nil
 	}
 }

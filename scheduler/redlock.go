@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/redcron/redcron/mutex"
 )
@@ -13,11 +12,8 @@ import (
 // Redlock lock named after the job; a tick is claimed as the lock's
 // occurrence (mutex.Occurrence), so no two replicas ever win the same tick
 // and a tick at or before one already run is refused; the scheduler's
-// instance id is stored as the lock's owner. The Locker also publishes
-// heartbeats on every node (Heartbeater), checks names and TTLs at Add
-// (RequestChecker), makes the first lock attempts of ticks due at the
-// same instant in one batch (BatchLocker, with mutex.Redlock.TryLockAll),
-// and waits for releases still under way before Run returns (Flusher).
+// instance id is stored as the lock's owner. AcquireAll makes its attempts
+// in one mutex.Redlock.TryLockAll; Check refuses what the Redlock would.
 func NewRedlockLocker(r *mutex.Redlock) Locker {
 	return &redlockLocker{r: r}
 }
@@ -26,24 +22,12 @@ type redlockLocker struct {
 	r *mutex.Redlock
 }
 
-var (
-	_ BatchLocker    = (*redlockLocker)(nil)
-	_ Heartbeater    = (*redlockLocker)(nil)
-	_ RequestChecker = (*redlockLocker)(nil)
-	_ LeakScanner    = (*redlockLocker)(nil)
-	_ Flusher        = (*redlockLocker)(nil)
-)
-
-// CheckRequest implements RequestChecker. The name of the leak scan's own
-// lock is refused (ErrInvalidName): a job of that name would share it. A
-// name or TTL the Redlock refuses matches ErrInvalidOption, and
+// Check implements Locker. A name or TTL the Redlock refuses matches
+// ErrInvalidOption, and
 // mutex.ErrInvalidOption too; so do a lead (WithLockAhead) above its max
 // TTL and a reach (misfire grace, catch-up window) beyond its MaxReach,
 // since a tick claimed outside that span could run again.
-func (a *redlockLocker) CheckRequest(req LockRequest) error {
-	if req.Job == leakScanLock {
-		return fmt.Errorf("%w: %q is reserved for the leak scan's lock", ErrInvalidName, leakScanLock)
-	}
+func (a *redlockLocker) Check(req LockRequest) error {
 	if err := a.r.Check(req.Job, req.TTL); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
@@ -64,7 +48,7 @@ func (a *redlockLocker) Acquire(ctx context.Context, req LockRequest) (Lease, er
 	return leaseOf(l, err, req)
 }
 
-// AcquireAll implements BatchLocker with one TryLockAll, which makes one
+// AcquireAll implements Locker with one TryLockAll, which makes one
 // attempt at every lock at once.
 func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []LockResult {
 	mreqs := make([]mutex.Request, len(reqs))
@@ -134,47 +118,6 @@ func holderOf(err error) (owner string, occurrence int64, ok bool) {
 		occurrence = qe.HolderOccurrence.UnixMilli()
 	}
 	return qe.HolderOwner, occurrence, true
-}
-
-// Flush implements Flusher with mutex.Redlock.Flush.
-func (a *redlockLocker) Flush(ctx context.Context) error {
-	return a.r.Flush(ctx)
-}
-
-// Heartbeat implements Heartbeater.
-func (a *redlockLocker) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
-	return a.r.Heartbeat(ctx, owner, ttl)
-}
-
-// leakScanLock is the name of the lock that lets one replica scan at a time.
-const leakScanLock = "_leakscan"
-
-// ScanLeaks implements LeakScanner: under its own lock, it scans every node
-// for leaked locks (over-age meaning held longer than the Redlock's max
-// hold) and returns their counts by class, every class present. A scan
-// that could not read every node fails: its counts would hide the leaks
-// of the nodes it missed.
-func (a *redlockLocker) ScanLeaks(ctx context.Context) (map[string]int, error) {
-	l, err := a.r.TryLock(ctx, leakScanLock, a.r.MaxTTL())
-	if err != nil {
-		return nil, lockError(err, LockRequest{Job: leakScanLock})
-	}
-	defer l.Release(context.WithoutCancel(ctx))
-	kept, stop := l.KeepAlive(ctx)
-	defer stop()
-	rep, err := a.r.ScanLeaks(kept, mutex.ScanOptions{MaxAge: a.r.MaxHold()})
-	if err != nil {
-		return nil, err
-	}
-	if len(rep.Errors) > 0 {
-		return nil, fmt.Errorf("scheduler: leak scan: %d of %d nodes could not be scanned: %w",
-			len(rep.Errors), rep.Nodes, errors.Join(rep.Errors...))
-	}
-	counts := make(map[string]int, len(mutex.LeakClasses()))
-	for _, c := range mutex.LeakClasses() {
-		counts[c.String()] = rep.Counts[c.String()]
-	}
-	return counts, nil
 }
 
 // redlockLease adapts a *mutex.Lock to Lease.

@@ -39,7 +39,11 @@ func TestRedlockLockerHolders(t *testing.T) {
 			job := "job-" + tc.name
 			// The first phase of an acquisition on every node, as left by an
 			// attempt whose answers came too late to be counted.
-			keys, err := r.Keyspace().Lock(job)
+			ks, err := engine.NewKeyspace(r.KeyPrefix())
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, err := ks.Lock(job)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +58,7 @@ func TestRedlockLockerHolders(t *testing.T) {
 			if !errors.Is(err, tc.want) || errors.Is(err, tc.notWant) || !errors.Is(err, mutex.ErrHeld) {
 				t.Fatalf("Acquire: %v, want %v (and the cause, mutex.ErrHeld)", err, tc.want)
 			}
-			if res := locker.(scheduler.BatchLocker).AcquireAll(ctx, []scheduler.LockRequest{req}); !errors.Is(res[0].Err, tc.want) {
+			if res := locker.AcquireAll(ctx, []scheduler.LockRequest{req}); !errors.Is(res[0].Err, tc.want) {
 				t.Fatalf("AcquireAll: %v, want %v", res[0].Err, tc.want)
 			}
 		})
@@ -62,8 +66,7 @@ func TestRedlockLockerHolders(t *testing.T) {
 }
 
 // TestRedlockLockerBadInput: the Redlock adapter over a nil Redlock is
-// refused by New, and a job may not take the name of the leak scan's own
-// lock, which it would share.
+// refused by New, and Add refuses what the Redlock would.
 func TestRedlockLockerBadInput(t *testing.T) {
 	if _, err := scheduler.New(scheduler.NewRedlockLocker(nil)); err == nil || !strings.Contains(err.Error(), "nil *mutex.Redlock") {
 		t.Errorf("New over NewRedlockLocker(nil) = %v, want an error naming the nil Redlock", err)
@@ -74,10 +77,6 @@ func TestRedlockLockerBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	nop := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
-	if err := s.Add("_leakscan", "@hourly", nop); !errors.Is(err, scheduler.ErrInvalidName) ||
-		!strings.Contains(err.Error(), "reserved for the leak scan") {
-		t.Errorf(`Add("_leakscan") = %v, want ErrInvalidName: the name is reserved`, err)
-	}
 	// Above the Redlock's max TTL (1m by default).
 	if err := s.Add("long", "@hourly", nop, scheduler.WithLockTTL(2*time.Minute)); !errors.Is(err, scheduler.ErrInvalidOption) ||
 		!errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), "max TTL") {
@@ -119,30 +118,6 @@ func TestRedlockLockerBadInput(t *testing.T) {
 	if err := s3.Add("hourly", "@hourly", nop, scheduler.WithLockTTL(5*time.Second)); !errors.Is(err, scheduler.ErrInvalidOption) ||
 		!strings.Contains(err.Error(), "WithLockAhead") {
 		t.Errorf("Add with a lead above the max TTL = %v, want ErrInvalidOption naming WithLockAhead", err)
-	}
-}
-
-// TestRedlockLockerPartialLeakScan: a leak scan that could not read every
-// node fails, naming how many it missed, rather than reporting counts
-// that hide the leaks of those nodes.
-func TestRedlockLockerPartialLeakScan(t *testing.T) {
-	c := redistest.Start(t, 3)
-	r := redlockOn(t, c)
-	ctx := context.Background()
-	missed := c.Node(2).Client(t)
-	if err := missed.Do(ctx, "ACL", "SETUSER", "default", "-scan").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := missed.Set(ctx, "redcron:{forever}:lock", "junk", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	ls, ok := scheduler.NewRedlockLocker(r).(scheduler.LeakScanner)
-	if !ok {
-		t.Fatal("the Redlock adapter is not a LeakScanner")
-	}
-	counts, err := ls.ScanLeaks(ctx)
-	if err == nil || !strings.Contains(err.Error(), "1 of 3 nodes could not be scanned") {
-		t.Errorf("ScanLeaks with a node that refuses SCAN = %v, %v; want an error naming the node missed", counts, err)
 	}
 }
 

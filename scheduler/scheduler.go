@@ -154,12 +154,11 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // valid, ErrInvalidSpec for a spec it cannot parse or that has no tick
 // within five years, ErrDuplicateJob if the name is taken,
 // ErrInvalidOption for a bad JobOption, and ErrClosed once the Scheduler
-// is closed. If the Locker implements RequestChecker, Add also returns the
-// error of its CheckRequest for the job's name, lock TTL and reach (the
-// Redlock adapter's matches ErrInvalidName for a reserved name, and
-// ErrInvalidOption for a TTL out of the Redlock's range, a lock-ahead
-// longer than its max TTL, or a misfire grace or catch-up window longer
-// than it keeps a tick's mark).
+// is closed. Add also returns the error of the Locker's Check for the job's
+// name, lock TTL and reach (the Redlock adapter's matches ErrInvalidOption
+// for a TTL out of the Redlock's range, a lock-ahead longer than its max
+// TTL, or a misfire grace or catch-up window longer than it keeps a tick's
+// mark).
 func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("%w %q: %w", ErrInvalidName, name, err)
@@ -183,12 +182,9 @@ func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
 			return fmt.Errorf("%w: job %q: %w", ErrInvalidOption, name, err)
 		}
 	}
-	if rc, ok := s.locker.(RequestChecker); ok {
-		req := LockRequest{Job: name, TTL: cfg.lockTTL, Owner: s.cfg.instanceID,
-			Lead: s.cfg.lockAhead, Reach: cfg.lateLimit()}
-		if err := rc.CheckRequest(req); err != nil {
-			return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
-		}
+	req := LockRequest{Job: name, TTL: cfg.lockTTL, Owner: s.cfg.instanceID, Lead: s.cfg.lockAhead, Reach: cfg.lateLimit()}
+	if err := s.locker.Check(req); err != nil {
+		return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
 	}
 	e := &entry{name: name, spec: spec, sched: sched, job: job, cfg: cfg}
 	e.gone, e.leave = context.WithCancel(context.Background())
@@ -243,6 +239,10 @@ func (s *Scheduler) Remove(name string) error {
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "job removed", slog.String("job", name))
 	return nil
 }
+
+// InstanceID returns this replica's instance id (WithInstanceID): the owner
+// of its locks.
+func (s *Scheduler) InstanceID() string { return s.cfg.instanceID }
 
 // Entries returns a snapshot of the registered jobs, sorted by name.
 func (s *Scheduler) Entries() []Entry {

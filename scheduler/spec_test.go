@@ -214,7 +214,7 @@ type pickyLocker struct{ scheduler.Locker }
 
 var errPicky = errors.New("picky: name refused")
 
-func (pickyLocker) CheckRequest(req scheduler.LockRequest) error {
+func (pickyLocker) Check(req scheduler.LockRequest) error {
 	if strings.HasPrefix(req.Job, "bad") {
 		return errPicky
 	}
@@ -270,11 +270,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"WithInstanceID", scheduler.WithInstanceID("a{b}")},
 		{"WithObserver", scheduler.WithObserver(nil)},
 		{"WithClock", scheduler.WithClock(nil)},
-		{"WithHeartbeat", scheduler.WithHeartbeat(0, time.Second)},
-		{"WithHeartbeat", scheduler.WithHeartbeat(time.Nanosecond, 2*time.Nanosecond)},
-		{"WithHeartbeat", scheduler.WithHeartbeat(999*time.Millisecond, time.Minute)},
-		{"WithHeartbeat", scheduler.WithHeartbeat(time.Second, time.Second)},
-		{"WithHeartbeat", scheduler.WithHeartbeat(time.Second, 1999*time.Millisecond)},
 		{"WithLockAhead", scheduler.WithLockAhead(-time.Millisecond)},
 		{"WithLockAhead", scheduler.WithLockAhead(time.Minute + time.Millisecond)},
 		{"nil Option", nil},
@@ -307,7 +302,6 @@ func TestNewAcceptsGoodOptions(t *testing.T) {
 		scheduler.WithInstanceID("pod-7 (eu-west)"),
 		scheduler.WithObserver(&recorder{}),
 		scheduler.WithClock(time.Now),
-		scheduler.WithHeartbeat(time.Second, 2*time.Second),
 		scheduler.WithSeconds(),
 		scheduler.WithLockAhead(time.Minute),
 	)

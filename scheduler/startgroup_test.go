@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // TestBatchReleaseWaitsForStarts checks that a run that ends before another

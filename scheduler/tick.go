@@ -27,12 +27,12 @@ func (s *Scheduler) handleTick(rn *runner, d dueTick) {
 	s.lockAndRun(rn, d, req, nil)
 }
 
-// handleBatch handles ticks of several jobs that came due together, with a
-// BatchLocker: it checks each tick as handleTick does, makes the first lock
+// handleBatch handles ticks of several jobs that came due together: it
+// checks each tick as handleTick does, makes the first lock
 // attempt of the remaining ones in one call of AcquireAll, then goes on for
 // each tick as handleTick does after its first attempt: a run or an
 // undecided attempt's retries in a goroutine of its own, a refusal here.
-func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
+func (s *Scheduler) handleBatch(rn *runner, due []dueTick) {
 	var (
 		ticks []dueTick
 		reqs  []LockRequest
@@ -65,7 +65,7 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 		timeout = max(timeout, attemptTimeout(req.TTL))
 	}
 	ctx, cancel := context.WithTimeout(rn.loopCtx, timeout)
-	results := bl.AcquireAll(ctx, reqs)
+	results := s.locker.AcquireAll(ctx, reqs)
 	cancel()
 	results = s.alignResults(rn, results, len(reqs))
 
@@ -87,7 +87,7 @@ func (s *Scheduler) handleBatch(rn *runner, bl BatchLocker, due []dueTick) {
 	}
 }
 
-// alignResults returns n results: those of a BatchLocker that returned
+// alignResults returns n results: those of a Locker's AcquireAll that returned
 // one per request, or else its first n results, completed with errors for
 // the missing ones; it releases the leases of any results beyond n.
 func (s *Scheduler) alignResults(rn *runner, results []LockResult, n int) []LockResult {
@@ -101,7 +101,7 @@ func (s *Scheduler) alignResults(rn *runner, results []LockResult, n int) []Lock
 	}
 	out := make([]LockResult, n)
 	copy(out, results)
-	err := fmt.Errorf("scheduler: BatchLocker returned %d results for %d requests", len(results), n)
+	err := fmt.Errorf("scheduler: Locker.AcquireAll returned %d results for %d requests", len(results), n)
 	for i := len(results); i < n; i++ {
 		out[i].Err = err
 	}

@@ -47,7 +47,6 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	case rn.stopped || rn.loopCtx.Err() != nil:
 		s.mu.Unlock()
 		s.releaseUnused(rn, name, time.Time{}, lease) // the run never started
-		s.flush(ctx)                                  // Run may have flushed already
 		return RunInfo{}, ErrClosed
 	case e.removed.Load(): // set under s.mu: no run starts after Remove
 		s.mu.Unlock()

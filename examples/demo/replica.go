@@ -85,7 +85,6 @@ func newReplica(id string, cfg config, addrs []string, trusted bool, prefix stri
 		scheduler.WithSeconds(),
 		scheduler.WithInstanceID(id),
 		scheduler.WithObserver(observer{replica: id, rec: rec}),
-		scheduler.WithHeartbeat(time.Second, 3*time.Second),
 	)
 	if err != nil {
 		r.close()

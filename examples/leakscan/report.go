@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/leakscan"
 )
 
 // acquiredLayout is RFC 3339 with milliseconds, the precision of a lock
@@ -22,23 +22,23 @@ const acquiredLayout = "2006-01-02T15:04:05.000Z07:00"
 // sortedLeaks returns the report's leaks ordered by name, kind and first
 // key, so that the output does not depend on the scan's map order, each
 // with its copies in the order of addrs.
-func sortedLeaks(rep *mutex.ScanReport, addrs []string) []mutex.Finding {
+func sortedLeaks(rep *leakscan.Report, addrs []string) []leakscan.Finding {
 	leaks := rep.Leaks()
 	for i := range leaks {
 		copies := slices.Clone(leaks[i].Copies)
-		slices.SortStableFunc(copies, func(a, b mutex.Copy) int {
+		slices.SortStableFunc(copies, func(a, b leakscan.Copy) int {
 			return cmp.Compare(slices.Index(addrs, a.Node), slices.Index(addrs, b.Node))
 		})
 		leaks[i].Copies = copies
 	}
-	slices.SortStableFunc(leaks, func(a, b mutex.Finding) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Kind.String(), b.Kind.String()),
+	slices.SortStableFunc(leaks, func(a, b leakscan.Finding) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind),
 			strings.Compare(firstKey(a), firstKey(b)))
 	})
 	return leaks
 }
 
-func firstKey(f mutex.Finding) string {
+func firstKey(f leakscan.Finding) string {
 	if len(f.Copies) == 0 {
 		return ""
 	}
@@ -80,7 +80,7 @@ func summary(res *result, leaked int) string {
 		rep.Nodes-len(res.nodeErrors), rep.Nodes, len(res.nodeErrors), rep.Took.Round(time.Millisecond))
 	fmt.Fprintf(&b, "%d leaked", leaked)
 	var parts []string
-	for _, c := range mutex.LeakClasses() {
+	for c := leakscan.NoExpiry; c <= leakscan.Unparseable; c++ {
 		if n := rep.Counts[c.String()]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", c, n))
 		}
@@ -122,7 +122,7 @@ func writeFixes(w io.Writer, fixed []fixOutcome) error {
 	return tw.Flush()
 }
 
-func classNames(cs []mutex.LeakClass, sep string) string {
+func classNames(cs []leakscan.Class, sep string) string {
 	names := make([]string, len(cs))
 	for i, c := range cs {
 		names[i] = c.String()
@@ -131,7 +131,7 @@ func classNames(cs []mutex.LeakClass, sep string) string {
 }
 
 // nodesCell is "seen/total: node,node".
-func nodesCell(f mutex.Finding, total int) string {
+func nodesCell(f leakscan.Finding, total int) string {
 	var names []string
 	for _, c := range f.Copies {
 		if !slices.Contains(names, c.Node) {
@@ -143,7 +143,7 @@ func nodesCell(f mutex.Finding, total int) string {
 
 // ttlCell is the copies' TTL, "min-max" when they differ; "none" is no
 // expiry, "gone" a key that vanished during the scan.
-func ttlCell(f mutex.Finding) string {
+func ttlCell(f leakscan.Finding) string {
 	var ttls []time.Duration
 	for _, c := range f.Copies {
 		ttls = append(ttls, c.TTL)
@@ -178,13 +178,13 @@ func ttlText(d time.Duration) string {
 
 // ownerCell lists the distinct owners of the copies that hold lock
 // values ("" shown as "(none)"); "-" when no copy does.
-func ownerCell(f mutex.Finding) string {
+func ownerCell(f leakscan.Finding) string {
 	var owners []string
 	for _, c := range f.Copies {
-		if c.Lock == nil {
+		if c.Acquired.IsZero() {
 			continue
 		}
-		o := c.Lock.Owner
+		o := c.Owner
 		if o == "" {
 			o = "(none)"
 		} else {
@@ -202,11 +202,11 @@ func ownerCell(f mutex.Finding) string {
 
 // ageCell is how long ago the oldest copy was acquired, by the owner's
 // clock; "-" when no copy holds a lock value.
-func ageCell(f mutex.Finding, now time.Time) string {
+func ageCell(f leakscan.Finding, now time.Time) string {
 	var oldest time.Time
 	for _, c := range f.Copies {
-		if c.Lock != nil && (oldest.IsZero() || c.Lock.Acquired.Before(oldest)) {
-			oldest = c.Lock.Acquired
+		if !c.Acquired.IsZero() && (oldest.IsZero() || c.Acquired.Before(oldest)) {
+			oldest = c.Acquired
 		}
 	}
 	if oldest.IsZero() {
@@ -301,14 +301,14 @@ func writeJSON(w io.Writer, res *result) error {
 	for _, e := range res.nodeErrors {
 		doc.NodeErrors = append(doc.NodeErrors, jsonNodeError{Node: e.Node, Error: e.Err})
 	}
-	for _, c := range mutex.LeakClasses() {
+	for c := leakscan.NoExpiry; c <= leakscan.Unparseable; c++ {
 		doc.Counts[c.String()] = 0
 	}
 	for name, n := range rep.Counts {
 		doc.Counts[name] = n
 	}
 	for _, f := range sortedLeaks(rep, res.addrs) {
-		l := jsonLeak{Name: f.Name, Kind: f.Kind.String(), Classes: []string{}, Copies: []jsonCopy{}}
+		l := jsonLeak{Name: f.Name, Kind: f.Kind, Classes: []string{}, Copies: []jsonCopy{}}
 		for _, c := range f.Classes {
 			l.Classes = append(l.Classes, c.String())
 		}
@@ -329,7 +329,7 @@ func writeJSON(w io.Writer, res *result) error {
 	return enc.Encode(doc)
 }
 
-func copyJSON(c mutex.Copy) jsonCopy {
+func copyJSON(c leakscan.Copy) jsonCopy {
 	jc := jsonCopy{Node: c.Node, Key: c.Key, Type: c.Type, TTLms: c.TTL.Milliseconds(), Classes: []string{}}
 	for _, k := range c.Classes {
 		jc.Classes = append(jc.Classes, k.String())
@@ -340,9 +340,9 @@ func copyJSON(c mutex.Copy) jsonCopy {
 	case c.TTL < 0: // the key vanished between SCAN and the read
 		jc.TTLms = -2
 	}
-	if c.Lock != nil {
-		jc.Owner = c.Lock.Owner
-		at := c.Lock.Acquired.UTC().Format(acquiredLayout)
+	if !c.Acquired.IsZero() {
+		jc.Owner = c.Owner
+		at := c.Acquired.UTC().Format(acquiredLayout)
 		jc.Acquired = &at
 	}
 	return jc

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
@@ -40,7 +41,7 @@ const (
 // result is what run found and did, ready to be printed. Every error
 // text in it has been redacted.
 type result struct {
-	rep        *mutex.ScanReport
+	rep        *leakscan.Report
 	addrs      []string // the nodes, in -addrs order: the order of copies and errors
 	nodeErrors []nodeError
 	fixRan     bool         // -fix was given
@@ -95,7 +96,12 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
 		return exitError
 	}
-	rep, scanErr := locks.ScanLeaks(ctx, mutex.ScanOptions{MaxAge: cfg.maxAge})
+	scanner, err := leakscan.New(locks, "", leakscan.WithMaxAge(cfg.maxAge))
+	if err != nil {
+		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
+		return exitError
+	}
+	rep, scanErr := scanner.Scan(ctx)
 	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix}
 	for _, e := range rep.Errors {
 		ne := nodeError{Err: hide(e.Error())}
@@ -118,7 +124,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 
 	leaks := rep.Leaks()
 	if cfg.fix && len(leaks) > 0 {
-		res.fixed = fix(ctx, locks, rep, hide)
+		res.fixed = fix(ctx, scanner, rep, hide)
 	}
 
 	if cfg.json {
@@ -179,7 +185,7 @@ func dial(cfg *config) ([]*store.Node, func(), error) {
 
 // fix deletes the copies of the report's leaks by compare-and-delete and
 // says, for each copy left alone, why.
-func fix(ctx context.Context, locks *mutex.Redlock, rep *mutex.ScanReport, hide func(string) string) []fixOutcome {
+func fix(ctx context.Context, scanner *leakscan.Scanner, rep *leakscan.Report, hide func(string) string) []fixOutcome {
 	type nodeKey struct{ node, key string }
 	types := map[nodeKey]string{}
 	for _, f := range rep.Leaks() {
@@ -187,7 +193,7 @@ func fix(ctx context.Context, locks *mutex.Redlock, rep *mutex.ScanReport, hide 
 			types[nodeKey{c.Node, c.Key}] = c.Type
 		}
 	}
-	results := locks.FixLeaks(ctx, rep)
+	results := scanner.Fix(ctx, rep)
 	out := make([]fixOutcome, 0, len(results))
 	for _, r := range results {
 		o := fixOutcome{Node: r.Node, Key: r.Key, Deleted: r.Deleted}

@@ -17,9 +17,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // promtool runs promtool with args and fails the test if it is missing or

@@ -74,6 +74,10 @@ func (k Keyspace) Heartbeat(owner string) string {
 	return k.prefix + ":hb:" + owner
 }
 
+// ScanTurn returns the key that gives one replica at a time its turn to
+// scan for leaks.
+func (k Keyspace) ScanTurn() string { return k.prefix + ":scan" }
+
 // HeartbeatPattern returns the SCAN pattern matching every heartbeat key.
 func (k Keyspace) HeartbeatPattern() string { return k.prefix + ":hb:*" }
 

@@ -31,6 +31,7 @@ const (
 	KindLock                     // p:{name}:lock
 	KindState                    // p:{name}:state
 	KindHeartbeat                // p:hb:<owner>
+	KindScanTurn                 // p:scan
 )
 
 // String returns the kind's name.
@@ -42,6 +43,8 @@ func (k KeyKind) String() string {
 		return "state"
 	case KindHeartbeat:
 		return "heartbeat"
+	case KindScanTurn:
+		return "scan_turn"
 	}
 	return "foreign"
 }
@@ -52,6 +55,9 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 	rest, ok := strings.CutPrefix(key, k.prefix+":")
 	if !ok {
 		return KindForeign, ""
+	}
+	if rest == "scan" {
+		return KindScanTurn, ""
 	}
 	if owner, ok := strings.CutPrefix(rest, "hb:"); ok {
 		return KindHeartbeat, owner

@@ -35,6 +35,7 @@ import (
 	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/bench/internal/stats"
 	"github.com/redcron/redcron/bench/internal/table"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redis/go-redis/v9"
 )
@@ -203,7 +204,11 @@ func once(ctx context.Context, rl *mutex.Redlock, cfg config, name string, break
 // deleteOn deletes the lock's key through the given clients, in parallel,
 // and returns the instant the last DEL was answered.
 func deleteOn(ctx context.Context, rl *mutex.Redlock, clients []*redis.Client, name string) (time.Time, error) {
-	keys, err := rl.Keyspace().Lock(name)
+	ks, err := engine.NewKeyspace(rl.KeyPrefix())
+	if err != nil {
+		return time.Time{}, err
+	}
+	keys, err := ks.Lock(name)
 	if err != nil {
 		return time.Time{}, err
 	}

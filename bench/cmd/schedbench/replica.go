@@ -46,7 +46,6 @@ func newReplica(id int, addrs []string, prefix string, jobs int, ahead time.Dura
 		scheduler.WithSeconds(),
 		scheduler.WithObserver(col.observer(id)),
 		scheduler.WithInstanceID(fmt.Sprintf("replica-%d", id)),
-		scheduler.WithLeakScan(0),
 		scheduler.WithLockAhead(ahead))
 	if err != nil {
 		rep.close()

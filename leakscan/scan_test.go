@@ -1,4 +1,4 @@
-package mutex_test
+package leakscan
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 // fixes, and checks that the leaks are gone and the live lock untouched.
 func TestLeakScan(t *testing.T) {
 	c := redistest.Start(t, 3)
-	r := newRedlock(t, c)
+	r, s := pair(t, c, "live")
 	ctx := ctxTimeout(t, time.Minute)
-	if err := r.Heartbeat(ctx, "live", time.Minute); err != nil {
+	if err := s.heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
 	live, err := r.TryLock(ctx, "live-job", time.Minute, mutex.Owner("live"))
@@ -45,24 +45,25 @@ func TestLeakScan(t *testing.T) {
 	plant([]int{2}, "redcron:stray", "x", time.Minute)
 	plant([]int{0}, "redcron:{fresh}:lock", value("live", 0), time.Minute) // an acquisition in flight
 
-	rep, err := r.ScanLeaks(ctx, mutex.ScanOptions{MaxAge: time.Hour})
+	s.cfg.maxAge = time.Hour
+	rep, err := s.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]mutex.LeakClass{
-		"forever":       {mutex.LeakNoExpiry},
-		"abandoned":     {mutex.LeakOrphaned},
-		"leftover":      {mutex.LeakMinority},
-		"ancient":       {mutex.LeakOverAge},
-		"junk":          {mutex.LeakUnparseable},
-		"redcron:stray": {mutex.LeakUnparseable},
+	want := map[string][]Class{
+		"forever":       {NoExpiry},
+		"abandoned":     {Orphaned},
+		"leftover":      {Minority},
+		"ancient":       {OverAge},
+		"junk":          {Unparseable},
+		"redcron:stray": {Unparseable},
 		"live-job":      nil,
 		"fresh":         nil,
 	}
 	found := map[string]bool{}
 	for _, f := range rep.Findings {
-		if f.Kind == engine.KindState {
-			if f.Leaked() {
+		if f.Kind == "state" {
+			if len(f.Classes) > 0 {
 				t.Errorf("state of %q reported as %v", f.Name, f.Classes)
 			}
 			continue
@@ -85,9 +86,9 @@ func TestLeakScan(t *testing.T) {
 	if !slices.Equal(rep.Live, []string{"live"}) {
 		t.Errorf("live owners %v", rep.Live)
 	}
-	for _, class := range mutex.LeakClasses() {
+	for _, class := range allClasses() {
 		wantN := 1
-		if class == mutex.LeakUnparseable {
+		if class == Unparseable {
 			wantN = 2
 		}
 		if rep.Counts[class.String()] != wantN {
@@ -97,7 +98,7 @@ func TestLeakScan(t *testing.T) {
 
 	// A lock that changes hands between the scan and the fix is left alone.
 	plant(all, "redcron:{abandoned}:lock", value("new-owner", 0), time.Minute)
-	for _, res := range r.FixLeaks(ctx, rep) {
+	for _, res := range s.Fix(ctx, rep) {
 		if res.Err != nil {
 			t.Errorf("fix %s on %s: %v", res.Key, res.Node, res.Err)
 		}
@@ -105,7 +106,7 @@ func TestLeakScan(t *testing.T) {
 			t.Errorf("fix deleted %s on %s, which changed hands after the scan", res.Key, res.Node)
 		}
 	}
-	after, err := r.ScanLeaks(ctx, mutex.ScanOptions{MaxAge: time.Hour})
+	after, err := s.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,19 +130,19 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 		name  string
 		owner string        // the leftover's owner
 		age   time.Duration // how long ago the leftover was acquired
-		class mutex.LeakClass
+		class Class
 	}{
-		{"dead owner's leftover", "dead", 0, mutex.LeakOrphaned},
-		{"live owner's stale leftover", "live", time.Minute, mutex.LeakMinority},
+		{"dead owner's leftover", "dead", 0, Orphaned},
+		{"live owner's stale leftover", "live", time.Minute, Minority},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := redistest.Start(t, 3)
-			r := newRedlock(t, c)
+			r, s := pair(t, c, "live")
 			ctx := ctxTimeout(t, time.Minute)
-			if err := r.Heartbeat(ctx, "live", time.Minute); err != nil {
+			if err := s.heartbeat(ctx); err != nil {
 				t.Fatal(err)
 			}
-			k := lockKey(t, r, "job")
+			k := lockKey(t, s, "job")
 			leftover := engine.Value{Token: engine.NewToken(), Acquired: time.Now().Add(-tc.age), Owner: tc.owner}.String()
 			if err := c.Node(0).Client(t).Set(ctx, k.Lock, leftover, time.Minute).Err(); err != nil {
 				t.Fatal(err)
@@ -150,33 +151,33 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := r.ScanLeaks(ctx, mutex.ScanOptions{})
+			rep, err := s.Scan(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var f *mutex.Finding
+			var f *Finding
 			for i := range rep.Findings {
-				if rep.Findings[i].Name == "job" && rep.Findings[i].Kind == engine.KindLock {
+				if rep.Findings[i].Name == "job" && rep.Findings[i].Kind == "lock" {
 					f = &rep.Findings[i]
 				}
 			}
 			if f == nil {
 				t.Fatal("no finding for job's lock")
 			}
-			if !slices.Equal(f.Classes, []mutex.LeakClass{tc.class}) {
+			if !slices.Equal(f.Classes, []Class{tc.class}) {
 				t.Errorf("job's classes %v, want [%v]", f.Classes, tc.class)
 			}
 			for _, cp := range f.Copies {
-				want := []mutex.LeakClass(nil)
+				want := []Class(nil)
 				if cp.Value == leftover {
-					want = []mutex.LeakClass{tc.class}
+					want = []Class{tc.class}
 				}
 				if !slices.Equal(cp.Classes, want) {
 					t.Errorf("copy on %s (leftover: %v): classes %v, want %v", cp.Node, cp.Value == leftover, cp.Classes, want)
 				}
 			}
 
-			results := r.FixLeaks(ctx, rep, tc.class)
+			results := s.Fix(ctx, rep, tc.class)
 			if len(results) != 1 || !results[0].Deleted {
 				t.Errorf("fix results %+v, want one: the leftover, deleted", results)
 			}
@@ -197,9 +198,9 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 // minority nor orphaned, and FixLeaks leaves it alone.
 func TestLeakScanPartialSparesLiveLock(t *testing.T) {
 	c := redistest.Start(t, 3)
-	r := newRedlock(t, c)
+	r, s := pair(t, c, "live")
 	ctx := ctxTimeout(t, time.Minute)
-	if err := r.Heartbeat(ctx, "live", time.Minute); err != nil {
+	if err := s.heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
 	live, err := r.TryLock(ctx, "job", time.Minute, mutex.Owner("live"))
@@ -209,20 +210,21 @@ func TestLeakScanPartialSparesLiveLock(t *testing.T) {
 	// The lock and the heartbeat are on nodes 0 and 1 only (node 2 missed
 	// them), and node 1 refuses SCAN.
 	third := c.Node(2).Client(t)
-	if err := third.Del(ctx, lockKey(t, r, "job").Lock, r.Keyspace().Heartbeat("live")).Err(); err != nil {
+	if err := third.Del(ctx, lockKey(t, s, "job").Lock, s.keys.Heartbeat("live")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Node(1).Client(t).Do(ctx, "ACL", "SETUSER", "default", "-scan").Err(); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := r.ScanLeaks(ctx, mutex.ScanOptions{Settle: time.Nanosecond})
+	s.settle = time.Nanosecond
+	rep, err := s.Scan(ctx)
 	if err != nil || len(rep.Errors) != 1 {
 		t.Fatalf("scan with one node refusing SCAN: %v, node errors %v", err, rep.Errors)
 	}
 	if leaks := rep.Leaks(); len(leaks) != 0 {
 		t.Errorf("leaks %+v, want none: the lock is live on a majority", leaks)
 	}
-	if got := r.FixLeaks(ctx, rep); len(got) != 0 {
+	if got := s.Fix(ctx, rep); len(got) != 0 {
 		t.Errorf("fix results %+v, want none", got)
 	}
 	if err := live.Extend(ctx); err != nil {
@@ -233,41 +235,42 @@ func TestLeakScanPartialSparesLiveLock(t *testing.T) {
 // TestLeakScanNodeDown: a dead node is reported, the others are scanned.
 func TestLeakScanNodeDown(t *testing.T) {
 	c := redistest.Start(t, 3)
-	r := newRedlock(t, c)
+	_, s := pair(t, c, "")
 	c.Node(0).Kill()
-	rep, err := r.ScanLeaks(context.Background(), mutex.ScanOptions{})
+	rep, err := s.Scan(context.Background())
 	if err != nil || len(rep.Errors) != 1 {
 		t.Fatalf("scan with one node down: %v, node errors %v", err, rep.Errors)
 	}
 	c.Node(1).Kill()
 	c.Node(2).Kill()
-	if _, err := r.ScanLeaks(context.Background(), mutex.ScanOptions{}); err == nil {
+	if _, err := s.Scan(context.Background()); err == nil {
 		t.Fatal("scan with every node down succeeded")
 	}
 }
 
-// TestHeartbeat: a heartbeat reaches the nodes, and reports each node's
-// answer to the observer, so node health stays fresh between jobs.
+// TestHeartbeat: a heartbeat reaches the nodes, with a TTL of the
+// heartbeat TTL plus the max TTL, and reports each node's answer to the
+// observer, so node health stays fresh between jobs.
 func TestHeartbeat(t *testing.T) {
 	c := redistest.Start(t, 3)
-	rec := &recorder{}
-	r := newRedlock(t, c, mutex.WithObserver(rec))
+	var events []Event
+	_, s := pair(t, c, "replica-1", WithObserver(func(e Event) { events = append(events, e) }))
 	ctx := ctxTimeout(t, time.Minute)
 	c.Node(2).Kill()
-	if err := r.Heartbeat(ctx, "replica-1", time.Minute); err != nil {
+	if err := s.heartbeat(ctx); err != nil {
 		t.Fatalf("heartbeat with 2 of 3 nodes: %v", err)
 	}
 	for i := range 2 {
-		if ttl, err := c.Node(i).Client(t).PTTL(ctx, "redcron:hb:replica-1").Result(); err != nil || ttl <= 0 {
-			t.Errorf("node %d: heartbeat key TTL %v, %v", i, ttl, err)
+		ttl, err := c.Node(i).Client(t).PTTL(ctx, "redcron:hb:replica-1").Result()
+		if err != nil || ttl <= time.Minute || ttl > 75*time.Second {
+			t.Errorf("node %d: heartbeat key TTL %v, %v; want 15s + the max TTL 1m", i, ttl, err)
 		}
 	}
-	ev, ok := rec.last(mutex.EventHeartbeat)
-	if !ok || ev.Name != "replica-1" || ev.Nodes[0].Vote != mutex.VoteYes || !ev.Nodes[2].Vote.Failed() {
-		t.Fatalf("heartbeat event %+v", ev)
+	if len(events) != 1 || events[0].Scan || events[0].Nodes[c.Node(0).Addr()] != nil || events[0].Nodes[c.Node(2).Addr()] == nil {
+		t.Fatalf("heartbeat events %+v", events)
 	}
 	c.Node(1).Kill()
-	if err := r.Heartbeat(ctx, "replica-1", time.Minute); err == nil {
+	if err := s.heartbeat(ctx); err == nil {
 		t.Fatal("heartbeat reaching 1 of 3 nodes succeeded")
 	}
 }
@@ -278,38 +281,39 @@ func TestHeartbeat(t *testing.T) {
 // it: another replica could take the lock while the holder's job runs.
 func TestCutOffOwnerNotOrphaned(t *testing.T) {
 	c := redistest.Start(t, 3)
-	const hbTTL, lockTTL = 500 * time.Millisecond, 3 * time.Second
-	r := newRedlock(t, c, mutex.WithMaxTTL(lockTTL), mutex.WithOwner("cut-off"))
+	const lockTTL = 3 * time.Second
+	r, s := pair(t, c, "cut-off", mutex.WithMaxTTL(lockTTL))
+	s.cfg.beatTTL = 500 * time.Millisecond
 	ctx := ctxTimeout(t, time.Minute)
-	if err := r.Heartbeat(ctx, "cut-off", hbTTL); err != nil {
+	if err := s.heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := r.TryLock(ctx, "job", lockTTL)
+	l, err := r.TryLock(ctx, "job", lockTTL, mutex.Owner("cut-off"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Cut off now: no more heartbeats or extensions. Wait past the
 	// heartbeat's TTL, well within the lease.
-	<-time.After(2 * hbTTL)
+	<-time.After(2 * s.cfg.beatTTL)
 	if !time.Now().Before(l.Until()) {
 		t.Fatal("the lease ran out before the scan; the test's timing is off")
 	}
-	scanner := newRedlock(t, c, mutex.WithMaxTTL(lockTTL))
-	rep, err := scanner.ScanLeaks(ctx, mutex.ScanOptions{})
+	_, scanner := pair(t, c, "", mutex.WithMaxTTL(lockTTL))
+	rep, err := scanner.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range rep.Findings {
-		if f.Name == "job" && f.Has(mutex.LeakOrphaned) {
+		if f.Name == "job" && slices.Contains(f.Classes, Orphaned) {
 			t.Errorf("a lock whose lease is still valid reported orphaned (lease valid for %v more)", time.Until(l.Until()))
 		}
 	}
-	for _, fix := range scanner.FixLeaks(ctx, rep) {
-		if fix.Deleted && fix.Key == lockKey(t, r, "job").Lock {
+	for _, fix := range scanner.Fix(ctx, rep) {
+		if fix.Deleted && fix.Key == lockKey(t, s, "job").Lock {
 			t.Errorf("fix deleted a copy of a live lease on %s", fix.Node)
 		}
 	}
-	if got := keysOn(t, c, lockKey(t, r, "job").Lock); slices.Contains(got, false) {
+	if got := keysOn(t, c, lockKey(t, s, "job").Lock); slices.Contains(got, false) {
 		t.Errorf("live lease's copies after the fix: %v", got)
 	}
 }
@@ -321,29 +325,29 @@ func TestCutOffOwnerNotOrphaned(t *testing.T) {
 // delete it, which would let another replica take it.
 func TestRestartedNodeKeepsOwnerLive(t *testing.T) {
 	c := redistest.Start(t, 3)
-	r := newRedlock(t, c, mutex.WithOwner("owner"), mutex.WithNodeTimeout(100*time.Millisecond))
+	r, s := pair(t, c, "owner", mutex.WithNodeTimeout(100*time.Millisecond))
 	ctx := ctxTimeout(t, time.Minute)
 	c.Node(2).Pause()
-	if err := r.Heartbeat(ctx, "owner", time.Minute); err != nil {
+	if err := s.heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c.Node(2).Resume()
-	l, err := r.TryLock(ctx, "job", time.Minute)
+	l, err := r.TryLock(ctx, "job", time.Minute, mutex.Owner("owner"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
 	c.Node(0).Restart()
-	rep, err := r.ScanLeaks(ctx, mutex.ScanOptions{})
+	rep, err := s.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range rep.Findings {
-		if f.Name == "job" && f.Has(mutex.LeakOrphaned) {
+		if f.Name == "job" && slices.Contains(f.Classes, Orphaned) {
 			t.Errorf("a lock held on a majority reported orphaned: its owner's heartbeat is on one node")
 		}
 	}
-	for _, fix := range r.FixLeaks(ctx, rep, mutex.LeakOrphaned) {
+	for _, fix := range s.Fix(ctx, rep, Orphaned) {
 		if fix.Deleted {
 			t.Errorf("fix deleted %s on %s", fix.Key, fix.Node)
 		}
@@ -355,12 +359,13 @@ func TestRestartedNodeKeepsOwnerLive(t *testing.T) {
 // won, so that they end before its heartbeat key does.
 func TestStaleHeartbeatStopsLeases(t *testing.T) {
 	c := redistest.Start(t, 1)
-	r := newRedlock(t, c, mutex.WithOwner("owner"))
+	r, s := pair(t, c, "owner")
+	s.cfg.beatTTL = 300 * time.Millisecond
 	ctx := ctxTimeout(t, time.Minute)
-	if err := r.Heartbeat(ctx, "owner", 300*time.Millisecond); err != nil {
+	if err := s.heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := r.TryLock(ctx, "job", 5*time.Second)
+	l, err := r.TryLock(ctx, "job", 5*time.Second, mutex.Owner("owner"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,13 +374,18 @@ func TestStaleHeartbeatStopsLeases(t *testing.T) {
 	if err := l.Extend(ctx); err == nil || !strings.Contains(err.Error(), "heartbeat") {
 		t.Errorf("extension with a stale heartbeat: %v, want refused", err)
 	}
-	if other, err := r.TryLock(ctx, "other", 5*time.Second); err == nil || !errors.Is(err, mutex.ErrNotAcquired) {
+	if other, err := r.TryLock(ctx, "other", 5*time.Second, mutex.Owner("owner")); err == nil || !errors.Is(err, mutex.ErrNotAcquired) {
 		if other != nil {
 			_ = other.Release(ctx)
 		}
 		t.Errorf("acquisition with a stale heartbeat: %v, want refused", err)
 	}
-	if err := r.Heartbeat(ctx, "owner", 300*time.Millisecond); err != nil {
+	if other, err := r.TryLock(ctx, "another owner's", 5*time.Second, mutex.Owner("someone-else")); err != nil {
+		t.Errorf("acquisition for another owner: %v", err)
+	} else {
+		_ = other.Release(ctx)
+	}
+	if err := s.heartbeat(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Extend(ctx); err != nil {

@@ -13,8 +13,7 @@ import (
 	"github.com/redcron/redcron/scheduler"
 )
 
-// Locker is an in-memory scheduler.Locker, scheduler.BatchLocker,
-// scheduler.Heartbeater and scheduler.RequestChecker with the semantics of
+// Locker is an in-memory scheduler.Locker with the semantics of
 // the Redis one, for a single process, but for one race: over Redis a
 // replica asking for a tick gets ErrHeld only until the winner has
 // committed it (right after its vote) and ErrAlreadyRun after, while here it
@@ -42,15 +41,9 @@ type Locker struct {
 	failNext        int
 	acquireAllCalls int
 	grants          []Grant
-	heartbeats      []Heartbeat
 }
 
-var (
-	_ scheduler.Locker         = (*Locker)(nil)
-	_ scheduler.BatchLocker    = (*Locker)(nil)
-	_ scheduler.Heartbeater    = (*Locker)(nil)
-	_ scheduler.RequestChecker = (*Locker)(nil)
-)
+var _ scheduler.Locker = (*Locker)(nil)
 
 type jobState struct {
 	holder *lease // nil if free
@@ -76,21 +69,14 @@ type Grant struct {
 	Lost bool
 }
 
-// Heartbeat is the record of one call of Locker.Heartbeat.
-type Heartbeat struct {
-	Owner string
-	TTL   time.Duration
-	At    time.Time
-}
-
 // NewLocker returns an empty Locker.
 func NewLocker() *Locker {
 	return &Locker{jobs: make(map[string]*jobState)}
 }
 
-// CheckRequest implements scheduler.RequestChecker: it refuses an empty job
+// Check implements scheduler.Locker: it refuses an empty job
 // name and a TTL that is not positive, as Acquire does.
-func (l *Locker) CheckRequest(req scheduler.LockRequest) error {
+func (l *Locker) Check(req scheduler.LockRequest) error {
 	switch {
 	case req.Job == "":
 		return errors.New("schedulertest: empty job name")
@@ -105,7 +91,7 @@ func (l *Locker) Acquire(ctx context.Context, req scheduler.LockRequest) (schedu
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := l.CheckRequest(req); err != nil {
+	if err := l.Check(req); err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
@@ -113,7 +99,7 @@ func (l *Locker) Acquire(ctx context.Context, req scheduler.LockRequest) (schedu
 	return l.acquireLocked(req)
 }
 
-// AcquireAll implements scheduler.BatchLocker: it makes one attempt at each
+// AcquireAll implements scheduler.Locker: it makes one attempt at each
 // request, in order, as Acquire would, and counts the call (see
 // AcquireAllCalls). Each request is one attempt for FailNext.
 func (l *Locker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
@@ -126,7 +112,7 @@ func (l *Locker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) [
 			out[i].Err = err
 			continue
 		}
-		if err := l.CheckRequest(req); err != nil {
+		if err := l.Check(req); err != nil {
 			out[i].Err = err
 			continue
 		}
@@ -180,17 +166,6 @@ func (l *Locker) acquireLocked(req scheduler.LockRequest) (scheduler.Lease, erro
 		Job: req.Job, Tick: req.Tick, Owner: req.Owner, Fence: st.fence, TTL: req.TTL, Acquired: now,
 	})
 	return h, nil
-}
-
-// Heartbeat implements scheduler.Heartbeater by recording the call.
-func (l *Locker) Heartbeat(ctx context.Context, owner string, ttl time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.heartbeats = append(l.heartbeats, Heartbeat{Owner: owner, TTL: ttl, At: time.Now()})
-	return nil
 }
 
 // FailNext makes the next n lock attempts (calls of Acquire, or requests of
@@ -258,13 +233,6 @@ func (l *Locker) Grants() []Grant {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Clone(l.grants)
-}
-
-// Heartbeats returns the record of every call of Heartbeat, in order.
-func (l *Locker) Heartbeats() []Heartbeat {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.heartbeats)
 }
 
 func (l *Locker) job(name string) *jobState {

@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 var (
@@ -210,21 +210,6 @@ func TestFailNext(t *testing.T) {
 	}
 }
 
-func TestHeartbeats(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := schedulertest.NewLocker()
-		t0 := time.Now()
-		_ = l.Heartbeat(context.Background(), "a", 15*time.Second)
-		time.Sleep(time.Second)
-		_ = l.Heartbeat(context.Background(), "b", 10*time.Second)
-		want := []schedulertest.Heartbeat{{Owner: "a", TTL: 15 * time.Second, At: t0}, {Owner: "b", TTL: 10 * time.Second, At: t0.Add(time.Second)}}
-		got := l.Heartbeats()
-		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
-			t.Errorf("heartbeats %+v, want %+v", got, want)
-		}
-	})
-}
-
 // TestConcurrentAcquire races many acquisitions of one tick: one wins.
 func TestConcurrentAcquire(t *testing.T) {
 	l := schedulertest.NewLocker()
@@ -247,17 +232,17 @@ func TestConcurrentAcquire(t *testing.T) {
 	}
 }
 
-func TestCheckRequest(t *testing.T) {
+func TestCheck(t *testing.T) {
 	l := schedulertest.NewLocker()
 	for _, r := range []scheduler.LockRequest{{Job: "", TTL: time.Second}, {Job: "job", TTL: 0}} {
-		if err := l.CheckRequest(r); err == nil {
-			t.Errorf("CheckRequest(%+v) = nil", r)
+		if err := l.Check(r); err == nil {
+			t.Errorf("Check(%+v) = nil", r)
 		}
 		if _, err := l.Acquire(context.Background(), r); err == nil {
 			t.Errorf("Acquire(%+v) succeeded", r)
 		}
 	}
-	if err := l.CheckRequest(req("job", t1)); err != nil {
+	if err := l.Check(req("job", t1)); err != nil {
 		t.Errorf("CheckRequest: %v", err)
 	}
 }

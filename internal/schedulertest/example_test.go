@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
-	"github.com/redcron/redcron/scheduler/schedulertest"
 )
 
 // The Locker grants one lease per tick, refuses the tick to others while it

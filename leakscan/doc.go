@@ -1,0 +1,19 @@
+// Package leakscan finds the locks that redcron's replicas left behind, and
+// keeps the heartbeats that tell them from the locks of live replicas.
+//
+// Every replica's Scanner publishes a heartbeat for its instance id on
+// every node (Run). The locks of an owner without a live heartbeat on any
+// node are orphaned: a replica that crashed, or whose lease outlived it.
+// At an interval, one replica at a time scans every node (SCAN, never KEYS)
+// and classifies the keys under the prefix: locks without expiry, orphaned
+// locks, minority copies left by failed acquisitions, locks held longer
+// than the max hold, and foreign keys. It logs and reports them; Fix
+// deletes the copies of chosen classes by compare-and-delete.
+//
+// The heartbeat is part of the lease's safety: a replica whose last
+// successful heartbeat is older than its TTL neither wins nor extends
+// leases (Check, given to the Redlock with mutex.WithOwnerCheck), so that a
+// replica cut off from the nodes has lost its leases before the scan can
+// call it dead. The root package redcron wires all this; the scheduler
+// does not know it exists.
+package leakscan

@@ -1,0 +1,164 @@
+package leakscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/internal/engine"
+)
+
+// Scan SCANs every node (never KEYS) for the keys under the prefix and
+// classifies them, now, without waiting for its turn. It reads only. Nodes
+// that cannot be scanned are listed in the report's Errors; the error is
+// non-nil only when no node could be scanned. A node not scanned counts as
+// if it held a copy of every lock and a heartbeat of every owner, so that
+// no live lock is reported, or fixed, as a leak: with nodes missing, a
+// lock is a minority, or its owner dead, only if it would be whatever they
+// hold. Locks without an owner are never orphaned.
+func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
+	start := time.Now()
+	rep := &Report{Prefix: s.keys.Prefix(), Nodes: len(s.nodes), Quorum: s.quorum, Counts: map[string]int{}}
+	for _, c := range allClasses() {
+		rep.Counts[c.String()] = 0
+	}
+	byID, live := s.read(ctx, rep)
+	if len(rep.Errors) == len(s.nodes) {
+		return rep, fmt.Errorf("leakscan: no node could be scanned: %w", errors.Join(rep.Errors...))
+	}
+	for owner := range live {
+		rep.Live = append(rep.Live, owner)
+	}
+	slices.Sort(rep.Live)
+	order := make(map[string]int, len(s.nodes))
+	for i, n := range s.nodes {
+		order[n.Name()] = i
+	}
+	now := time.Now()
+	for _, f := range byID {
+		s.classify(f, rep, now)
+		slices.SortFunc(f.Copies, func(a, b Copy) int { return order[a.Node] - order[b.Node] })
+		rep.Findings = append(rep.Findings, *f)
+		for _, c := range f.Classes {
+			rep.Counts[c.String()]++
+		}
+	}
+	slices.SortFunc(rep.Findings, func(a, b Finding) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Kind, b.Kind)
+	})
+	rep.Took = time.Since(start)
+	for _, f := range rep.Leaks() {
+		nodes := make([]string, len(f.Copies))
+		for i, c := range f.Copies {
+			nodes[i] = c.Node
+		}
+		s.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "leaked lock", slog.String("lock", f.Name),
+			slog.Any("classes", f.Classes), slog.Any("nodes", nodes))
+	}
+	return rep, nil
+}
+
+// read scans every node in parallel and groups the copies by lock (or by
+// key, for foreign keys); it returns the groups and the owners with a live
+// heartbeat on some node. Nodes that fail go to rep.Errors.
+func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, map[string]bool) {
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		byID = map[string]*Finding{}
+		live = map[string]bool{}
+	)
+	for _, n := range s.nodes {
+		wg.Go(func() {
+			var copies []Copy
+			err := n.Scan(ctx, s.keys.Pattern(), func(ki engine.KeyInfo) error {
+				if ki.Type != "none" { // "none": gone between SCAN and the read
+					copies = append(copies, Copy{Node: n.Name(), Key: ki.Key, Type: ki.Type, Value: ki.Value, TTL: ki.TTL})
+				}
+				return nil
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				rep.Errors = append(rep.Errors, err)
+				return
+			}
+			rep.Scanned += len(copies)
+			for _, c := range copies {
+				kind, name := s.keys.Parse(c.Key)
+				if c.TTL > 0 && (kind == engine.KindHeartbeat || kind == engine.KindScanTurn) {
+					if kind == engine.KindHeartbeat {
+						live[name] = true
+					}
+					continue
+				}
+				id := kind.String() + "\x00" + name
+				if kind != engine.KindLock && kind != engine.KindState {
+					id, name = "key\x00"+c.Key, c.Key
+				}
+				f := byID[id]
+				if f == nil {
+					f = &Finding{Name: name, Kind: kind.String()}
+					byID[id] = f
+				}
+				f.Copies = append(f.Copies, c)
+			}
+		})
+	}
+	wg.Wait()
+	return byID, live
+}
+
+// classify sets the classes of f's copies, each judged by its own value,
+// and f's, their union.
+func (s *Scanner) classify(f *Finding, rep *Report, now time.Time) {
+	copiesOf := map[string]int{} // lock value → the copies holding it
+	for i := range f.Copies {
+		c := &f.Copies[i]
+		if c.TTL == -1 {
+			c.Classes = append(c.Classes, NoExpiry)
+		}
+		switch {
+		case f.Kind == "lock":
+			v, err := engine.ParseValue(c.Value)
+			if c.Type != "string" || err != nil {
+				c.Classes = append(c.Classes, Unparseable)
+				continue
+			}
+			c.Owner, c.Acquired = v.Owner, v.Acquired
+			copiesOf[c.Value]++
+		case f.Kind == "state" && c.Type != "hash", f.Kind == "foreign":
+			c.Classes = append(c.Classes, Unparseable)
+		}
+	}
+	unscanned := len(rep.Errors)
+	for i := range f.Copies {
+		c := &f.Copies[i]
+		if c.Acquired.IsZero() {
+			continue
+		}
+		age := now.Sub(c.Acquired)
+		if c.Owner != "" && unscanned == 0 && !slices.Contains(rep.Live, c.Owner) {
+			c.Classes = append(c.Classes, Orphaned)
+		}
+		if copiesOf[c.Value]+unscanned < s.quorum && age > s.settle {
+			c.Classes = append(c.Classes, Minority)
+		}
+		if s.cfg.maxAge > 0 && age > s.cfg.maxAge {
+			c.Classes = append(c.Classes, OverAge)
+		}
+	}
+	for _, class := range allClasses() {
+		if slices.ContainsFunc(f.Copies, func(c Copy) bool { return slices.Contains(c.Classes, class) }) {
+			f.Classes = append(f.Classes, class)
+		}
+	}
+}

@@ -1,0 +1,240 @@
+package leakscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/mutex"
+)
+
+// Scanner keeps one replica's heartbeat and, one replica at a time, scans
+// the nodes of a Redlock for leaked locks. Create it with New; it is safe
+// for concurrent use.
+type Scanner struct {
+	r      *mutex.Redlock
+	nodes  []*engine.Node
+	keys   engine.Keyspace
+	quorum int
+	owner  string
+	cfg    config
+	beats  beats
+	// settle is how old a lock must be before it is reported as a
+	// minority, so that acquisitions in flight are not: 10 s.
+	settle time.Duration
+}
+
+// Event is a heartbeat or a scan of a Scanner, for metrics.
+type Event struct {
+	// Scan is true for a scan, false for a heartbeat.
+	Scan bool
+	// Nodes is every node's error for a heartbeat, by node name (nil: the
+	// node took it).
+	Nodes map[string]error
+	// Leaks counts a scan's leaked locks by class name, every class present.
+	Leaks map[string]int
+	// Duration is how long the heartbeat or the scan took.
+	Duration time.Duration
+	// Err says why the heartbeat or the scan failed.
+	Err error
+}
+
+// ErrInvalidOption is matched by the errors of New for a bad option or
+// argument.
+var ErrInvalidOption = errors.New("leakscan: invalid option")
+
+// Option configures New.
+type Option func(*config) error
+
+type config struct {
+	interval  time.Duration // between scans; 0: none
+	maxAge    time.Duration // over-age above this; 0: never; -1: the Redlock's max hold
+	beatEvery time.Duration
+	beatTTL   time.Duration
+	logger    *slog.Logger
+	observers []func(Event)
+}
+
+// WithInterval sets how often Run scans (one replica at a time: the one
+// that set the scan-turn key on a majority of the nodes). The default is 5 minutes; 0
+// turns periodic scans off; otherwise at least a second.
+func WithInterval(every time.Duration) Option {
+	return func(c *config) error {
+		if every != 0 && every < time.Second {
+			return fmt.Errorf("%w: WithInterval: %v is below 1s", ErrInvalidOption, every)
+		}
+		c.interval = every
+		return nil
+	}
+}
+
+// WithMaxAge reports locks acquired longer ago than d as OverAge; 0 turns
+// the check off. The default is the Redlock's max hold (mutex.WithMaxHold),
+// which no lease kept alive by KeepAlive outlives.
+func WithMaxAge(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: WithMaxAge: negative %v", ErrInvalidOption, d)
+		}
+		c.maxAge = d
+		return nil
+	}
+}
+
+// WithHeartbeat sets how often Run publishes the owner's heartbeat and for
+// how long each counts. interval must be at least a second (it bounds each
+// heartbeat's call too), and ttl at least twice interval, so that the next
+// heartbeat lands before the last expires. The owner's leases are neither
+// won nor extended while its last successful heartbeat is older than ttl
+// (see Check). The defaults are 5 s and 15 s.
+func WithHeartbeat(interval, ttl time.Duration) Option {
+	return func(c *config) error {
+		if interval < time.Second {
+			return fmt.Errorf("%w: WithHeartbeat: interval %v is less than a second", ErrInvalidOption, interval)
+		}
+		if ttl < 2*interval {
+			return fmt.Errorf("%w: WithHeartbeat: ttl %v is less than twice the interval %v", ErrInvalidOption, ttl, interval)
+		}
+		c.beatEvery, c.beatTTL = interval, ttl
+		return nil
+	}
+}
+
+// WithLogger logs failed heartbeats and scans, and leaked locks. The
+// default is silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidOption)
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithObserver adds a function called with every heartbeat and scan of
+// Run, from Run's goroutines; it must not block. The default is none.
+func WithObserver(f func(Event)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("%w: WithObserver: nil function", ErrInvalidOption)
+		}
+		c.observers = append(c.observers, f)
+		return nil
+	}
+}
+
+// New returns a Scanner over r's nodes for the replica owner (its instance
+// id, the owner of its locks), or, with owner empty, a Scanner that only
+// scans and fixes, as an admin command does. It does no I/O.
+func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: New: nil Redlock", ErrInvalidOption)
+	}
+	cfg := config{interval: 5 * time.Minute, maxAge: -1, beatEvery: 5 * time.Second, beatTTL: 15 * time.Second,
+		logger: slog.New(slog.DiscardHandler)}
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: New: option %d is nil", ErrInvalidOption, i)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	keys, err := engine.NewKeyspace(r.KeyPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg, settle: 10 * time.Second}
+	for _, n := range r.Nodes() {
+		s.nodes = append(s.nodes, (*engine.Node)(n))
+	}
+	s.quorum = len(s.nodes)/2 + 1
+	if s.cfg.maxAge < 0 {
+		s.cfg.maxAge = r.MaxHold()
+	}
+	return s, nil
+}
+
+// Run publishes the owner's heartbeat at once and then at the heartbeat
+// interval, and scans at the scan interval (the first after a random delay
+// of up to one interval, so that replicas started together take turns),
+// until ctx is done. Without an owner it only scans.
+func (s *Scanner) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	if s.owner != "" {
+		wg.Go(func() { s.heartbeats(ctx) })
+	}
+	if s.cfg.interval > 0 {
+		wg.Go(func() { s.scans(ctx) })
+	}
+	wg.Wait()
+}
+
+// scans runs a scan under the scan lock at every interval until ctx is
+// done, and reports each.
+func (s *Scanner) scans(ctx context.Context) {
+	every := s.cfg.interval
+	timer := time.NewTimer(every/2 + rand.N(every/2+1))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, every)
+		s.scanOnce(sctx)
+		cancel()
+		timer.Reset(every)
+	}
+}
+
+// scanOnce scans in its turn, unless another replica has it, and reports
+// the counts by class. A scan that could not read every node fails: its
+// counts would hide the leaks of the nodes it missed.
+func (s *Scanner) scanOnce(ctx context.Context) {
+	start := time.Now()
+	giveBack, err := s.takeTurn(ctx, s.cfg.interval)
+	if errors.Is(err, errNotMyTurn) {
+		return
+	}
+	var rep *Report
+	if err == nil {
+		rep, err = s.Scan(ctx)
+		giveBack()
+	}
+	if err == nil && len(rep.Errors) > 0 {
+		err = fmt.Errorf("leakscan: %d of %d nodes could not be scanned: %w", len(rep.Errors), rep.Nodes, errors.Join(rep.Errors...))
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "leak scan failed", slog.Any("error", err))
+			s.emit(Event{Scan: true, Duration: time.Since(start), Err: err})
+		}
+		return
+	}
+	attrs := make([]slog.Attr, 0, len(rep.Counts)+1)
+	total := 0
+	for _, c := range allClasses() {
+		total += rep.Counts[c.String()]
+		attrs = append(attrs, slog.Int(c.String(), rep.Counts[c.String()]))
+	}
+	level := slog.LevelDebug
+	if total > 0 {
+		level = slog.LevelWarn
+	}
+	s.cfg.logger.LogAttrs(ctx, level, "leak scan", append(attrs, slog.Int("leaked", total))...)
+	s.emit(Event{Scan: true, Duration: time.Since(start), Leaks: rep.Counts})
+}
+
+func (s *Scanner) emit(e Event) {
+	for _, f := range s.cfg.observers {
+		f(e)
+	}
+}

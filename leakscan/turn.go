@@ -1,0 +1,58 @@
+package leakscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/internal/engine"
+)
+
+// errNotMyTurn: another replica holds the scan turn.
+var errNotMyTurn = errors.New("leakscan: another replica is scanning")
+
+// takeTurn sets the scan-turn key on every node if absent, for ttl, and
+// returns a function that gives the turn back, when a majority took it.
+// It returns errNotMyTurn when another replica holds the turn on enough
+// nodes, and an error naming the nodes when too few answered. The turn is
+// only there to spare the nodes duplicate scans: two replicas scanning at
+// once would be harmless, as a scan only reads.
+func (s *Scanner) takeTurn(ctx context.Context, ttl time.Duration) (func(), error) {
+	key, token := s.keys.ScanTurn(), engine.NewToken()
+	set := make([]bool, len(s.nodes))
+	errs := make([]error, len(s.nodes))
+	var wg sync.WaitGroup
+	for i, n := range s.nodes {
+		wg.Go(func() { set[i], errs[i] = n.Client().SetNX(ctx, key, token, ttl).Result() })
+	}
+	wg.Wait()
+	giveBack := func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		for i, n := range s.nodes {
+			if set[i] {
+				_, _ = n.DeleteIfValue(ctx, key, token)
+			}
+		}
+	}
+	taken, answered := 0, 0
+	for i := range s.nodes {
+		if errs[i] == nil {
+			answered++
+			if set[i] {
+				taken++
+			}
+		}
+	}
+	switch {
+	case taken >= s.quorum:
+		return giveBack, nil
+	case answered-taken >= s.quorum:
+		giveBack()
+		return nil, errNotMyTurn
+	}
+	giveBack()
+	return nil, fmt.Errorf("leakscan: the scan turn reached %d of %d nodes: %w", answered, len(s.nodes), errors.Join(errs...))
+}
