@@ -17,14 +17,14 @@ import (
 // lockEvents are an acquisition granted by three nodes and one refused
 // because a node failed and another restarted.
 func lockEvents() (ok, failed mutex.Event) {
-	ok = mutex.Event{Kind: mutex.EventAcquire, Name: "j", Duration: time.Millisecond, Nodes: []mutex.NodeResult{
-		{Node: "n1", Vote: mutex.VoteYes}, {Node: "n2", Vote: mutex.VoteYes}, {Node: "n3", Vote: mutex.VoteYes},
+	ok = mutex.Event{Op: "acquire", Name: "j", Duration: time.Millisecond, Nodes: []mutex.NodeResult{
+		{Node: "n1", Vote: "yes"}, {Node: "n2", Vote: "yes"}, {Node: "n3", Vote: "yes"},
 	}}
 	nodes := []mutex.NodeResult{
-		{Node: "n1", Vote: mutex.VoteYes}, {Node: "n2", Vote: mutex.VoteUnreachable, Err: errors.New("refused")},
-		{Node: "n3", Vote: mutex.VoteWarmingUp},
+		{Node: "n1", Vote: "yes"}, {Node: "n2", Vote: "unreachable", Err: errors.New("refused")},
+		{Node: "n3", Vote: "warming_up"},
 	}
-	failed = mutex.Event{Kind: mutex.EventAcquire, Name: "j", Duration: time.Millisecond, Nodes: nodes,
+	failed = mutex.Event{Op: "acquire", Name: "j", Duration: time.Millisecond, Nodes: nodes,
 		Err: &mutex.QuorumError{Op: "acquire", Name: "j", Quorum: 2, Nodes: nodes, Reason: mutex.ErrNoQuorum}}
 	return ok, failed
 }
@@ -47,8 +47,8 @@ func TestConcurrentObservers(t *testing.T) {
 				so.Observe(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "stays", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond})
 				so.Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "stays", RunID: id, Result: scheduler.ResultSuccess, Duration: time.Millisecond})
 				so.Observe(scheduler.Event{Kind: scheduler.EventSkipped, Job: "stays", Skip: scheduler.SkipHeld})
-				lo.ObserveLock(ok)
-				lo.ObserveLock(failed)
+				lo(ok)
+				lo(failed)
 				switch i % 3 {
 				case 0:
 					so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: churn})
@@ -109,8 +109,8 @@ func TestHooksDoNotAllocate(t *testing.T) {
 	for name, f := range map[string]func(){
 		"run":      func() { so.Observe(started); so.Observe(finished) },
 		"skip":     func() { so.Observe(skipped) },
-		"acquired": func() { lo.ObserveLock(ok) },
-		"refused":  func() { lo.ObserveLock(failed) },
+		"acquired": func() { lo(ok) },
+		"refused":  func() { lo(failed) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s: %v allocations per event", name, n)
@@ -146,7 +146,7 @@ func BenchmarkLockObserver(b *testing.B) {
 	ok, _ := lockEvents()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			lo.ObserveLock(ok)
+			lo(ok)
 		}
 	})
 }

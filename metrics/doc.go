@@ -54,7 +54,7 @@
 //     no_quorum.
 //   - node: the node names given to store.NewNode, learned from the nodes'
 //     answers or declared with WithNodes. vote: timeout, unreachable, error
-//     (the mutex.Vote values for which Failed is true).
+//     (the votes that are failures of the node: mutex.NodeResult.Vote).
 //   - class: no_expiry, orphaned, minority, over_age, unparseable
 //     (the leakscan.Class values); result of leak scans: ok, failed.
 //

@@ -34,7 +34,7 @@ func extendResultName(i int) string  { return [...]string{"extended", "lost", "n
 func releaseResultName(i int) string { return [...]string{"released", "lost", "no_quorum"}[i] }
 
 // Node failure votes (label vote of redcron_lock_node_errors_total), as
-// indexes: the votes for which mutex.Vote.Failed is true.
+// indexes: the votes that are failures of the node.
 const (
 	failTimeout = iota
 	failUnreachable
@@ -42,8 +42,8 @@ const (
 	numFailVotes
 )
 
-func failVote(i int) mutex.Vote {
-	return [...]mutex.Vote{mutex.VoteTimeout, mutex.VoteUnreachable, mutex.VoteError}[i]
+func failVote(i int) string {
+	return [...]string{"timeout", "unreachable", "error"}[i]
 }
 
 // nodeSeries are one node's series.
@@ -53,27 +53,23 @@ type nodeSeries struct {
 	warmingUp prometheus.Gauge
 }
 
-// lockObserver is the mutex.Observer of a Collector.
-type lockObserver struct{ c *Collector }
-
-// ObserveLock implements mutex.Observer. It does no I/O and takes no lock
-// for long: the series are resolved once per node.
-func (o lockObserver) ObserveLock(e mutex.Event) {
-	c := o.c
+// observeLock records a lock event. It does no I/O and takes no lock for
+// long: the series are resolved once per node.
+func (c *Collector) observeLock(e mutex.Event) {
 	// The votes of a failed commit (the second round of an acquisition)
 	// say nothing about a node's uptime.
 	uptimeVotes := false
-	switch e.Kind {
-	case mutex.EventAcquire:
+	switch e.Op {
+	case "acquire":
 		c.acquireBy[acquireResult(e.Err)].Inc()
 		c.acquireDuration.Observe(e.Duration.Seconds())
 		qe, ok := e.Err.(*mutex.QuorumError)
 		uptimeVotes = !ok || qe.Op == "acquire"
-	case mutex.EventExtend:
+	case "extend":
 		c.extendBy[opResult(e.Err)].Inc()
-	case mutex.EventRelease:
+	case "release":
 		c.releaseBy[opResult(e.Err)].Inc()
-	case mutex.EventLost:
+	case "lost":
 		c.leasesLost.Inc()
 	default:
 		return
@@ -85,11 +81,12 @@ func (o lockObserver) ObserveLock(e mutex.Event) {
 
 // observeNode records one node's answer.
 func (c *Collector) observeNode(r mutex.NodeResult, uptimeVotes bool) {
-	if r.Node == "" || r.Vote == 0 || r.Vote == mutex.VoteCanceled {
+	if r.Node == "" || r.Vote == "" || r.Vote == "canceled" {
 		return // no answer, or the caller gave up: nothing about the node
 	}
 	n := c.node(r.Node)
-	if !r.Vote.Failed() {
+	failed := r.Vote == "timeout" || r.Vote == "unreachable" || r.Vote == "error"
+	if !failed {
 		n.up.Set(1)
 		if uptimeVotes {
 			if r.WarmingUp() {
@@ -128,7 +125,7 @@ func (c *Collector) node(name string) *nodeSeries {
 	}
 	n.up.Set(1)
 	for i := range numFailVotes {
-		n.errors[i] = c.nodeErrors.WithLabelValues(name, failVote(i).String())
+		n.errors[i] = c.nodeErrors.WithLabelValues(name, failVote(i))
 	}
 	c.nodes[name] = n
 	return n

@@ -208,16 +208,16 @@ func TestKilledNode(t *testing.T) {
 // to others must not keep it at 1. (A refusal from a node still in
 // quarantine keeps it at 1: TestWarmingUpNodes.)
 func TestWarmingUpEndsWithACountedVote(t *testing.T) {
-	for _, vote := range []mutex.Vote{mutex.VoteYes, mutex.VoteHeld, mutex.VoteAlreadyRun} {
-		t.Run(vote.String(), func(t *testing.T) {
+	for _, vote := range []string{"yes", "held", "already_run"} {
+		t.Run(vote, func(t *testing.T) {
 			m, reg := newCollector(t, metrics.WithNodes("n1"))
 			o := m.LockObserver()
-			o.ObserveLock(mutex.Event{Kind: mutex.EventAcquire, Name: "j", Err: &mutex.QuorumError{Op: "acquire", Reason: mutex.ErrNoQuorum},
-				Nodes: []mutex.NodeResult{{Node: "n1", Vote: mutex.VoteWarmingUp}}})
+			o(mutex.Event{Op: "acquire", Name: "j", Err: &mutex.QuorumError{Op: "acquire", Reason: mutex.ErrNoQuorum},
+				Nodes: []mutex.NodeResult{{Node: "n1", Vote: "warming_up"}}})
 			if v, _ := value(t, reg, "redcron_lock_node_warming_up", "node", "n1"); v != 1 {
 				t.Fatalf("quarantined %v after a restarted vote, want 1", v)
 			}
-			o.ObserveLock(mutex.Event{Kind: mutex.EventAcquire, Name: "j", Nodes: []mutex.NodeResult{{Node: "n1", Vote: vote}}})
+			o(mutex.Event{Op: "acquire", Name: "j", Nodes: []mutex.NodeResult{{Node: "n1", Vote: vote}}})
 			if v, _ := value(t, reg, "redcron_lock_node_warming_up", "node", "n1"); v != 0 {
 				t.Errorf("quarantined %v after a counted %s vote, want 0", v, vote)
 			}

@@ -192,6 +192,6 @@ func (c *Collector) SchedulerObserver() scheduler.Observer { return schedulerObs
 
 // LockObserver returns the hook to pass to mutex.WithObserver. The lock
 // metrics count every lock of the Redlock.
-func (c *Collector) LockObserver() mutex.Observer { return lockObserver{c} }
+func (c *Collector) LockObserver() func(mutex.Event) { return c.observeLock }
 
 var _ prometheus.Collector = (*Collector)(nil)

@@ -88,7 +88,7 @@ func (rd *round) commit(ctx context.Context) {
 	r := rd.r
 	var commits []commitItem
 	for j, q := range rd.reqs {
-		if count(rd.votes[j], VoteYes) < r.quorum {
+		if count(rd.votes[j], voteYes) < r.quorum {
 			rd.failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: rd.votes[j]}
 			rd.failed[j].Holder, rd.failed[j].Reason = acquireReason(rd.votes[j], r.quorum)
 			if v, err := engine.ParseValue(rd.failed[j].Holder); err == nil {
@@ -140,7 +140,7 @@ func (rd *round) finish(ctx context.Context) []Result {
 		}
 		out[j].Lock = &Lock{r: r, keys: q.keys, value: rd.areqs[j].Value, token: q.token, fence: rd.fences[j],
 			occurrence: q.lc.occurrence, owner: q.lc.owner, ttl: q.ttl, acquired: rd.start, until: until}
-		ev := out[j].Lock.event(EventAcquire, nil)
+		ev := out[j].Lock.event(opAcquire, nil)
 		ev.Fence, ev.Duration, ev.Nodes = rd.fences[j], time.Since(rd.start), rd.votes[j]
 		r.observe(ev)
 	}
@@ -211,7 +211,7 @@ func (r *Redlock) commitAll(ctx context.Context, items []commitItem) []commitIte
 			node.CommitAllAsync(ctx, reqs, r.cfg.stateTTL, func(rs []engine.CommitResult) {
 				res := make([]NodeResult, len(round))
 				for o := range res {
-					res[o].Vote = VoteYes // confirmed in an earlier round
+					res[o].Vote = voteYes // confirmed in an earlier round
 				}
 				for x, c := range rs {
 					res[at[x]] = boolResult(c.Held, c.Err)
@@ -223,13 +223,13 @@ func (r *Redlock) commitAll(ctx context.Context, items []commitItem) []commitIte
 		for o, k := range open {
 			rs := results[o]
 			for i := range rs {
-				confirmed[k*n+i] = confirmed[k*n+i] || rs[i].Vote == VoteYes
+				confirmed[k*n+i] = confirmed[k*n+i] || rs[i].Vote == voteYes
 			}
 			items[k].results = rs
 			switch {
-			case count(rs, VoteYes) >= r.quorum:
+			case count(rs, voteYes) >= r.quorum:
 				items[k].ok = true
-			case count(rs, VoteNotOwner)+count(rs, VoteError) > n-r.quorum, // definite
+			case count(rs, voteNotOwner)+count(rs, voteError) > n-r.quorum, // definite
 				ctx.Err() != nil,
 				!time.Now().Add(r.nodeTimeoutFor(len(open))).Before(items[k].until):
 			default:
@@ -262,7 +262,7 @@ func acquireDecider(n, quorum int) decider {
 	return func(rs []NodeResult) bool {
 		yes, answered := 0, 0
 		for _, r := range rs {
-			if r.Vote == VoteYes {
+			if r.Vote == voteYes {
 				yes++
 			}
 			if !r.pending() {
@@ -289,10 +289,10 @@ func acquireDecider(n, quorum int) decider {
 // minority (left by a winner whose commit failed), are undecided: a later
 // attempt may win.
 func acquireReason(rs []NodeResult, quorum int) (holder string, reason error) {
-	if count(rs, VoteAlreadyRun) >= quorum {
+	if count(rs, voteAlreadyRun) >= quorum {
 		return "", ErrAlreadyRun
 	}
-	counts := func(r NodeResult) bool { return r.Vote == VoteHeld && !r.unproven }
+	counts := func(r NodeResult) bool { return r.Vote == voteHeld && !r.unproven }
 	for i, a := range rs {
 		if !counts(a) {
 			continue
@@ -316,7 +316,7 @@ func (r *Redlock) reportFailure(ctx context.Context, qerr *QuorumError, start ti
 	if err := ctx.Err(); err != nil {
 		qerr.Cause = context.Cause(ctx)
 	}
-	r.observe(Event{Kind: EventAcquire, Name: qerr.Name, Err: qerr, Duration: time.Since(start), Nodes: qerr.Nodes,
+	r.observe(Event{Op: opAcquire, Name: qerr.Name, Err: qerr, Duration: time.Since(start), Nodes: qerr.Nodes,
 		Occurrence: occurrenceTime(occurrence)})
 	return qerr
 }
@@ -385,7 +385,7 @@ func (s *stragglers) abandon(rs []NodeResult) []bool {
 // or whose call was never sent.
 func mayHold(res NodeResult) bool {
 	switch res.Vote {
-	case 0, VoteHeld, VoteAlreadyRun:
+	case "", voteHeld, voteAlreadyRun:
 		return false
 	}
 	return !errors.Is(res.Err, engine.ErrNotSent)

@@ -3,7 +3,6 @@ package mutex
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -47,65 +46,43 @@ var (
 	ErrNodeRefused = errors.New("mutex: node not counted")
 )
 
-// Vote is one node's answer to one operation.
-type Vote uint8
-
-// The votes a node can cast.
+// The votes a node can cast (NodeResult.Vote).
 const (
-	VoteYes         Vote = iota + 1 // granted, extended or released
-	VoteHeld                        // the lock holds another owner's value
-	VoteAlreadyRun                  // the occurrence is at or below the node's mark
-	VoteNotOwner                    // extend/release/commit: our value is not there
-	VoteWarmingUp                   // the node's server started too recently to vouch (new or restarted): not counted
-	VoteTimeout                     // no answer within the per-node timeout
-	VoteCanceled                    // the caller's context was cancelled
-	VoteUnreachable                 // a connection or network error
-	VoteError                       // an error reply from the server (e.g. WRONGTYPE)
+	voteYes         = "yes"         // granted, extended or released
+	voteHeld        = "held"        // the lock holds another owner's value
+	voteAlreadyRun  = "already_run" // the occurrence is at or below the node's mark
+	voteNotOwner    = "not_owner"   // extend/release/commit: our value is not there
+	voteWarmingUp   = "warming_up"  // the node's server started too recently to vouch (new or restarted): not counted
+	voteTimeout     = "timeout"     // no answer within the per-node timeout
+	voteCanceled    = "canceled"    // the caller's context was cancelled
+	voteUnreachable = "unreachable" // a connection or network error
+	voteError       = "error"       // an error reply from the server (e.g. WRONGTYPE)
 )
 
-// String returns the vote's snake_case name, usable as a metric label.
-func (v Vote) String() string {
-	switch v {
-	case VoteYes:
-		return "yes"
-	case VoteHeld:
-		return "held"
-	case VoteAlreadyRun:
-		return "already_run"
-	case VoteNotOwner:
-		return "not_owner"
-	case VoteWarmingUp:
-		return "warming_up"
-	case VoteTimeout:
-		return "timeout"
-	case VoteCanceled:
-		return "canceled"
-	case VoteUnreachable:
-		return "unreachable"
-	case VoteError:
-		return "error"
-	}
-	return "vote(" + strconv.Itoa(int(v)) + ")"
-}
-
-// Failed reports whether the vote stands for a failure of the node itself
-// (rather than an answer about the lock).
-func (v Vote) Failed() bool {
-	return v == VoteTimeout || v == VoteUnreachable || v == VoteError
+// failedVote reports whether a vote stands for a failure of the node
+// itself (rather than an answer about the lock).
+func failedVote(v string) bool {
+	return v == voteTimeout || v == voteUnreachable || v == voteError
 }
 
 // NodeResult is one node's part in one operation.
 type NodeResult struct {
-	Node    string        // the node's name
-	Vote    Vote          // what it answered; zero if it had not answered when the operation was decided
+	Node string // the node's name
+	// Vote is what it answered: yes, held (another owner's value),
+	// already_run (the occurrence is marked as run), not_owner (our value
+	// is not there), warming_up (its server started too recently to
+	// vouch: not counted), timeout, canceled, unreachable or error (an
+	// error reply); "" if it had not answered when the operation was
+	// decided. timeout, unreachable and error are failures of the node.
+	Vote    string
 	Err     error         // the error, for timeouts, network and server errors
 	Latency time.Duration // time to the node's answer
-	Holder  string        // the value holding the lock, for VoteHeld
+	Holder  string        // the value holding the lock, for voteHeld
 	fence   uint64        // the node's fence counter, in an answer to an acquisition
 	// warming: the node's server started less than the max TTL ago (and
 	// is not trusted), in an answer to an acquisition.
 	warming bool
-	// unproven: for VoteHeld on such a node, the value was set since the
+	// unproven: for voteHeld on such a node, the value was set since the
 	// restart, so it proves nothing of its holder (see survived).
 	unproven bool
 	// server is the run id of the node's server, when read.
@@ -116,16 +93,16 @@ type NodeResult struct {
 // up: its server, brand new or restarted, started less than the max TTL ago
 // (or too recently to vouch for the occurrence claimed) and is not trusted
 // (WithMaxTTL, WithTrustedNodes). Its grants do not count (the vote is
-// VoteWarmingUp). Another owner's value there counts toward that owner's
+// voteWarmingUp). Another owner's value there counts toward that owner's
 // quorum only if it was set before the server started (the node kept its
 // data): one set since was set by an acquisition that could not count the
 // node either. Its marks of occurrences as run count: only a winner writes
 // one.
-func (r NodeResult) WarmingUp() bool { return r.warming || r.Vote == VoteWarmingUp }
+func (r NodeResult) WarmingUp() bool { return r.warming || r.Vote == voteWarmingUp }
 
 // pending reports whether the node had not answered when the operation
 // was decided.
-func (r NodeResult) pending() bool { return r.Vote == 0 }
+func (r NodeResult) pending() bool { return r.Vote == "" }
 
 // String returns the node's name and vote, with the error if any, as in a
 // QuorumError's tally: "127.0.0.1:7001 timeout (...)".
@@ -138,7 +115,7 @@ func (r NodeResult) String() string {
 	case r.unproven:
 		return r.Node + " held (set since the node's server started: not counted for its holder)"
 	}
-	return r.Node + " " + r.Vote.String()
+	return r.Node + " " + r.Vote
 }
 
 // QuorumError is the error of an operation that did not reach a quorum.
@@ -162,7 +139,7 @@ type QuorumError struct {
 }
 
 // Yes counts the nodes that voted yes.
-func (e *QuorumError) Yes() int { return count(e.Nodes, VoteYes) }
+func (e *QuorumError) Yes() int { return count(e.Nodes, voteYes) }
 
 // Error implements error. It reads like a tally:
 //
@@ -213,7 +190,7 @@ func (e *QuorumError) Unwrap() []error {
 	return errs
 }
 
-func count(rs []NodeResult, v Vote) int {
+func count(rs []NodeResult, v string) int {
 	n := 0
 	for _, r := range rs {
 		if r.Vote == v {

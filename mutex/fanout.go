@@ -22,7 +22,7 @@ type decider func(results []NodeResult) bool
 
 // fanout starts op on every node at once, all bounded by the node timeout,
 // and returns as soon as decided is true, every node answered, or the
-// timeout passed (unanswered nodes then get VoteTimeout, or VoteCanceled if
+// timeout passed (unanswered nodes then get voteTimeout, or voteCanceled if
 // ctx was cancelled). No goroutine is started: the nodes' workers deliver
 // the answers. Answers that arrive after the return are passed to late (if
 // not nil), from the node's worker, so their effects can be undone; late
@@ -159,11 +159,11 @@ func undecided(open []int, results [][]NodeResult, decided decider) []int {
 
 // timeoutVote is the vote of a node that did not answer in time: a
 // timeout, unless the caller's context was cancelled.
-func timeoutVote(ctx context.Context) Vote {
+func timeoutVote(ctx context.Context) string {
 	if ctx.Err() == context.Canceled {
-		return VoteCanceled
+		return voteCanceled
 	}
-	return VoteTimeout
+	return voteTimeout
 }
 
 // quorumDecider decides when a quorum voted yes or can no longer do so.
@@ -172,8 +172,8 @@ func quorumDecider(n, quorum int) decider {
 		yes, no := 0, 0
 		for _, r := range rs {
 			switch r.Vote {
-			case 0:
-			case VoteYes:
+			case "":
+			case voteYes:
 				yes++
 			default:
 				no++
@@ -193,11 +193,11 @@ func releaseDecider(n, quorum int) decider {
 		yes, notOwner, pending := 0, 0, 0
 		for _, r := range rs {
 			switch r.Vote {
-			case 0:
+			case "":
 				pending++
-			case VoteYes:
+			case voteYes:
 				yes++
-			case VoteNotOwner:
+			case voteNotOwner:
 				notOwner++
 			}
 		}

@@ -76,7 +76,10 @@ func newRedlockOn(t testing.TB, nodes []*store.Node, opts ...mutex.Option) *mute
 	return r
 }
 
-// recorder is an Observer that keeps every event.
+// failedVote reports whether a vote is a failure of the node.
+func failedVote(v string) bool { return v == "timeout" || v == "unreachable" || v == "error" }
+
+// recorder keeps every event given to its ObserveLock.
 type recorder struct {
 	mu     sync.Mutex
 	events []mutex.Event
@@ -88,11 +91,11 @@ func (r *recorder) ObserveLock(e mutex.Event) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) last(kind mutex.EventKind) (mutex.Event, bool) {
+func (r *recorder) last(op string) (mutex.Event, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.events) - 1; i >= 0; i-- {
-		if r.events[i].Kind == kind {
+		if r.events[i].Op == op {
 			return r.events[i], true
 		}
 	}

@@ -32,9 +32,6 @@ type Lock struct {
 // Name returns the lock's name.
 func (l *Lock) Name() string { return l.keys.Name }
 
-// Token returns the random token unique to this acquisition.
-func (l *Lock) Token() string { return l.token }
-
 // Value returns the value stored at the lock key on the nodes.
 func (l *Lock) Value() string { return l.value }
 
@@ -74,12 +71,12 @@ func (l *Lock) Extend(ctx context.Context) error {
 	}
 	if !start.Before(until) {
 		err := fmt.Errorf("%w: extend %q: validity ran out %v ago", ErrLost, l.keys.Name, start.Sub(until))
-		l.r.observe(l.event(EventExtend, err))
+		l.r.observe(l.event(opExtend, err))
 		return err
 	}
 	if err := l.r.ownerErr(l.owner); err != nil {
 		err = fmt.Errorf("mutex: extend %q: %w", l.keys.Name, err)
-		l.r.observe(l.event(EventExtend, err))
+		l.r.observe(l.event(opExtend, err))
 		return err
 	}
 	r := l.r
@@ -87,7 +84,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		n.ExtendAsync(ctx, l.keys, l.value, l.ttl, deliverBool(deliver))
 	}, quorumDecider(len(r.nodes), r.quorum), nil)
 	var err error
-	if count(results, VoteYes) >= r.quorum {
+	if count(results, voteYes) >= r.quorum {
 		next := start.Add(l.ttl - r.drift(l.ttl))
 		l.mu.Lock()
 		if next.After(l.until) {
@@ -101,7 +98,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		}
 		err = qerr
 	}
-	ev := l.event(EventExtend, err)
+	ev := l.event(opExtend, err)
 	ev.Duration, ev.Nodes = time.Since(start), results
 	r.observe(ev)
 	return err
@@ -138,11 +135,11 @@ func (l *Lock) Release(ctx context.Context) error {
 	r := l.r
 	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, releaseDecider(len(r.nodes), r.quorum))
 	var err error
-	if count(results, VoteYes) < r.quorum {
+	if count(results, voteYes) < r.quorum {
 		qerr := r.ownershipError("release", l.keys.Name, results)
 		err = qerr
 	}
-	ev := l.event(EventRelease, err)
+	ev := l.event(opRelease, err)
 	ev.Duration, ev.Nodes = time.Since(start), results
 	r.observe(ev)
 	return err
@@ -153,21 +150,21 @@ func (l *Lock) Release(ctx context.Context) error {
 // quorum to be possible, ErrNoQuorum when too few answered.
 func (r *Redlock) ownershipError(op, name string, results []NodeResult) *QuorumError {
 	qerr := &QuorumError{Op: op, Name: name, Quorum: r.quorum, Nodes: results, Reason: ErrNoQuorum}
-	if count(results, VoteNotOwner) > len(r.nodes)-r.quorum {
+	if count(results, voteNotOwner) > len(r.nodes)-r.quorum {
 		qerr.Reason = ErrLost
 	}
 	return qerr
 }
 
-// event returns an Event of kind about l, with err: its name and
+// event returns an Event of op about l, with err: its name and
 // occurrence set, its Duration and Nodes left to the caller.
-func (l *Lock) event(kind EventKind, err error) Event {
-	return Event{Kind: kind, Name: l.keys.Name, Err: err, Occurrence: occurrenceTime(l.occurrence)}
+func (l *Lock) event(op string, err error) Event {
+	return Event{Op: op, Name: l.keys.Name, Err: err, Occurrence: occurrenceTime(l.occurrence)}
 }
 
 // lost reports a kept-alive lease's loss.
 func (l *Lock) lost(cause error) {
-	l.r.observe(l.event(EventLost, cause))
+	l.r.observe(l.event(opLost, cause))
 	l.r.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "lock lost",
 		slog.String("lock", l.keys.Name), slog.Uint64("fence", l.fence), slog.Any("error", cause))
 }

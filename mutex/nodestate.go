@@ -47,13 +47,13 @@ const flapWindow = 10 * time.Second
 // that show nothing of the node (pending, canceled, a bad key).
 func stateOf(res NodeResult) (nodeState, bool) {
 	switch res.Vote {
-	case VoteYes, VoteHeld, VoteAlreadyRun, VoteNotOwner:
+	case voteYes, voteHeld, voteAlreadyRun, voteNotOwner:
 		return nodeUp, true
-	case VoteWarmingUp:
+	case voteWarmingUp:
 		return nodeWarming, true
-	case VoteTimeout, VoteUnreachable:
+	case voteTimeout, voteUnreachable:
 		return nodeDown, true
-	case VoteError:
+	case voteError:
 		if nodeWide(res.Err) {
 			return nodeRefused, true
 		}
@@ -155,11 +155,11 @@ func (r *Redlock) probe(ctx context.Context, i int, n *engine.Node) NodeResult {
 	res := NodeResult{Node: n.Name()}
 	info, err := n.Info(ctx)
 	if err != nil && r.cfg.trusted && engine.ServerError(err) && !nodeWide(err) {
-		return NodeResult{Node: n.Name(), Vote: VoteYes} // it answers; without INFO, it is trusted
+		return NodeResult{Node: n.Name(), Vote: voteYes} // it answers; without INFO, it is trusted
 	}
 	if err != nil {
 		res = failure(err)
-		if res.Vote == VoteError && !nodeWide(err) {
+		if res.Vote == voteError && !nodeWide(err) {
 			res.Err = fmt.Errorf("%w: INFO refused, so its restarts cannot be told: %w", ErrNodeRefused, err)
 		}
 		res.Node = n.Name()
@@ -169,13 +169,13 @@ func (r *Redlock) probe(ctx context.Context, i int, n *engine.Node) NodeResult {
 	start, err := r.servers.observe(r, i, &info, nil, now)
 	switch {
 	case err != nil:
-		res.Vote, res.Err = VoteError, err
+		res.Vote, res.Err = voteError, err
 	case !r.cfg.trusted && r.warmingUp(start, now):
-		res.Vote = VoteWarmingUp
+		res.Vote = voteWarmingUp
 		res.Err = errors.New("server started " + now.Sub(start).Round(time.Second).String() + " ago: votes from " +
 			now.Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly) + ", after the max TTL " + r.cfg.maxTTL.String())
 	default:
-		res.Vote = VoteYes
+		res.Vote = voteYes
 	}
 	return res
 }

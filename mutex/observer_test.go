@@ -16,12 +16,12 @@ import (
 func TestEventOccurrence(t *testing.T) {
 	c := redistest.Start(t, 3)
 	rec := &recorder{}
-	r := newRedlock(t, c, mutex.WithObserver(rec))
+	r := newRedlock(t, c, mutex.WithObserver(rec.ObserveLock))
 	ctx := ctxTimeout(t, time.Minute)
 	tick := time.Now().Truncate(time.Hour).Add(123456789) // the sub-millisecond part is dropped
 	want := tick.Truncate(time.Millisecond)
 
-	check := func(what string, kind mutex.EventKind, wantErr bool, want time.Time) {
+	check := func(what string, kind string, wantErr bool, want time.Time) {
 		t.Helper()
 		ev, ok := rec.last(kind)
 		switch {
@@ -38,20 +38,20 @@ func TestEventOccurrence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("won", mutex.EventAcquire, false, want)
+	check("won", "acquire", false, want)
 	if err := l.Extend(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check("extended", mutex.EventExtend, false, want)
+	check("extended", "extend", false, want)
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check("released", mutex.EventRelease, false, want)
+	check("released", "release", false, want)
 
 	if _, err := r.TryLock(ctx, "report", 2*time.Second, mutex.Occurrence(tick)); !errors.Is(err, mutex.ErrAlreadyRun) {
 		t.Fatalf("the same occurrence again: %v, want ErrAlreadyRun", err)
 	}
-	check("refused as already run", mutex.EventAcquire, true, want)
+	check("refused as already run", "acquire", true, want)
 
 	res := r.TryLockAll(ctx, []mutex.Request{
 		{Name: "batch-a", TTL: 2 * time.Second, Options: []mutex.LockOption{mutex.Occurrence(tick)}},
@@ -66,7 +66,7 @@ func TestEventOccurrence(t *testing.T) {
 	got := map[string]time.Time{}
 	rec.mu.Lock()
 	for _, ev := range rec.events {
-		if ev.Kind == mutex.EventAcquire && ev.Err == nil {
+		if ev.Op == "acquire" && ev.Err == nil {
 			got[ev.Name] = ev.Occurrence
 		}
 	}
@@ -79,11 +79,11 @@ func TestEventOccurrence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("without an occurrence", mutex.EventAcquire, false, time.Time{})
+	check("without an occurrence", "acquire", false, time.Time{})
 	if err := plain.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check("released, without an occurrence", mutex.EventRelease, false, time.Time{})
+	check("released, without an occurrence", "release", false, time.Time{})
 }
 
 // TestObserversCompose: every observer given receives every lock event.
@@ -91,8 +91,8 @@ func TestObserversCompose(t *testing.T) {
 	c := redistest.Start(t, 1)
 	var first, second atomic.Int32
 	r := newRedlock(t, c,
-		mutex.WithObserver(mutex.ObserverFunc(func(mutex.Event) { first.Add(1) })),
-		mutex.WithObserver(mutex.ObserverFunc(func(mutex.Event) { second.Add(1) })))
+		mutex.WithObserver(func(mutex.Event) { first.Add(1) }),
+		mutex.WithObserver(func(mutex.Event) { second.Add(1) }))
 	ctx := ctxTimeout(t, 10*time.Second)
 	l, err := r.TryLock(ctx, "job", time.Second)
 	if err != nil {

@@ -8,14 +8,14 @@ import (
 	"github.com/redcron/redcron/internal/engine"
 )
 
-// Defaults of the options.
+// Defaults of the options, each documented on its option.
 const (
-	DefaultDriftFactor = 0.01
-	DefaultNodeTimeout = 250 * time.Millisecond
-	DefaultRetryDelay  = 100 * time.Millisecond
-	DefaultMaxTTL      = time.Minute
-	DefaultMaxHold     = 24 * time.Hour
-	DefaultStateTTL    = 7 * 24 * time.Hour
+	defaultDriftFactor = 0.01
+	defaultNodeTimeout = 250 * time.Millisecond
+	defaultRetryDelay  = 100 * time.Millisecond
+	defaultMaxTTL      = time.Minute
+	defaultMaxHold     = 24 * time.Hour
+	defaultStateTTL    = 7 * 24 * time.Hour
 )
 
 // minTTLFactor is how many node timeouts a lock's TTL must span at least:
@@ -38,19 +38,19 @@ type config struct {
 	trusted     bool
 	owner       string
 	ownerCheck  func(owner string) error
-	observers   []Observer
+	observers   []func(Event)
 	logger      *slog.Logger
 }
 
 func defaults() config {
 	return config{
 		prefix:      engine.DefaultPrefix,
-		driftFactor: DefaultDriftFactor,
-		nodeTimeout: DefaultNodeTimeout,
-		retryDelay:  DefaultRetryDelay,
-		maxTTL:      DefaultMaxTTL,
-		maxHold:     DefaultMaxHold,
-		stateTTL:    DefaultStateTTL,
+		driftFactor: defaultDriftFactor,
+		nodeTimeout: defaultNodeTimeout,
+		retryDelay:  defaultRetryDelay,
+		maxTTL:      defaultMaxTTL,
+		maxHold:     defaultMaxHold,
+		stateTTL:    defaultStateTTL,
 		fencing:     true,
 		logger:      slog.New(slog.DiscardHandler),
 	}
@@ -60,8 +60,10 @@ func optErr(opt, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalidOption, opt, fmt.Sprintf(format, args...))
 }
 
-// WithKeyPrefix sets the prefix of every key (default engine.DefaultPrefix,
-// "redcron"). See engine.NewKeyspace for the characters allowed.
+// WithKeyPrefix sets the prefix of every key (default "redcron"). A
+// prefix is printable, without spaces, braces, glob characters (* ? [ ] \)
+// or colons at either end, so that SCAN patterns built from it match only
+// redcron's keys.
 func WithKeyPrefix(prefix string) Option {
 	return func(c *config) error {
 		if _, err := engine.NewKeyspace(prefix); err != nil {
@@ -212,13 +214,15 @@ func WithOwnerCheck(check func(owner string) error) Option {
 	}
 }
 
-// WithObserver adds an observer of lock events (default none). It may be
-// given more than once: every observer receives every event, in the order
-// given.
-func WithObserver(o Observer) Option {
+// WithObserver adds a function called with every lock event (default
+// none). It is called synchronously from the goroutine doing the
+// operation, possibly from several at once: it must be safe for concurrent
+// use and must not block. It may be given more than once: each function
+// receives every event, in the order given.
+func WithObserver(o func(Event)) Option {
 	return func(c *config) error {
 		if o == nil {
-			return optErr("WithObserver", "nil observer")
+			return optErr("WithObserver", "nil function")
 		}
 		c.observers = append(c.observers, o)
 		return nil

@@ -77,9 +77,6 @@ func (r *Redlock) Nodes() []*store.Node {
 	return out
 }
 
-// Quorum returns the number of nodes that must agree: len(nodes)/2+1.
-func (r *Redlock) Quorum() int { return r.quorum }
-
 // MaxTTL returns the largest TTL a lock may ask for (WithMaxTTL).
 func (r *Redlock) MaxTTL() time.Duration { return r.cfg.maxTTL }
 
@@ -301,13 +298,13 @@ func failure(err error) NodeResult {
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.Canceled):
-		return NodeResult{Vote: VoteCanceled, Err: err}
+		return NodeResult{Vote: voteCanceled, Err: err}
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return NodeResult{Vote: VoteTimeout, Err: err}
+		return NodeResult{Vote: voteTimeout, Err: err}
 	case engine.ServerError(err):
-		return NodeResult{Vote: VoteError, Err: err}
+		return NodeResult{Vote: voteError, Err: err}
 	}
-	return NodeResult{Vote: VoteUnreachable, Err: err}
+	return NodeResult{Vote: voteUnreachable, Err: err}
 }
 
 // deliverBool adapts deliver to a compare-and-act script's answer.
@@ -321,15 +318,15 @@ func boolResult(ok bool, err error) NodeResult {
 	case err != nil:
 		return failure(err)
 	case ok:
-		return NodeResult{Vote: VoteYes}
+		return NodeResult{Vote: voteYes}
 	}
-	return NodeResult{Vote: VoteNotOwner}
+	return NodeResult{Vote: voteNotOwner}
 }
 
 func (r *Redlock) observe(e Event) {
 	r.noteNodes(e.Nodes)
 	for _, o := range r.cfg.observers {
-		o.ObserveLock(e)
+		o(e)
 	}
 }
 

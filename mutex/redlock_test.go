@@ -130,7 +130,7 @@ func TestNodeLoss(t *testing.T) {
 	}
 	for i, res := range qe.Nodes {
 		dead := i == 0 || i == 3 || i == 4
-		if dead && !res.Vote.Failed() || !dead && res.Vote != mutex.VoteYes {
+		if dead && !failedVote(res.Vote) || !dead && res.Vote != "yes" {
 			t.Errorf("node %d (%s): vote %v, want a failure for a dead node, yes for a live one", i, res.Node, res.Vote)
 		}
 	}
@@ -156,7 +156,7 @@ func TestNodeLoss(t *testing.T) {
 func TestPausedNode(t *testing.T) {
 	c := redistest.Start(t, 3)
 	rec := &recorder{}
-	r := newRedlock(t, c, mutex.WithNodeTimeout(300*time.Millisecond), mutex.WithObserver(rec))
+	r := newRedlock(t, c, mutex.WithNodeTimeout(300*time.Millisecond), mutex.WithObserver(rec.ObserveLock))
 	ctx := ctxTimeout(t, time.Minute)
 	c.Node(1).Pause()
 	t.Cleanup(c.Node(1).Resume)
@@ -167,8 +167,8 @@ func TestPausedNode(t *testing.T) {
 		}
 		// Decided without the paused node: it had not answered, or it was
 		// backing off after an earlier timeout and failed at once.
-		ev, _ := rec.last(mutex.EventAcquire)
-		if res := ev.Nodes[1]; res.Vote != 0 && !errors.Is(res.Err, engine.ErrNodeDown) {
+		ev, _ := rec.last("acquire")
+		if res := ev.Nodes[1]; res.Vote != "" && !errors.Is(res.Err, engine.ErrNodeDown) {
 			t.Fatalf("acquisition waited for the paused node (its vote: %v)", res)
 		}
 		if err := l.Release(ctx); err != nil && !errors.Is(err, mutex.ErrNoQuorum) {
@@ -180,7 +180,7 @@ func TestPausedNode(t *testing.T) {
 	_, err := r.TryLock(ctx, "needs-paused", 2*time.Second)
 	took := time.Since(start)
 	var qe *mutex.QuorumError
-	if !errors.As(err, &qe) || !qe.Nodes[1].Vote.Failed() || !qe.Nodes[2].Vote.Failed() {
+	if !errors.As(err, &qe) || !failedVote(qe.Nodes[1].Vote) || !failedVote(qe.Nodes[2].Vote) {
 		t.Fatalf("got %v, want a tally with nodes 1 and 2 failed", err)
 	}
 	// One node timeout for the vote, one for releasing where we may hold.
@@ -209,7 +209,7 @@ func TestRestartQuarantine(t *testing.T) {
 	// A brand-new cluster: the nodes' uptime is below the max TTL.
 	_, err := a.TryLock(ctx, "job", maxTTL)
 	var qe *mutex.QuorumError
-	if !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteWarmingUp) == 0 {
+	if !errors.As(err, &qe) || count(qe.Nodes, "warming_up") == 0 {
 		t.Fatalf("fresh nodes: got %v, want votes not counted as restarted", err)
 	}
 	held, err := a.Lock(ctx, "job", maxTTL) // succeeds once the nodes are old enough
@@ -223,7 +223,7 @@ func TestRestartQuarantine(t *testing.T) {
 	c.Node(1).Restart()
 	_, err = b.TryLock(ctx, "job", maxTTL)
 	qe = nil
-	if !errors.As(err, &qe) || !errors.Is(err, mutex.ErrNoQuorum) || count(qe.Nodes, mutex.VoteWarmingUp) == 0 {
+	if !errors.As(err, &qe) || !errors.Is(err, mutex.ErrNoQuorum) || count(qe.Nodes, "warming_up") == 0 {
 		for _, n := range qe.Nodes {
 			t.Logf("%s %v holder %q", n.Node, n.Vote, n.Holder)
 		}
@@ -257,7 +257,7 @@ func TestRestartQuarantine(t *testing.T) {
 	}
 }
 
-func count(rs []mutex.NodeResult, v mutex.Vote) int {
+func count(rs []mutex.NodeResult, v string) int {
 	n := 0
 	for _, r := range rs {
 		if r.Vote == v {
@@ -463,7 +463,7 @@ func TestHeld(t *testing.T) {
 		t.Fatalf("got %v, want ErrHeld", err)
 	}
 	for _, res := range qe.Nodes {
-		if res.Vote != 0 && (res.Vote != mutex.VoteHeld || res.Holder != l.Value()) {
+		if res.Vote != "" && (res.Vote != "held" || res.Holder != l.Value()) {
 			t.Errorf("node %s: %v holder %q, want held by %q", res.Node, res.Vote, res.Holder, l.Value())
 		}
 	}
@@ -510,7 +510,7 @@ func TestRestartedHoldsSurvived(t *testing.T) {
 		t.Fatalf("held since before the restart: got %v, want ErrHeld by %q", err, kept)
 	}
 	for _, res := range qe.Nodes {
-		if res.Vote != 0 && !res.WarmingUp() {
+		if res.Vote != "" && !res.WarmingUp() {
 			t.Errorf("node %s not reported as restarted: %v", res.Node, res)
 		}
 	}
@@ -546,7 +546,7 @@ func TestRestartedHoldsProveNothing(t *testing.T) {
 		t.Fatalf("untrusted, held on restarted nodes: got %v, want ErrNoQuorum", err)
 	}
 	for _, res := range qe.Nodes {
-		if res.Vote != mutex.VoteHeld || res.Holder != held.Value() || !res.WarmingUp() {
+		if res.Vote != "held" || res.Holder != held.Value() || !res.WarmingUp() {
 			t.Errorf("node %s: %v holder %q restarted %v, want held by %q on a restarted node", res.Node, res.Vote, res.Holder, res.WarmingUp(), held.Value())
 		}
 	}
@@ -577,7 +577,7 @@ func TestWrongType(t *testing.T) {
 	}
 	_, err := r.TryLock(ctx, "typed", time.Second)
 	var qe *mutex.QuorumError
-	if !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteError) < 2 {
+	if !errors.As(err, &qe) || count(qe.Nodes, "error") < 2 {
 		t.Fatalf("got %v, want server errors in the tally", err)
 	}
 	if !strings.Contains(err.Error(), "WRONGTYPE") || !strings.Contains(err.Error(), k.Lock) {

@@ -120,10 +120,10 @@ func twins(rs []NodeResult) {
 	for i := range rs {
 		for j := range rs {
 			a, b := &rs[i], &rs[j]
-			if i == j || a.server == "" || a.server != b.server || a.Vote != VoteYes {
+			if i == j || a.server == "" || a.server != b.server || a.Vote != voteYes {
 				continue
 			}
-			a.Vote, a.Err = VoteError, fmt.Errorf("%w: nodes %s and %s are one redis server (run_id %s): its vote would count twice",
+			a.Vote, a.Err = voteError, fmt.Errorf("%w: nodes %s and %s are one redis server (run_id %s): its vote would count twice",
 				ErrNodeRefused, b.Node, a.Node, a.server)
 		}
 	}

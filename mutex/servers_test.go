@@ -104,7 +104,7 @@ func TestRollingRestartKeepsTicksRun(t *testing.T) {
 			t.Fatal("the tick was claimed again after a rolling restart of a majority")
 		}
 		var qe *mutex.QuorumError
-		if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteWarmingUp) != 2 {
+		if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, "warming_up") != 2 {
 			t.Fatalf("old tick after the restarts: %v, want no quorum with 2 restarted votes%s", err, votes(err))
 		}
 	}
@@ -188,7 +188,7 @@ func TestUnreadableUptimeFailsClosed(t *testing.T) {
 		t.Fatal("acquired with two nodes whose uptime is unreadable")
 	}
 	var qe *mutex.QuorumError
-	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteError) != 2 ||
+	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, "error") != 2 ||
 		!strings.Contains(err.Error(), `"-3" is negative`) {
 		t.Fatalf("got %v, want no quorum, two nodes not counted for their uptime%s", err, votes(err))
 	}
@@ -237,7 +237,7 @@ func TestChangedRunIDIsRestart(t *testing.T) {
 		t.Fatal("a second holder won the lock through two failed-over nodes")
 	}
 	var qe *mutex.QuorumError
-	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, mutex.VoteWarmingUp) != 2 {
+	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, "warming_up") != 2 {
 		t.Fatalf("got %v, want no quorum with 2 restarted votes%s", err, votes(err))
 	}
 	select {
@@ -302,7 +302,7 @@ func TestOccurrenceBeyondReach(t *testing.T) {
 		}
 		t.Fatalf("an occurrence 8 days old with a 7-day state TTL: %v, want ErrInvalidOption naming WithStateTTL", err)
 	}
-	if got := r.MaxReach(); got != mutex.DefaultStateTTL-mutex.DefaultMaxTTL-2*time.Second {
+	if got := r.MaxReach(); got != 7*24*time.Hour-time.Minute-2*time.Second {
 		t.Errorf("MaxReach() = %v", got)
 	}
 	// A claim further ahead than the max TTL: a node restarted before the

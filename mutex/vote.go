@@ -28,31 +28,31 @@ func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence int64) (
 	case err != nil && rep.Status == engine.AlreadyRun:
 		// A mark is written only by a winner's commit: it is a refusal
 		// whatever the server's history, and a refusal cannot run a tick.
-		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence}
+		return NodeResult{Vote: voteAlreadyRun, fence: rep.Fence}
 	case err != nil:
-		return NodeResult{Vote: VoteError, fence: rep.Fence, Err: err}
+		return NodeResult{Vote: voteError, fence: rep.Fence, Err: err}
 	}
 	recent := !r.cfg.trusted && r.warmingUp(start, now)
 	switch {
 	case rep.Status == engine.Held:
-		return NodeResult{Vote: VoteHeld, Holder: rep.Holder, fence: rep.Fence, warming: recent,
+		return NodeResult{Vote: voteHeld, Holder: rep.Holder, fence: rep.Fence, warming: recent,
 			unproven: recent && !r.survived(rep.Holder, start)}
 	case rep.Status == engine.AlreadyRun:
 		// A mark is only written by a winner's commit, so it counts even
 		// on a node that restarted since.
-		return NodeResult{Vote: VoteAlreadyRun, fence: rep.Fence, warming: recent}
+		return NodeResult{Vote: voteAlreadyRun, fence: rep.Fence, warming: recent}
 	case recent:
 		// The node may have forgotten locks it granted before its restart;
 		// our key on it is ours, so it is released with the rest.
-		return NodeResult{Vote: VoteWarmingUp, fence: rep.Fence,
+		return NodeResult{Vote: voteWarmingUp, fence: rep.Fence,
 			Err: fmt.Errorf("server started %v ago: votes from %s, after the max TTL %v",
 				time.Since(start).Round(time.Second), time.Now().Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly), r.cfg.maxTTL)}
 	case !r.cfg.trusted && occurrence > 0 && !r.vouches(start, occurrence):
-		return NodeResult{Vote: VoteWarmingUp, fence: rep.Fence,
+		return NodeResult{Vote: voteWarmingUp, fence: rep.Fence,
 			Err: fmt.Errorf("server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",
 				start.UTC().Format(time.RFC3339), occurrenceTime(occurrence).UTC().Format(time.RFC3339Nano))}
 	}
-	return NodeResult{Vote: VoteYes, fence: rep.Fence}
+	return NodeResult{Vote: voteYes, fence: rep.Fence}
 }
 
 // survived reports whether holder, the value holding the lock on a node
@@ -60,7 +60,7 @@ func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence int64) (
 // that start, so that its holder may count the node (the node kept its
 // data). A value set since proves nothing of its holder, who does not count
 // the node either: it was set by an acquisition whose vote there was
-// VoteWarmingUp (or by a holder that trusts the nodes, which this Redlock
+// voteWarmingUp (or by a holder that trusts the nodes, which this Redlock
 // cannot tell). Its acquisition time is by the holder's clock and started
 // up to a node timeout before it reached the node. A value that cannot be
 // read counts as set since the start.

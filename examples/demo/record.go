@@ -228,7 +228,7 @@ func (r *recorder) firstRunAfter(job string, tick time.Time) (runRec, bool) {
 // lockEvent records the failed acquisitions a replica's Redlock reports.
 func (r *recorder) lockEvent(replica string, ev mutex.Event) {
 	var qe *mutex.QuorumError
-	if ev.Kind != mutex.EventAcquire || !errors.As(ev.Err, &qe) {
+	if ev.Op != "acquire" || !errors.As(ev.Err, &qe) {
 		return
 	}
 	f := lockFailure{at: time.Now().Add(-ev.Duration), replica: replica, job: ev.Name, tally: tally(qe)}
@@ -244,7 +244,7 @@ func tally(qe *mutex.QuorumError) string {
 	fmt.Fprintf(&b, "%s %d/%d yes, quorum %d, %s:", qe.Op, qe.Yes(), len(qe.Nodes), qe.Quorum, reasonName(qe.Reason))
 	for _, n := range qe.Nodes {
 		fmt.Fprintf(&b, " %s %s", n.Node, voteName(n.Vote))
-		if v, err := engine.ParseValue(n.Holder); err == nil && n.Vote == mutex.VoteHeld {
+		if v, err := engine.ParseValue(n.Holder); err == nil && n.Vote == "held" {
 			fmt.Fprintf(&b, " by %s", v.Owner)
 			if v.Occurrence > 0 {
 				fmt.Fprintf(&b, " for %s", clock(time.UnixMilli(v.Occurrence)))
@@ -255,11 +255,11 @@ func tally(qe *mutex.QuorumError) string {
 	return strings.TrimSuffix(b.String(), ",")
 }
 
-func voteName(v mutex.Vote) string {
-	if v == 0 {
+func voteName(v string) string {
+	if v == "" {
 		return "pending"
 	}
-	return v.String()
+	return v
 }
 
 func reasonName(err error) string {

@@ -69,7 +69,7 @@ func newReplica(id string, cfg config, addrs []string, trusted bool, prefix stri
 		// expire ten minutes after their last use: long enough to cover
 		// the jobs' misfire grace and the lead (mutex.MaxReach).
 		mutex.WithStateTTL(10 * time.Minute),
-		mutex.WithObserver(mutex.ObserverFunc(func(ev mutex.Event) { rec.lockEvent(id, ev) })),
+		mutex.WithObserver(func(ev mutex.Event) { rec.lockEvent(id, ev) }),
 	}
 	if trusted {
 		// miniredis does not report its uptime, so the restart check cannot

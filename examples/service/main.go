@@ -101,7 +101,7 @@ type config struct {
 }
 
 func parseConfig(env func(string) string) (config, error) {
-	c := config{listen: ":8080", maxTTL: mutex.DefaultMaxTTL, grace: 30 * time.Second,
+	c := config{listen: ":8080", maxTTL: time.Minute, grace: 30 * time.Second,
 		username: env("REDCRON_USERNAME"), password: env("REDCRON_PASSWORD"),
 		tls: env("REDCRON_TLS") == "1", trusted: env("REDCRON_TRUSTED") == "1", fast: env("REDCRON_FAST") == "1"}
 	for _, a := range strings.Split(env("REDCRON_ADDRS"), ",") {

@@ -53,7 +53,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := cli.NewFlagSet("leaseloss", stderr)
 	var c config
 	fs.DurationVar(&c.ttl, "ttl", 3*time.Second, "lock TTL (extensions every TTL/3)")
-	fs.DurationVar(&c.nodeTimeout, "node-timeout", mutex.DefaultNodeTimeout, "mutex.WithNodeTimeout")
+	fs.DurationVar(&c.nodeTimeout, "node-timeout", 250*time.Millisecond, "mutex.WithNodeTimeout")
 	fs.IntVar(&c.reps, "reps", 30, "repetitions of the del variant")
 	fs.IntVar(&c.pauseReps, "pause-reps", 20, "repetitions of the pause variant")
 	if err := cli.Parse(fs, args); err != nil {
@@ -97,12 +97,12 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	majority := cl.Servers[:rl.Quorum()]
+	majority := cl.Servers[:len(rl.Nodes())/2+1]
 
 	var del, pause []sample
 	for i := range cfg.reps {
 		s, err := once(ctx, rl, cfg, fmt.Sprintf("del-%d", i), func(name string) (time.Time, error) {
-			return deleteOn(ctx, rl, admin[:rl.Quorum()], name)
+			return deleteOn(ctx, rl, admin[:len(rl.Nodes())/2+1], name)
 		}, func(*mutex.Lock) {})
 		if err != nil {
 			return fmt.Errorf("del %d: %w", i, err)

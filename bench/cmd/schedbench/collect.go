@@ -152,12 +152,12 @@ type lockFail struct {
 	HolderOwner int8
 }
 
-// lockObserver returns the mutex Observer of replica id. A failure is
+// lockObserver returns the lock observer of replica id. A failure is
 // stamped with the tick it was for, the occurrence the scheduler's lock
 // claims (Event.Occurrence).
-func (c *collector) lockObserver(id int) mutex.Observer {
-	return mutex.ObserverFunc(func(e mutex.Event) {
-		if e.Kind != mutex.EventAcquire || e.Err == nil {
+func (c *collector) lockObserver(id int) func(mutex.Event) {
+	return func(e mutex.Event) {
+		if e.Op != "acquire" || e.Err == nil {
 			return
 		}
 		job, ok := jobIndex(e.Name)
@@ -172,7 +172,7 @@ func (c *collector) lockObserver(id int) mutex.Observer {
 		var qe *mutex.QuorumError
 		if errors.As(e.Err, &qe) {
 			for _, n := range qe.Nodes {
-				if n.Vote == mutex.VoteTimeout || n.Vote == mutex.VoteCanceled {
+				if n.Vote == "timeout" || n.Vote == "canceled" {
 					f.Timeouts++
 				}
 			}
@@ -194,7 +194,7 @@ func (c *collector) lockObserver(id int) mutex.Observer {
 			}
 		}
 		c.fails.add(f)
-	})
+	}
 }
 
 func (c *collector) lockFails() []lockFail { return c.fails.all() }

@@ -79,6 +79,6 @@ func refused(err error) bool {
 		return false
 	}
 	return !slices.ContainsFunc(qe.Nodes, func(r mutex.NodeResult) bool {
-		return r.Vote.Failed() || r.Vote == mutex.VoteCanceled
+		return r.Vote == "timeout" || r.Vote == "unreachable" || r.Vote == "error" || r.Vote == "canceled"
 	})
 }
