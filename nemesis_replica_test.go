@@ -153,7 +153,7 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 		scheduler.WithClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }),
 		scheduler.WithObserver(observerFunc(func(e scheduler.Event) {
 			if e.Kind == scheduler.EventSkipped {
-				r := record{Ev: "skip", Replica: cfg.ID, Job: e.Job, Tick: e.Tick.UnixMilli(), T: time.Now().UnixNano(), Reason: e.Skip.String()}
+				r := record{Ev: "skip", Replica: cfg.ID, Job: e.Job, Tick: e.Tick.UnixMilli(), T: time.Now().UnixNano(), Reason: e.Skip}
 				if e.Err != nil {
 					r.Err = e.Err.Error()
 				}
@@ -195,7 +195,7 @@ var nemesisJobs = []struct {
 // of writes, while its context is live. Write i of a run carries the
 // fence 4 × run fence + i: increasing within a run, and every write of a
 // later run (a larger run fence) above every write of an earlier one.
-func nemesisJob(id string, h *history, sc *redis.Client, writes []time.Duration) scheduler.Job {
+func nemesisJob(id string, h *history, sc *redis.Client, writes []time.Duration) scheduler.JobFunc {
 	return scheduler.JobFunc(func(ctx context.Context, run scheduler.RunInfo) error {
 		base := record{Replica: id, Job: run.Job, Tick: run.Tick.UnixMilli(), Fence: run.Fence}
 		at := func(ev string) record { r := base; r.Ev, r.T = ev, time.Now().UnixNano(); return r }

@@ -49,7 +49,7 @@ type Scheduler struct {
 }
 
 // Add registers a job: see scheduler.Scheduler.Add.
-func (s *Scheduler) Add(name, spec string, job scheduler.Job, opts ...scheduler.JobOption) error {
+func (s *Scheduler) Add(name, spec string, job scheduler.JobFunc, opts ...scheduler.JobOption) error {
 	return s.s.Add(name, spec, job, opts...)
 }
 

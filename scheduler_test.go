@@ -68,7 +68,7 @@ func TestExactlyOncePerTick(t *testing.T) {
 			for _, job := range jobs {
 				f.checkOncePerTick(job, from, time.Now().Add(-time.Second))
 			}
-			if n := f.skipCount(scheduler.SkipNoQuorum); n != 0 {
+			if n := f.skipCount("no_quorum"); n != 0 {
 				t.Errorf("%d ticks skipped for want of a quorum, with every node up", n)
 			}
 		})
@@ -109,7 +109,7 @@ func TestOverlap(t *testing.T) {
 				}
 			}
 			// Each replica sees about two overlapping ticks per run.
-			if n := f.skipCount(scheduler.SkipOverlap); n < len(execs) {
+			if n := f.skipCount("overlap"); n < len(execs) {
 				t.Errorf("%d overlap skips for %d runs of a 2.5 s job every second", n, len(execs))
 			}
 		})

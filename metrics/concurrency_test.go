@@ -35,7 +35,7 @@ func lockEvents() (ok, failed mutex.Event) {
 func TestConcurrentObservers(t *testing.T) {
 	m, reg := newCollector(t)
 	so, lo, leaks := m.SchedulerObserver(), m.LockObserver(), m.LeakObserver()
-	so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "stays"})
+	so(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "stays"})
 	ok, failed := lockEvents()
 	const workers, rounds = 8, 501 // rounds%3 == 0: each worker ends with a removal
 	var wg sync.WaitGroup
@@ -44,18 +44,18 @@ func TestConcurrentObservers(t *testing.T) {
 			churn := fmt.Sprintf("churn-%d", w)
 			for i := range rounds {
 				id := fmt.Sprintf("run-%d-%d", w, i) // a run's events carry its id
-				so.Observe(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "stays", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond})
-				so.Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "stays", RunID: id, Result: scheduler.ResultSuccess, Duration: time.Millisecond})
-				so.Observe(scheduler.Event{Kind: scheduler.EventSkipped, Job: "stays", Skip: scheduler.SkipHeld})
+				so(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "stays", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond})
+				so(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "stays", RunID: id, Result: "success", Duration: time.Millisecond})
+				so(scheduler.Event{Kind: scheduler.EventSkipped, Job: "stays", Skip: "held"})
 				lo(ok)
 				lo(failed)
 				switch i % 3 {
 				case 0:
-					so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: churn})
+					so(scheduler.Event{Kind: scheduler.EventJobAdded, Job: churn})
 				case 1:
-					so.Observe(scheduler.Event{Kind: scheduler.EventRunFinished, Job: churn, Result: scheduler.ResultFailure})
+					so(scheduler.Event{Kind: scheduler.EventRunFinished, Job: churn, Result: "failure"})
 				case 2:
-					so.Observe(scheduler.Event{Kind: scheduler.EventJobRemoved, Job: churn})
+					so(scheduler.Event{Kind: scheduler.EventJobRemoved, Job: churn})
 				}
 				leaks(leakscan.Event{Scan: true, Leaks: map[string]int{"orphaned": i}})
 			}
@@ -101,14 +101,14 @@ func TestHooksDoNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	so, lo := m.SchedulerObserver(), m.LockObserver()
-	so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	so(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
 	ok, failed := lockEvents()
 	started := scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j", Tick: time.Now(), StartDelay: time.Millisecond}
-	finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", Result: scheduler.ResultSuccess, Duration: time.Second}
-	skipped := scheduler.Event{Kind: scheduler.EventSkipped, Job: "j", Skip: scheduler.SkipAlreadyRun}
+	finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", Result: "success", Duration: time.Second}
+	skipped := scheduler.Event{Kind: scheduler.EventSkipped, Job: "j", Skip: "already_run"}
 	for name, f := range map[string]func(){
-		"run":      func() { so.Observe(started); so.Observe(finished) },
-		"skip":     func() { so.Observe(skipped) },
+		"run":      func() { so(started); so(finished) },
+		"skip":     func() { so(skipped) },
 		"acquired": func() { lo(ok) },
 		"refused":  func() { lo(failed) },
 	} {
@@ -124,15 +124,15 @@ func BenchmarkSchedulerObserver(b *testing.B) {
 		b.Fatal(err)
 	}
 	so := m.SchedulerObserver()
-	so.Observe(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	so(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
 	var goroutines atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
 		id := fmt.Sprint(goroutines.Add(1)) // one run at a time per goroutine
 		started := scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond}
-		finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", RunID: id, Result: scheduler.ResultSuccess, Duration: time.Second}
+		finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", RunID: id, Result: "success", Duration: time.Second}
 		for pb.Next() {
-			so.Observe(started)
-			so.Observe(finished)
+			so(started)
+			so(finished)
 		}
 	})
 }

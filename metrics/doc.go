@@ -45,10 +45,10 @@
 //     (scheduler.EventJobAdded) and deleted when it is removed, so never
 //     register generated job names.
 //   - result of runs: success, failure, panic, lock_lost, timeout, canceled
-//     (scheduler.Result).
+//     (string).
 //   - reason of skips: held, already_run (both normal: another
 //     replica ran the tick), overlap, misfire, no_quorum, lease_lost
-//     (scheduler.SkipReason).
+//     (string).
 //   - result of acquire attempts: acquired, held, already_run, no_quorum;
 //     of extensions: extended, lost, no_quorum; of releases: released, lost,
 //     no_quorum.

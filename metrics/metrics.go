@@ -188,7 +188,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // run that ends after its job was removed) are not counted. When several
 // Schedulers share the Collector, a job's series live while any of them has
 // the job.
-func (c *Collector) SchedulerObserver() scheduler.Observer { return schedulerObserver{c} }
+func (c *Collector) SchedulerObserver() func(scheduler.Event) { return c.observeScheduler }
 
 // LockObserver returns the hook to pass to mutex.WithObserver. The lock
 // metrics count every lock of the Redlock.

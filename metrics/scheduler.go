@@ -11,25 +11,25 @@ import (
 // allResults and allSkipReasons list the enum values whose series are
 // created when a job is added. A value added to the scheduler later gets
 // its series at its first use.
-func allResults() []scheduler.Result {
-	return []scheduler.Result{
-		scheduler.ResultSuccess, scheduler.ResultFailure, scheduler.ResultPanic,
-		scheduler.ResultLockLost, scheduler.ResultTimeout, scheduler.ResultCanceled, scheduler.ResultAbandoned,
+func allResults() []string {
+	return []string{
+		"success", "failure", "panic",
+		"lock_lost", "timeout", "canceled", "abandoned",
 	}
 }
 
-func allSkipReasons() []scheduler.SkipReason {
-	return []scheduler.SkipReason{
-		scheduler.SkipHeld, scheduler.SkipAlreadyRun, scheduler.SkipOverlap,
-		scheduler.SkipMisfire, scheduler.SkipNoQuorum, scheduler.SkipLeaseLost,
+func allSkipReasons() []string {
+	return []string{
+		"held", "already_run", "overlap",
+		"misfire", "no_quorum", "lease_lost",
 	}
 }
 
 // jobSeries are one registered job's series, resolved once.
 type jobSeries struct {
 	refs        int // Schedulers that have the job
-	runs        map[scheduler.Result]prometheus.Counter
-	skips       map[scheduler.SkipReason]prometheus.Counter
+	runs        map[string]prometheus.Counter
+	skips       map[string]prometheus.Counter
 	retries     prometheus.Counter
 	runDuration prometheus.Observer
 	startDelay  prometheus.Observer
@@ -43,13 +43,9 @@ type jobSeries struct {
 	running map[string]struct{}
 }
 
-// schedulerObserver is the scheduler.Observer of a Collector.
-type schedulerObserver struct{ c *Collector }
-
-// Observe implements scheduler.Observer. It does no I/O and holds a read
-// lock only while it updates a job's series.
-func (o schedulerObserver) Observe(e scheduler.Event) {
-	c := o.c
+// observeScheduler records a scheduler event. It does no I/O and holds a
+// read lock only while it updates a job's series.
+func (c *Collector) observeScheduler(e scheduler.Event) {
 	switch e.Kind {
 	case scheduler.EventJobAdded:
 		c.addJob(e.Job)
@@ -88,19 +84,19 @@ func (c *Collector) observeJob(j *jobSeries, e scheduler.Event) {
 		}
 		j.inProgress.Dec()
 		j.runDuration.Observe(e.Duration.Seconds())
-		if e.Result == scheduler.ResultSuccess {
+		if e.Result == "success" {
 			j.lastSuccess.SetToCurrentTime()
 		}
 		if r := j.runs[e.Result]; r != nil {
 			r.Inc()
 		} else {
-			c.runs.WithLabelValues(e.Job, e.Result.String()).Inc()
+			c.runs.WithLabelValues(e.Job, e.Result).Inc()
 		}
 	case scheduler.EventSkipped:
 		if s := j.skips[e.Skip]; s != nil {
 			s.Inc()
 		} else {
-			c.skips.WithLabelValues(e.Job, e.Skip.String()).Inc()
+			c.skips.WithLabelValues(e.Job, e.Skip).Inc()
 		}
 	case scheduler.EventLockRetry:
 		j.retries.Inc()
@@ -119,8 +115,8 @@ func (c *Collector) addJob(job string) {
 	j := &jobSeries{
 		refs:        1,
 		running:     map[string]struct{}{},
-		runs:        map[scheduler.Result]prometheus.Counter{},
-		skips:       map[scheduler.SkipReason]prometheus.Counter{},
+		runs:        map[string]prometheus.Counter{},
+		skips:       map[string]prometheus.Counter{},
 		retries:     c.retries.WithLabelValues(job),
 		runDuration: c.runDuration.WithLabelValues(job),
 		startDelay:  c.startDelay.WithLabelValues(job),
@@ -128,10 +124,10 @@ func (c *Collector) addJob(job string) {
 		inProgress:  c.inProgress.WithLabelValues(job),
 	}
 	for _, r := range allResults() {
-		j.runs[r] = c.runs.WithLabelValues(job, r.String())
+		j.runs[r] = c.runs.WithLabelValues(job, r)
 	}
 	for _, r := range allSkipReasons() {
-		j.skips[r] = c.skips.WithLabelValues(job, r.String())
+		j.skips[r] = c.skips.WithLabelValues(job, r)
 	}
 	c.jobs[job] = j
 }

@@ -135,7 +135,7 @@ func TestBatchedLocking(t *testing.T) {
 		}
 		obs := &recorder{}
 		var log runLog
-		s := newScheduler(t, l, scheduler.WithInstanceID("me"), scheduler.WithClock(clock), scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithInstanceID("me"), scheduler.WithClock(clock), scheduler.WithObserver(obs.Observe))
 		for _, job := range []string{"held", "overlap", "done", "undecided", "won"} {
 			mustAdd(t, s, job, "* * * * *", log.job(0))
 		}
@@ -205,7 +205,7 @@ func TestBatchedLocking(t *testing.T) {
 			}
 		}
 		for job, ev := range byJob(t, obs, scheduler.EventRunFinished, tick) {
-			if ev.Result != scheduler.ResultSuccess {
+			if ev.Result != "success" {
 				t.Errorf("run of %s: %s (%v), want success", job, ev.Result, ev.Err)
 			}
 		}
@@ -215,15 +215,15 @@ func TestBatchedLocking(t *testing.T) {
 		}
 
 		type skip struct {
-			reason   scheduler.SkipReason
+			reason   string
 			attempts int
 		}
 		wantSkips := map[string]skip{
-			"held":    {scheduler.SkipHeld, 1},
-			"done":    {scheduler.SkipAlreadyRun, 1},
-			"overlap": {scheduler.SkipOverlap, 1},
-			"busy":    {scheduler.SkipOverlap, 0},
-			"late":    {scheduler.SkipMisfire, 0},
+			"held":    {"held", 1},
+			"done":    {"already_run", 1},
+			"overlap": {"overlap", 1},
+			"busy":    {"overlap", 0},
+			"late":    {"misfire", 0},
 		}
 		skips := byJob(t, obs, scheduler.EventSkipped, tick)
 		if len(skips) != len(wantSkips) {
@@ -248,7 +248,7 @@ func TestBatchOfOneUsesAcquire(t *testing.T) {
 		l := newBatchLocker()
 		obs := &recorder{}
 		var log runLog
-		s := newScheduler(t, l, scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "minutely", "* * * * *", log.job(0))
 		mustAdd(t, s, "hourly", "@hourly", log.job(0))
 		stop := start(t, s)
@@ -287,7 +287,7 @@ func TestBatchLeaseOfRemovedJobIsReleased(t *testing.T) {
 		l.gate = make(chan struct{})
 		obs := &recorder{}
 		var log runLog
-		s := newScheduler(t, l, scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "kept", "* * * * *", log.job(0))
 		mustAdd(t, s, "removed", "* * * * *", log.job(0))
 		stop := start(t, s)

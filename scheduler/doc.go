@@ -25,7 +25,7 @@
 // the job's misfire grace.
 //
 // The lock is per job: a tick whose previous run still holds the lock is
-// skipped (ErrOverlap, SkipOverlap). The lease carries a fencing token,
+// skipped (ErrOverlap, skipOverlap). The lease carries a fencing token,
 // RunInfo.Fence, which increases with every acquisition; a job that writes
 // to storage should pass it along, so that a run whose lease ended while it
 // was paused cannot overwrite the work of the next one.
@@ -38,7 +38,7 @@
 // # Use
 //
 // Create a Scheduler with New and a Locker (the Redis one in production,
-// schedulertest.NewLocker in tests), register jobs with Add, and call Run,
-// which blocks; Shutdown stops it gracefully. Observe outcomes through an
-// Observer (WithObserver), logs (WithLogger) or Entries.
+// an in-memory one in tests), register jobs with Add, and call Run,
+// which blocks; Shutdown stops it gracefully. Observe outcomes through
+// events (WithObserver), logs (WithLogger) or Entries.
 package scheduler

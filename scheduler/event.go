@@ -5,21 +5,6 @@ import (
 	"time"
 )
 
-// Observer receives the scheduler's events, for metrics or auditing.
-// Observe is called synchronously from the scheduler's goroutines, possibly
-// concurrently, sometimes with the scheduler's own lock held:
-// implementations must be safe for concurrent use, must not block and must
-// not call the Scheduler's methods.
-type Observer interface {
-	Observe(Event)
-}
-
-// ObserverFunc adapts a function to Observer.
-type ObserverFunc func(Event)
-
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }
-
 // Event is one thing that happened in a Scheduler. Fields that do not apply
 // to an event's Kind are zero. New kinds and fields may be added.
 type Event struct {
@@ -34,10 +19,27 @@ type Event struct {
 	// RunID and Fence identify the run (EventRunStarted, EventRunFinished).
 	RunID string
 	Fence uint64
-	// Result is how the run ended (EventRunFinished).
-	Result Result
-	// Skip is why the tick was not run (EventSkipped).
-	Skip SkipReason
+	// Result is how the run ended (EventRunFinished): success (the job
+	// returned nil), failure (it returned an error), panic (the error is a
+	// *PanicError), lock_lost (the lease was lost during the run, whatever
+	// the job returned: another replica may have run concurrently),
+	// timeout (it returned an error after its run timeout), canceled (it
+	// returned an error after the scheduler cancelled it: Shutdown, or the
+	// context given to Run), or abandoned (it ignored the cancellation of
+	// its context at shutdown and did not return within 5 s; its lease was
+	// released while it may still run).
+	Result string
+	// Skip is why the tick was not run (EventSkipped): held (another
+	// replica holds the lock for this tick: normal), already_run (the
+	// tick, or a later one, was already run: normal), overlap (the
+	// previous run of the job, here or elsewhere, is still going), misfire
+	// (the tick was noticed later than its misfire grace), no_quorum (no
+	// lock attempt reached a decision before the retry deadline, the
+	// misfire grace, or before the job's next tick was handled; Err says
+	// why), or lease_lost (the lease was won but lost before the run
+	// started, or given up by a hard stop; Err says why: the tick is
+	// normally claimed by the lost lease, so that no replica runs it).
+	Skip string
 	// StartDelay is the run's start minus its tick, by the scheduler's
 	// clock (EventRunStarted of a scheduled run).
 	StartDelay time.Duration
@@ -47,9 +49,9 @@ type Event struct {
 	// so far (EventRunStarted, EventRunFinished, EventSkipped,
 	// EventLockRetry).
 	Attempts int
-	// Err is the run's error (EventRunFinished, unless ResultSuccess), the
-	// last lock error (EventSkipped with SkipNoQuorum, EventLockRetry), or
-	// why the lease was lost (EventSkipped with SkipLeaseLost).
+	// Err is the run's error (EventRunFinished, unless a success), the
+	// last lock error (EventSkipped for no_quorum, EventLockRetry), or
+	// why the lease was lost (EventSkipped for lease_lost).
 	Err error
 }
 
@@ -92,83 +94,28 @@ var eventKindNames = [...]string{
 // String returns the kind's snake_case name, such as "run_finished".
 func (k EventKind) String() string { return enumString(eventKindNames[:], int(k), "EventKind") }
 
-// Result is how a run ended. The zero Result means no run has ended.
-type Result int
-
-// Results of a run.
+// The results of a run (Event.Result, Entry.LastResult); each is the value
+// of the result label of the run metrics.
 const (
-	// ResultSuccess: the job returned nil.
-	ResultSuccess Result = iota + 1
-	// ResultFailure: the job returned an error.
-	ResultFailure
-	// ResultPanic: the job panicked; the error is a *PanicError.
-	ResultPanic
-	// ResultLockLost: the lease was lost during the run, whatever the job
-	// returned; another replica may have run concurrently.
-	ResultLockLost
-	// ResultTimeout: the job returned an error after its run timeout
-	// passed.
-	ResultTimeout
-	// ResultCanceled: the job returned an error after the scheduler
-	// cancelled it (Shutdown, or the context given to Run).
-	ResultCanceled
-	// ResultAbandoned: the job ignored the cancellation of its context at
-	// shutdown and did not return within 5 s; its lease was released while
-	// it may still run.
-	ResultAbandoned
+	resultSuccess   = "success"   // the job returned nil
+	resultFailure   = "failure"   // the job returned an error
+	resultPanic     = "panic"     // the job panicked; the error is a *PanicError
+	resultLockLost  = "lock_lost" // the lease was lost during the run
+	resultTimeout   = "timeout"   // the job returned an error after its run timeout
+	resultCanceled  = "canceled"  // the job returned an error after the scheduler cancelled it
+	resultAbandoned = "abandoned" // the job ignored its context's cancellation at shutdown
 )
 
-var resultNames = [...]string{
-	ResultSuccess:   "success",
-	ResultFailure:   "failure",
-	ResultPanic:     "panic",
-	ResultLockLost:  "lock_lost",
-	ResultTimeout:   "timeout",
-	ResultCanceled:  "canceled",
-	ResultAbandoned: "abandoned",
-}
-
-// String returns the result's snake_case label, such as "lock_lost".
-func (r Result) String() string { return enumString(resultNames[:], int(r), "Result") }
-
-// SkipReason is why a replica did not run a tick. The zero SkipReason means
-// the tick was not skipped.
-type SkipReason int
-
-// Reasons for skipping a tick.
+// The reasons a tick was skipped (Event.Skip, Entry.LastSkip); each is the
+// value of the reason label of the skip metrics.
 const (
-	// SkipHeld: another replica holds the lock for this tick (normal).
-	SkipHeld SkipReason = iota + 1
-	// SkipAlreadyRun: the tick, or a later one, was already run (normal).
-	SkipAlreadyRun
-	// SkipOverlap: the previous run of the job, here or elsewhere, is still
-	// going.
-	SkipOverlap
-	// SkipMisfire: the tick was noticed later than its misfire grace.
-	SkipMisfire
-	// SkipNoQuorum: no lock attempt reached a decision before the retry
-	// deadline (the misfire grace), or before the job's next tick was
-	// handled, which ends the retries; Err then says so.
-	SkipNoQuorum
-	// SkipLeaseLost: the lease of the tick was won but lost before its run
-	// started (with WithLockAhead, before the tick came), or given up by a
-	// hard stop (the context given to Run, or Shutdown's, done); Err says
-	// why. The tick is normally claimed by the lost lease, so that no
-	// replica runs it (one that wins it instead is reported as SkipHeld).
-	SkipLeaseLost
+	skipHeld       = "held"        // another replica holds the lock for this tick
+	skipAlreadyRun = "already_run" // the tick, or a later one, was already run
+	skipOverlap    = "overlap"     // the previous run of the job is still going
+	skipMisfire    = "misfire"     // noticed later than the misfire grace
+	skipNoQuorum   = "no_quorum"   // no lock attempt reached a decision in time
+	skipLeaseLost  = "lease_lost"  // the lease was lost before the run started
 )
-
-var skipReasonNames = [...]string{
-	SkipHeld:       "held",
-	SkipAlreadyRun: "already_run",
-	SkipOverlap:    "overlap",
-	SkipMisfire:    "misfire",
-	SkipNoQuorum:   "no_quorum",
-	SkipLeaseLost:  "lease_lost",
-}
-
-// String returns the reason's snake_case label, such as "held".
-func (r SkipReason) String() string { return enumString(skipReasonNames[:], int(r), "SkipReason") }
 
 func enumString(names []string, i int, typ string) string {
 	if i == 0 {

@@ -62,7 +62,7 @@ func ExampleWithObserver() {
 			close(finished)
 		}
 	})
-	s, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithObserver(obs))
+	s, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithObserver(obs.Observe))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func (r *recorder) of(kinds ...scheduler.EventKind) []scheduler.Event {
 }
 
 // skips returns the EventSkipped events with the given reason.
-func (r *recorder) skips(reason scheduler.SkipReason) []scheduler.Event {
+func (r *recorder) skips(reason string) []scheduler.Event {
 	var out []scheduler.Event
 	for _, ev := range r.of(scheduler.EventSkipped) {
 		if ev.Skip == reason {
@@ -79,7 +79,7 @@ func (l *runLog) ticks() []time.Time {
 }
 
 // job returns a job that records its run and then takes d.
-func (l *runLog) job(d time.Duration) scheduler.Job {
+func (l *runLog) job(d time.Duration) scheduler.JobFunc {
 	return scheduler.JobFunc(func(ctx context.Context, info scheduler.RunInfo) error {
 		l.add(info)
 		if d > 0 {
@@ -104,7 +104,7 @@ func newScheduler(t *testing.T, l scheduler.Locker, opts ...scheduler.Option) *s
 }
 
 // mustAdd calls s.Add and fails the test on error.
-func mustAdd(t *testing.T, s *scheduler.Scheduler, name, spec string, job scheduler.Job, opts ...scheduler.JobOption) {
+func mustAdd(t *testing.T, s *scheduler.Scheduler, name, spec string, job scheduler.JobFunc, opts ...scheduler.JobOption) {
 	t.Helper()
 	if err := s.Add(name, spec, job, opts...); err != nil {
 		t.Fatalf("Add(%q, %q): %v", name, spec, err)

@@ -8,22 +8,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// Job is the work a Scheduler runs.
+// JobFunc is the work a Scheduler runs.
 //
 // ctx is cancelled when the lease is lost (cause matching ErrLockLost), when
 // the run timeout passes (ErrRunTimeout), when the scheduler shuts down
 // (ErrShutdown) or when the context given to Run is cancelled (its cause);
 // context.Cause(ctx) says which. A job should return soon after ctx is
 // done: past the lease, another replica may run the next tick.
-type Job interface {
-	Run(ctx context.Context, info RunInfo) error
-}
-
-// JobFunc adapts a function to Job.
 type JobFunc func(ctx context.Context, info RunInfo) error
-
-// Run calls f(ctx, info).
-func (f JobFunc) Run(ctx context.Context, info RunInfo) error { return f(ctx, info) }
 
 // RunInfo describes one run of a job.
 type RunInfo struct {
@@ -50,7 +42,7 @@ type RunInfo struct {
 type runInfoKey struct{}
 
 // RunInfoFromContext returns the RunInfo of the run that ctx belongs to.
-// The context passed to Job.Run carries it, and so does every context
+// The context passed to the job carries it, and so does every context
 // derived from it.
 func RunInfoFromContext(ctx context.Context) (RunInfo, bool) {
 	info, ok := ctx.Value(runInfoKey{}).(*RunInfo)

@@ -23,7 +23,7 @@ func TestTrigger(t *testing.T) {
 		l := locker()
 		obs := &recorder{}
 		got := make(chan [2]scheduler.RunInfo, 1)
-		s := newScheduler(t, l, scheduler.WithInstanceID("replica-1"), scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithInstanceID("replica-1"), scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "report", "@daily", scheduler.JobFunc(func(ctx context.Context, info scheduler.RunInfo) error {
 			fromCtx, _ := scheduler.RunInfoFromContext(ctx)
 			got <- [2]scheduler.RunInfo{info, fromCtx}
@@ -58,10 +58,10 @@ func TestTrigger(t *testing.T) {
 		if len(started) != 1 || started[0].RunID != info.RunID || started[0].StartDelay != 0 || started[0].Attempts != 1 {
 			t.Errorf("started %+v, want one for %s", started, info.RunID)
 		}
-		if len(fin) != 1 || fin[0].RunID != info.RunID || fin[0].Result != scheduler.ResultSuccess {
+		if len(fin) != 1 || fin[0].RunID != info.RunID || fin[0].Result != "success" {
 			t.Errorf("finished %+v, want success for %s", fin, info.RunID)
 		}
-		if e := s.Entries()[0]; e.LastResult != scheduler.ResultSuccess || !e.Prev.IsZero() {
+		if e := s.Entries()[0]; e.LastResult != "success" || !e.Prev.IsZero() {
 			t.Errorf("entry %+v, want last result success and no tick handled", e)
 		}
 		if _, err := s.Trigger(context.Background(), "nope"); !errors.Is(err, scheduler.ErrUnknownJob) {
@@ -80,8 +80,8 @@ func TestTriggerIsExclusive(t *testing.T) {
 		obs := &recorder{}
 		started, release := make(chan struct{}, 1), make(chan struct{})
 		job, _ := blockingJob(started, release, false)
-		a := newScheduler(t, l, scheduler.WithInstanceID("a"), scheduler.WithObserver(obs))
-		b := newScheduler(t, l, scheduler.WithInstanceID("b"), scheduler.WithObserver(obs))
+		a := newScheduler(t, l, scheduler.WithInstanceID("a"), scheduler.WithObserver(obs.Observe))
+		b := newScheduler(t, l, scheduler.WithInstanceID("b"), scheduler.WithObserver(obs.Observe))
 		mustAdd(t, a, "job", "* * * * *", job)
 		mustAdd(t, b, "job", "* * * * *", job)
 		stops := []func(){start(t, a), start(t, b)}
@@ -98,7 +98,7 @@ func TestTriggerIsExclusive(t *testing.T) {
 			t.Errorf("Trigger on the other replica = %v, want ErrHeld", err)
 		}
 		sleepUntil(t0.Add(70 * time.Second))
-		if overlaps := obs.skips(scheduler.SkipOverlap); len(overlaps) != 2 {
+		if overlaps := obs.skips("overlap"); len(overlaps) != 2 {
 			t.Errorf("overlap skips %+v, want the 00:01 tick on both replicas", overlaps)
 		}
 		close(release)
@@ -235,7 +235,7 @@ func TestTriggerRetriesUndecidedAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := locker()
 		obs := &recorder{}
-		s := newScheduler(t, l, scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "job", "@daily", noop)
 		stop := start(t, s)
 		l.FailNext(3)
@@ -362,7 +362,7 @@ func TestRemove(t *testing.T) {
 		t0 := time.Now()
 		obs := &recorder{}
 		var log runLog
-		s := newScheduler(t, locker(), scheduler.WithObserver(obs))
+		s := newScheduler(t, locker(), scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "minutely", "* * * * *", log.job(30*time.Second))
 		stop := start(t, s)
 		sleepUntil(t0.Add(3*time.Minute + 10*time.Second))
@@ -387,7 +387,7 @@ func TestRemove(t *testing.T) {
 		}
 		// The run in progress at Remove was not interrupted.
 		for _, ev := range obs.finished() {
-			if ev.Result != scheduler.ResultSuccess {
+			if ev.Result != "success" {
 				t.Errorf("run of %v: %s", ev.Tick, ev.Result)
 			}
 		}
@@ -421,7 +421,7 @@ func TestRemoveBeforeRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &heldAfter{Locker: locker(), called: make(chan struct{}), answer: make(chan struct{})}
 		obs := &recorder{}
-		s := newScheduler(t, l, scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "job", "* * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
 		stop := start(t, s)
 		<-l.called // the first tick's attempt
@@ -449,7 +449,7 @@ func TestRemoveAbandonsLockAttempts(t *testing.T) {
 		l := locker()
 		obs := &recorder{}
 		var log runLog
-		s := newScheduler(t, l, scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "job", "* * * * *", log.job(0))
 		stop := start(t, s)
 		l.FailNext(1 << 30)
@@ -503,7 +503,7 @@ func TestEntries(t *testing.T) {
 		sleepUntil(t0.Add(time.Hour + time.Second))
 		want = []scheduler.Entry{
 			{Name: "a-slow", Spec: "@hourly", Next: t0.Add(2 * time.Hour), Prev: t0.Add(time.Hour), Running: true},
-			{Name: "b-flaky", Spec: "*/2 * * * *", Next: t0.Add(time.Hour + 2*time.Minute), Prev: t0.Add(time.Hour), LastResult: scheduler.ResultSuccess},
+			{Name: "b-flaky", Spec: "*/2 * * * *", Next: t0.Add(time.Hour + 2*time.Minute), Prev: t0.Add(time.Hour), LastResult: "success"},
 		}
 		if got := s.Entries(); !slices.EqualFunc(got, want, entryEqual) {
 			t.Errorf("entries at 01:00:01:\n%+v\nwant\n%+v", got, want)
@@ -513,10 +513,10 @@ func TestEntries(t *testing.T) {
 		close(release)
 		sleepUntil(t0.Add(time.Hour + 2*time.Minute + time.Second))
 		got := s.Entries()
-		if e := got[0]; e.Running || e.LastResult != scheduler.ResultSuccess {
+		if e := got[0]; e.Running || e.LastResult != "success" {
 			t.Errorf("a-slow: %+v, want finished with success", e)
 		}
-		if e := got[1]; e.LastResult != scheduler.ResultFailure || !errors.Is(e.LastErr, errJob) || !e.Prev.Equal(t0.Add(time.Hour+2*time.Minute)) {
+		if e := got[1]; e.LastResult != "failure" || !errors.Is(e.LastErr, errJob) || !e.Prev.Equal(t0.Add(time.Hour+2*time.Minute)) {
 			t.Errorf("b-flaky: %+v, want the 01:02 tick failed", e)
 		}
 		stop()
@@ -558,7 +558,7 @@ func TestDefaultMisfireGrace(t *testing.T) {
 				clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 				var log runLog
 				obs := &recorder{}
-				s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs))
+				s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs.Observe))
 				mustAdd(t, s, "hourly", "@hourly", log.job(0))
 				stop := start(t, s)
 				// The loop's last sleep before 01:00 starts at 00:59; the
@@ -568,7 +568,7 @@ func TestDefaultMisfireGrace(t *testing.T) {
 				sleepUntil(t0.Add(61 * time.Minute))
 				stop()
 				ran := len(log.all()) == 1
-				misfired := len(obs.skips(scheduler.SkipMisfire)) == 1
+				misfired := len(obs.skips("misfire")) == 1
 				if wantRun := late <= time.Minute; ran != wantRun || misfired == wantRun {
 					t.Errorf("noticed %v late: ran %v, misfired %v", late, ran, misfired)
 				}

@@ -16,7 +16,7 @@ import (
 // (buffered for a few runs).
 // With ignore, it returns only when release is closed, whatever its context;
 // otherwise when its context is done or release is closed.
-func blockingJob(started chan<- struct{}, release <-chan struct{}, ignore bool) (scheduler.Job, <-chan error) {
+func blockingJob(started chan<- struct{}, release <-chan struct{}, ignore bool) (scheduler.JobFunc, <-chan error) {
 	causes := make(chan error, 16)
 	return scheduler.JobFunc(func(ctx context.Context, _ scheduler.RunInfo) error {
 		defer func() { causes <- context.Cause(ctx) }()
@@ -61,7 +61,7 @@ func TestShutdown(t *testing.T) {
 			obs := &recorder{}
 			started, release := make(chan struct{}, 1), make(chan struct{})
 			job, causes := blockingJob(started, release, false)
-			s := newScheduler(t, l, scheduler.WithObserver(obs))
+			s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 			mustAdd(t, s, "job", "@every 1m", job)
 			errc := runAndWaitForJob(context.Background(), s, started)
 
@@ -82,7 +82,7 @@ func TestShutdown(t *testing.T) {
 			if err := <-errc; !errors.Is(err, scheduler.ErrClosed) {
 				t.Errorf("Run = %v, want ErrClosed", err)
 			}
-			if fin := obs.finished(); len(fin) != 1 || fin[0].Result != scheduler.ResultSuccess {
+			if fin := obs.finished(); len(fin) != 1 || fin[0].Result != "success" {
 				t.Errorf("finished %+v, want success", fin)
 			}
 			assertReleased(t, l, "job")
@@ -94,7 +94,7 @@ func TestShutdown(t *testing.T) {
 			obs := &recorder{}
 			started := make(chan struct{}, 1)
 			job, causes := blockingJob(started, nil, false)
-			s := newScheduler(t, l, scheduler.WithObserver(obs))
+			s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 			mustAdd(t, s, "job", "@every 1m", job)
 			errc := runAndWaitForJob(context.Background(), s, started)
 
@@ -110,7 +110,7 @@ func TestShutdown(t *testing.T) {
 				t.Errorf("Run = %v, want ErrClosed", err)
 			}
 			fin := obs.finished()
-			if len(fin) != 1 || fin[0].Result != scheduler.ResultCanceled || !errors.Is(fin[0].Err, scheduler.ErrShutdown) {
+			if len(fin) != 1 || fin[0].Result != "canceled" || !errors.Is(fin[0].Err, scheduler.ErrShutdown) {
 				t.Errorf("finished %+v, want canceled with ErrShutdown", fin)
 			}
 			assertReleased(t, l, "job")
@@ -122,7 +122,7 @@ func TestShutdown(t *testing.T) {
 			obs := &recorder{}
 			started, release := make(chan struct{}, 1), make(chan struct{})
 			job, causes := blockingJob(started, release, true)
-			s := newScheduler(t, l, scheduler.WithObserver(obs))
+			s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 			mustAdd(t, s, "job", "@every 1m", job)
 			errc := runAndWaitForJob(context.Background(), s, started)
 
@@ -142,7 +142,7 @@ func TestShutdown(t *testing.T) {
 			// The lease is released although the job still runs.
 			assertReleased(t, l, "job")
 			fin := obs.finished()
-			if len(fin) != 1 || fin[0].Result != scheduler.ResultAbandoned || !errors.Is(fin[0].Err, scheduler.ErrShutdownTimeout) {
+			if len(fin) != 1 || fin[0].Result != "abandoned" || !errors.Is(fin[0].Err, scheduler.ErrShutdownTimeout) {
 				t.Errorf("finished %+v, want abandoned with ErrShutdownTimeout", fin)
 			}
 			close(release)
@@ -174,7 +174,7 @@ func TestShutdown(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			l := locker()
 			obs := &recorder{}
-			s := newScheduler(t, l, scheduler.WithObserver(obs))
+			s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 			mustAdd(t, s, "job", "@every 1m", noop)
 			l.FailNext(1 << 30)
 			stop := start(t, s)
@@ -204,7 +204,7 @@ func TestRunContextIsAHardStop(t *testing.T) {
 				obs := &recorder{}
 				started, release := make(chan struct{}, 1), make(chan struct{})
 				job, causes := blockingJob(started, release, ignore)
-				s := newScheduler(t, l, scheduler.WithObserver(obs))
+				s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 				mustAdd(t, s, "job", "@every 1m", job)
 				errBoom := errors.New("boom")
 				ctx, cancel := context.WithCancelCause(context.Background())
@@ -224,7 +224,7 @@ func TestRunContextIsAHardStop(t *testing.T) {
 				}
 				assertReleased(t, l, "job")
 				fin := obs.finished()
-				want := map[bool]scheduler.Result{false: scheduler.ResultCanceled, true: scheduler.ResultAbandoned}[ignore]
+				want := map[bool]string{false: "canceled", true: "abandoned"}[ignore]
 				if len(fin) != 1 || fin[0].Result != want || !errors.Is(fin[0].Err, errBoom) {
 					t.Errorf("finished %+v, want %v with the context's cause", fin, want)
 				}

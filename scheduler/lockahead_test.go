@@ -33,7 +33,7 @@ func TestLockAhead(t *testing.T) {
 				l := locker()
 				obs := &recorder{}
 				var log runLog
-				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs), scheduler.WithLockAhead(tt.lead))
+				s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs.Observe), scheduler.WithLockAhead(tt.lead))
 				for _, job := range []string{"a", "b"} {
 					mustAdd(t, s, job, "* * * * * *", log.job(100*time.Millisecond))
 				}
@@ -87,7 +87,7 @@ func TestLockAheadPreviousRun(t *testing.T) {
 			t0 := time.Now()
 			obs := &recorder{}
 			var log runLog
-			s := newScheduler(t, locker(), scheduler.WithSeconds(), scheduler.WithObserver(obs),
+			s := newScheduler(t, locker(), scheduler.WithSeconds(), scheduler.WithObserver(obs.Observe),
 				scheduler.WithLockAhead(300*time.Millisecond))
 			// Each run is still going 300ms before the next tick.
 			var other runLog
@@ -129,7 +129,7 @@ func TestLockAheadPreviousRun(t *testing.T) {
 
 			obs := &recorder{}
 			var log runLog
-			s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
+			s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs.Observe),
 				scheduler.WithLockAhead(300*time.Millisecond))
 			mustAdd(t, s, "job", "*/2 * * * * *", log.job(0))
 			mustAdd(t, s, "other", "*/2 * * * * *", log.job(0))
@@ -176,7 +176,7 @@ func newAheadJob(t *testing.T) *aheadJob {
 func newAheadJobOn(t *testing.T, lk scheduler.Locker, base *schedulertest.Locker) *aheadJob {
 	t.Helper()
 	a := &aheadJob{tick: time.Now().Add(2 * time.Second), l: base, obs: &recorder{}, log: &runLog{}}
-	a.s = newScheduler(t, lk, scheduler.WithSeconds(), scheduler.WithObserver(a.obs),
+	a.s = newScheduler(t, lk, scheduler.WithSeconds(), scheduler.WithObserver(a.obs.Observe),
 		scheduler.WithLockAhead(300*time.Millisecond))
 	mustAdd(t, a.s, "job", "*/2 * * * * *", a.log.job(0))
 	return a
@@ -248,7 +248,7 @@ func TestLockAheadStop(t *testing.T) {
 				t.Errorf("grants %+v, want one, released at the stop", grants)
 			}
 			skips := obs.of(scheduler.EventSkipped)
-			if len(skips) != 1 || skips[0].Skip != scheduler.SkipLeaseLost || !skips[0].Tick.Equal(tick) {
+			if len(skips) != 1 || skips[0].Skip != "lease_lost" || !skips[0].Tick.Equal(tick) {
 				t.Errorf("skips %+v, want the tick skipped as lease_lost", skips)
 			}
 		})
@@ -265,7 +265,7 @@ func TestLockAheadCatchUp(t *testing.T) {
 		l := locker()
 		obs := &recorder{}
 		var log runLog
-		s := newScheduler(t, l, scheduler.WithObserver(obs), scheduler.WithLockAhead(30*time.Second))
+		s := newScheduler(t, l, scheduler.WithObserver(obs.Observe), scheduler.WithLockAhead(30*time.Second))
 		mustAdd(t, s, "job", "* * * * *", log.job(0), scheduler.WithCatchUp(5*time.Minute))
 		sleepUntil(t0.Add(40 * time.Second))
 		stop := start(t, s)
@@ -369,9 +369,9 @@ func TestLockAheadLeaseLost(t *testing.T) {
 					t.Fatalf("skips %+v, want one after 2 attempts", skips)
 				}
 				switch sk := skips[0]; {
-				case elsewhere && sk.Skip != scheduler.SkipHeld:
+				case elsewhere && sk.Skip != "held":
 					t.Errorf("skip %+v, want held", sk)
-				case !elsewhere && (sk.Skip != scheduler.SkipLeaseLost ||
+				case !elsewhere && (sk.Skip != "lease_lost" ||
 					!errors.Is(sk.Err, scheduler.ErrLockLost) || !errors.Is(sk.Err, scheduler.ErrAlreadyRun)):
 					t.Errorf("skip %+v, want lease_lost, with the loss and the refusal", sk)
 				}
@@ -424,7 +424,7 @@ func TestLockAheadBatchRefusalsAhead(t *testing.T) {
 				mu.Unlock()
 			}
 		})
-		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs),
+		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs.Observe),
 			scheduler.WithLockAhead(500*time.Millisecond))
 		var rl runLog
 		mustAdd(t, s, "overlap", "* * * * * *", rl.job(0))

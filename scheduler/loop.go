@@ -133,7 +133,7 @@ func (s *Scheduler) skipMissed(d dueTick) {
 	n := 0
 	t := d.missed
 	for ; t.Before(d.tick) && n < maxMisfireReports; t = d.e.sched.Next(t) {
-		s.skip(d.e, t, SkipMisfire, 0, nil)
+		s.skip(d.e, t, skipMisfire, 0, nil)
 		n++
 	}
 	if n == 0 {

@@ -25,7 +25,7 @@ type config struct {
 	location   *time.Location
 	seconds    bool
 	instanceID string
-	observers  []Observer
+	observers  []func(Event)
 	clock      func() time.Time
 	ownClock   bool // clock was set by WithClock
 	lockAhead  time.Duration
@@ -99,13 +99,16 @@ func WithInstanceID(id string) Option {
 	}
 }
 
-// WithObserver adds an observer that receives every Event, for metrics or
-// auditing. It may be given more than once: every observer receives every
-// event, in the order given. The default is none.
-func WithObserver(o Observer) Option {
+// WithObserver adds a function called with every Event, for metrics or
+// auditing. It is called synchronously from the scheduler's goroutines,
+// possibly concurrently, sometimes with the scheduler's own lock held: it
+// must be safe for concurrent use, must not block and must not call the
+// Scheduler's methods. It may be given more than once: each function
+// receives every event, in the order given. The default is none.
+func WithObserver(o func(Event)) Option {
 	return func(c *config) error {
 		if o == nil {
-			return optionError("WithObserver", "nil observer")
+			return optionError("WithObserver", "nil function")
 		}
 		c.observers = append(c.observers, o)
 		return nil
@@ -134,7 +137,7 @@ func WithClock(now func() time.Time) Option {
 //
 // A lease won ahead claims its tick for every replica: Shutdown waits for
 // the tick and its run. One lost before the tick runs nothing, and the tick
-// is reported with SkipLeaseLost. The price: the lock is held from d
+// is reported as a lease_lost skip. The price: the lock is held from d
 // before the tick, so a Trigger then is refused (ErrHeld, or ErrOverlap on
 // the replica holding it), and refusals are reported ahead of the tick.
 //
@@ -156,7 +159,7 @@ type OverlapPolicy int
 
 // Overlap policies.
 const (
-	// OverlapSkip skips the tick and reports it with SkipOverlap.
+	// OverlapSkip skips the tick and reports it with skipOverlap.
 	OverlapSkip OverlapPolicy = iota
 )
 
@@ -202,7 +205,7 @@ func WithLockTTL(d time.Duration) JobOption {
 
 // WithRunTimeout bounds each run of the job: past d, the job's context is
 // cancelled with cause ErrRunTimeout and a run that returns an error is
-// reported with ResultTimeout. d must not be negative; 0, the default, means
+// reported with resultTimeout. d must not be negative; 0, the default, means
 // no timeout.
 func WithRunTimeout(d time.Duration) JobOption {
 	return func(c *jobConfig) error {
@@ -216,7 +219,7 @@ func WithRunTimeout(d time.Duration) JobOption {
 
 // WithMisfireGrace sets how late the handling of a tick may start: a tick
 // noticed later than tick+d (after a pause of the process, a clock step or a
-// stalled replica) is skipped with SkipMisfire. It also bounds how long a
+// stalled replica) is skipped with skipMisfire. It also bounds how long a
 // lock attempt that reached no decision (ErrNoQuorum) is retried: until
 // tick+d or the job's next tick (its lock-ahead, with WithLockAhead),
 // whichever comes first. d must be positive; the default is one minute.

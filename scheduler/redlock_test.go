@@ -149,11 +149,11 @@ func TestRedlockLockerShutdownLeaseExpiry(t *testing.T) {
 	r := redlockOn(t, redistest.Start(t, 1))
 	finished := make(chan scheduler.Event, 10)
 	s, err := scheduler.New(scheduler.NewRedlockLocker(r), scheduler.WithSeconds(),
-		scheduler.WithObserver(scheduler.ObserverFunc(func(e scheduler.Event) {
+		scheduler.WithObserver(func(e scheduler.Event) {
 			if e.Kind == scheduler.EventRunFinished {
 				finished <- e
 			}
-		})))
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestRedlockLockerShutdownLeaseExpiry(t *testing.T) {
 		t.Fatalf("Shutdown: %v", err)
 	}
 	e := <-finished
-	if e.Result != scheduler.ResultCanceled || !errors.Is(e.Err, scheduler.ErrShutdown) {
+	if e.Result != "canceled" || !errors.Is(e.Err, scheduler.ErrShutdown) {
 		t.Fatalf("run finished %v (%v), want canceled with ErrShutdown", e.Result, e.Err)
 	}
 }

@@ -41,7 +41,7 @@ func TestReplicasRunEachTickOnce(t *testing.T) {
 					var stops []func()
 					for i, off := range cl.offsets {
 						s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithClock(offsetClock(off)),
-							scheduler.WithInstanceID(fmt.Sprintf("replica-%d", i)), scheduler.WithObserver(obs))
+							scheduler.WithInstanceID(fmt.Sprintf("replica-%d", i)), scheduler.WithObserver(obs.Observe))
 						mustAdd(t, s, "job", sc.spec, log.job(sc.jobTime))
 						stops = append(stops, start(t, s))
 					}
@@ -63,17 +63,17 @@ func TestReplicasRunEachTickOnce(t *testing.T) {
 					// Every replica handled every tick: one ran it, the
 					// others were refused in the normal ways.
 					handled := len(obs.of(scheduler.EventRunStarted)) +
-						len(obs.skips(scheduler.SkipHeld)) + len(obs.skips(scheduler.SkipAlreadyRun))
+						len(obs.skips("held")) + len(obs.skips("already_run"))
 					if wantHandled := len(want) * len(cl.offsets); handled != wantHandled {
 						t.Errorf("%d ticks handled (run, held elsewhere or already run), want %d", handled, wantHandled)
 					}
 					for _, ev := range obs.of(scheduler.EventSkipped) {
-						if ev.Skip != scheduler.SkipHeld && ev.Skip != scheduler.SkipAlreadyRun {
+						if ev.Skip != "held" && ev.Skip != "already_run" {
 							t.Errorf("unexpected skip: %s of tick %v on %s (%v)", ev.Skip, ev.Tick, ev.Instance, ev.Err)
 						}
 					}
 					for _, ev := range obs.finished() {
-						if ev.Result != scheduler.ResultSuccess {
+						if ev.Result != "success" {
 							t.Errorf("tick %v: result %s (%v)", ev.Tick, ev.Result, ev.Err)
 						}
 					}

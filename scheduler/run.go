@@ -192,13 +192,13 @@ func (s *Scheduler) markStart(rn *runner, r *run, base context.Context) {
 }
 
 // callJob runs job, turning a panic into a *PanicError.
-func callJob(ctx context.Context, job Job, info RunInfo) (err error) {
+func callJob(ctx context.Context, job JobFunc, info RunInfo) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = &PanicError{Job: info.Job, Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return job.Run(ctx, info)
+	return job(ctx, info)
 }
 
 // finishRun waits for r's job to return, or to be abandoned, releases the
@@ -233,7 +233,7 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 // while its lease is kept for its start group. The release's call records
 // the result again, now knowing whether the lease was lost (relErr); a job
 // that returns after it was abandoned changes nothing.
-func (s *Scheduler) end(r *run, out outcome, relErr error, final bool) (Result, error) {
+func (s *Scheduler) end(r *run, out outcome, relErr error, final bool) (string, error) {
 	result, err := classify(out, relErr)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -242,7 +242,7 @@ func (s *Scheduler) end(r *run, out outcome, relErr error, final bool) (Result, 
 		r.e.running.Add(-1)
 	}
 	if (first || final) && r.e.latest.Load() == r { // not over a newer run's result
-		r.e.lastResult, r.e.lastSkip, r.e.lastErr = result, 0, err
+		r.e.lastResult, r.e.lastSkip, r.e.lastErr = result, "", err
 	}
 	return result, err
 }
@@ -250,24 +250,24 @@ func (s *Scheduler) end(r *run, out outcome, relErr error, final bool) (Result, 
 // logRun logs the end of run r. Its attributes are built only if the
 // logger takes the record: with thousands of runs a tick, they would cost
 // the CPU the other runs' starts need.
-func (s *Scheduler) logRun(ctx context.Context, r *run, result Result, duration time.Duration, err error) {
+func (s *Scheduler) logRun(ctx context.Context, r *run, result string, duration time.Duration, err error) {
 	level, msg := slog.LevelError, "run failed"
 	switch result {
-	case ResultSuccess:
+	case resultSuccess:
 		level, msg = slog.LevelInfo, "run finished"
-	case ResultCanceled:
+	case resultCanceled:
 		level, msg = slog.LevelWarn, "run canceled"
-	case ResultAbandoned:
+	case resultAbandoned:
 		level, msg = slog.LevelError, "run abandoned: the job ignored its context's cancellation"
 	}
 	if !s.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := r.attrs(slog.String("result", result.String()), slog.Duration("duration", duration))
-	if result != ResultSuccess {
+	attrs := r.attrs(slog.String("result", result), slog.Duration("duration", duration))
+	if result != resultSuccess {
 		attrs = append(attrs, slog.Any("error", err))
 	}
-	if pe, ok := err.(*PanicError); ok && result == ResultPanic {
+	if pe, ok := err.(*PanicError); ok && result == resultPanic {
 		attrs = append(attrs, slog.String("stack", string(pe.Stack)))
 	}
 	s.log.LogAttrs(ctx, level, msg, attrs...)
@@ -280,27 +280,27 @@ func (s *Scheduler) logRun(ctx context.Context, r *run, result Result, duration 
 // the job's context, not because of the nodes: the run is reported as
 // canceled, or abandoned, not as lock_lost. A run timeout does not stop
 // the keepalive, so a loss after it is one.
-func classify(out outcome, releaseErr error) (Result, error) {
+func classify(out outcome, releaseErr error) (string, error) {
 	switch {
 	case errors.Is(out.cause, ErrLockLost):
-		return ResultLockLost, withCause(out.cause, out.err)
+		return resultLockLost, withCause(out.cause, out.err)
 	case out.abandoned:
-		return ResultAbandoned, errors.Join(ErrShutdownTimeout, out.cause)
+		return resultAbandoned, errors.Join(ErrShutdownTimeout, out.cause)
 	case (out.cause == nil || errors.Is(out.cause, ErrRunTimeout)) && errors.Is(releaseErr, ErrLockLost):
-		return ResultLockLost, withCause(releaseErr, out.err)
+		return resultLockLost, withCause(releaseErr, out.err)
 	}
 	if _, ok := out.err.(*PanicError); ok {
-		return ResultPanic, out.err
+		return resultPanic, out.err
 	}
 	switch {
 	case out.err == nil:
-		return ResultSuccess, nil
+		return resultSuccess, nil
 	case errors.Is(out.cause, ErrRunTimeout):
-		return ResultTimeout, withCause(out.cause, out.err)
+		return resultTimeout, withCause(out.cause, out.err)
 	case out.cause != nil:
-		return ResultCanceled, withCause(out.cause, out.err)
+		return resultCanceled, withCause(out.cause, out.err)
 	default:
-		return ResultFailure, out.err
+		return resultFailure, out.err
 	}
 }
 

@@ -38,7 +38,7 @@ func TestOverlapIsSkipped(t *testing.T) {
 		})
 		var stops []func()
 		for _, id := range []string{"a", "b"} {
-			s := newScheduler(t, l, scheduler.WithInstanceID(id), scheduler.WithObserver(obs))
+			s := newScheduler(t, l, scheduler.WithInstanceID(id), scheduler.WithObserver(obs.Observe))
 			mustAdd(t, s, "slow", "@every 1s", job)
 			stops = append(stops, start(t, s))
 		}
@@ -55,10 +55,10 @@ func TestOverlapIsSkipped(t *testing.T) {
 		}
 		// Per replica, the six other ticks are overlaps; the run ticks are
 		// overlaps (ErrHeld for the same tick) for the losing replica.
-		if got, want := len(obs.skips(scheduler.SkipOverlap)), 2*6; got != want {
+		if got, want := len(obs.skips("overlap")), 2*6; got != want {
 			t.Errorf("%d overlap skips, want %d", got, want)
 		}
-		if got, want := len(obs.skips(scheduler.SkipHeld)), 4; got != want {
+		if got, want := len(obs.skips("held")), 4; got != want {
 			t.Errorf("%d held-elsewhere skips, want %d", got, want)
 		}
 	})
@@ -74,7 +74,7 @@ func TestMisfire(t *testing.T) {
 			clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 			obs := &recorder{}
 			var log runLog
-			s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs))
+			s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs.Observe))
 			mustAdd(t, s, "hourly", "@hourly", log.job(0))
 			stop := start(t, s)
 			// At 00:55:30 the clock jumps by 10 minutes; the loop notices it
@@ -88,11 +88,11 @@ func TestMisfire(t *testing.T) {
 			if runs := log.all(); len(runs) != 0 {
 				t.Errorf("ran %v, want nothing", runs)
 			}
-			misfires := obs.skips(scheduler.SkipMisfire)
+			misfires := obs.skips("misfire")
 			if len(misfires) != 1 || !misfires[0].Tick.Equal(t0.Add(time.Hour)) {
 				t.Errorf("misfires %v, want the 01:00 tick", misfires)
 			}
-			if e := s.Entries()[0]; e.LastSkip != scheduler.SkipMisfire || !e.Prev.Equal(t0.Add(time.Hour)) {
+			if e := s.Entries()[0]; e.LastSkip != "misfire" || !e.Prev.Equal(t0.Add(time.Hour)) {
 				t.Errorf("entry %+v, want the 01:00 tick skipped as misfire", e)
 			}
 		})
@@ -104,7 +104,7 @@ func TestMisfire(t *testing.T) {
 			clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 			obs := &recorder{}
 			var log runLog
-			s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs))
+			s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs.Observe))
 			mustAdd(t, s, "hourly", "@hourly", log.job(0), scheduler.WithMisfireGrace(10*time.Minute))
 			stop := start(t, s)
 			sleepUntil(t0.Add(55*time.Minute + 30*time.Second))
@@ -128,7 +128,7 @@ func TestMisfire(t *testing.T) {
 			clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 			obs := &recorder{}
 			var log runLog
-			s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs))
+			s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs.Observe))
 			mustAdd(t, s, "minutely", "* * * * *", log.job(0))
 			stop := start(t, s)
 			// At 00:00:30 the clock jumps by 5 minutes: when the timer fires
@@ -143,7 +143,7 @@ func TestMisfire(t *testing.T) {
 				t.Errorf("ran %v, want the 00:06 tick", got)
 			}
 			var missed []time.Time
-			for _, ev := range obs.skips(scheduler.SkipMisfire) {
+			for _, ev := range obs.skips("misfire") {
 				missed = append(missed, ev.Tick)
 			}
 			if want := expectTicks(t0, t0.Add(5*time.Minute), time.Minute); !slices.EqualFunc(missed, want, time.Time.Equal) {
@@ -162,7 +162,7 @@ func TestMisfire(t *testing.T) {
 			obs := &recorder{}
 			var logs lockedBuffer
 			var log runLog
-			s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs), scheduler.WithSeconds(),
+			s := newScheduler(t, locker(), scheduler.WithClock(clock), scheduler.WithObserver(obs.Observe), scheduler.WithSeconds(),
 				scheduler.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 			mustAdd(t, s, "secondly", "@every 1s", log.job(0))
 			stop := start(t, s)
@@ -175,7 +175,7 @@ func TestMisfire(t *testing.T) {
 			if got := log.ticks(); len(got) != 2 || !got[1].Equal(t0.Add(step+2*time.Second)) {
 				t.Errorf("ran %v, want the first tick and the one the stepped clock reached", got)
 			}
-			missed := obs.skips(scheduler.SkipMisfire)
+			missed := obs.skips("misfire")
 			if len(missed) != 100 || !missed[0].Tick.Equal(t0.Add(2*time.Second)) {
 				t.Errorf("%d misfires reported (first %v), want the first 100, from %v", len(missed), missed[0].Tick, t0.Add(2*time.Second))
 			}
@@ -206,7 +206,7 @@ func TestCatchUp(t *testing.T) {
 				l := locker()
 				obs := &recorder{}
 				var log runLog
-				s := newScheduler(t, l, scheduler.WithObserver(obs))
+				s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 				mustAdd(t, s, "hourly", "@hourly", log.job(0), tt.opts...)
 				sleepUntil(t0.Add(45 * time.Minute))
 				stop := start(t, s)
@@ -227,7 +227,7 @@ func TestCatchUp(t *testing.T) {
 						t.Errorf("retry of tick %v", ev.Tick)
 					}
 				}
-				noQuorum := obs.skips(scheduler.SkipNoQuorum)
+				noQuorum := obs.skips("no_quorum")
 				if tt.wantRun {
 					if got := log.ticks(); len(got) != 1 || !got[0].Equal(tick) {
 						t.Fatalf("ran %v, want the 01:00 tick once", got)
@@ -247,7 +247,7 @@ func TestCatchUp(t *testing.T) {
 				if len(noQuorum) != 1 || !noQuorum[0].Tick.Equal(tick) || !errors.Is(noQuorum[0].Err, scheduler.ErrNoQuorum) {
 					t.Errorf("no-quorum skips %+v, want the 01:00 tick with ErrNoQuorum", noQuorum)
 				}
-				if e := s.Entries()[0]; e.LastSkip != scheduler.SkipNoQuorum || !errors.Is(e.LastErr, scheduler.ErrNoQuorum) {
+				if e := s.Entries()[0]; e.LastSkip != "no_quorum" || !errors.Is(e.LastErr, scheduler.ErrNoQuorum) {
 					t.Errorf("entry %+v, want the last skip to be no_quorum", e)
 				}
 			})
@@ -264,7 +264,7 @@ func TestCatchUpAtStart(t *testing.T) {
 		obs := &recorder{}
 		var log runLog
 		newReplica := func(id string, opts ...scheduler.JobOption) func() {
-			s := newScheduler(t, l, scheduler.WithInstanceID(id), scheduler.WithObserver(obs))
+			s := newScheduler(t, l, scheduler.WithInstanceID(id), scheduler.WithObserver(obs.Observe))
 			mustAdd(t, s, "hourly", "@hourly", log.job(time.Minute), opts...)
 			return start(t, s)
 		}
@@ -286,7 +286,7 @@ func TestCatchUpAtStart(t *testing.T) {
 			t.Errorf("start delay %v, want 5m", started[0].StartDelay)
 		}
 		// b started while a was running the tick.
-		if skips := obs.skips(scheduler.SkipHeld); len(skips) != 1 || skips[0].Instance != "b" || !skips[0].Tick.Equal(t0) {
+		if skips := obs.skips("held"); len(skips) != 1 || skips[0].Instance != "b" || !skips[0].Tick.Equal(t0) {
 			t.Errorf("held skips %+v, want the 00:00 tick on b", skips)
 		}
 		if skips := obs.of(scheduler.EventSkipped); len(skips) != 1 {
@@ -303,11 +303,11 @@ func TestCatchUpAtStartAfterRun(t *testing.T) {
 		l := locker()
 		obs := &recorder{}
 		var log runLog
-		a := newScheduler(t, l, scheduler.WithInstanceID("a"), scheduler.WithObserver(obs))
+		a := newScheduler(t, l, scheduler.WithInstanceID("a"), scheduler.WithObserver(obs.Observe))
 		mustAdd(t, a, "hourly", "@hourly", log.job(0), scheduler.WithCatchUp(10*time.Minute))
 		stopA := start(t, a)
 		sleepUntil(t0.Add(5 * time.Minute))
-		b := newScheduler(t, l, scheduler.WithInstanceID("b"), scheduler.WithObserver(obs))
+		b := newScheduler(t, l, scheduler.WithInstanceID("b"), scheduler.WithObserver(obs.Observe))
 		mustAdd(t, b, "hourly", "@hourly", log.job(0), scheduler.WithCatchUp(10*time.Minute))
 		stopB := start(t, b)
 		synctest.Wait()
@@ -316,7 +316,7 @@ func TestCatchUpAtStartAfterRun(t *testing.T) {
 		if runs := log.all(); len(runs) != 1 || runs[0].Instance != "a" || !runs[0].Tick.Equal(t0) {
 			t.Errorf("runs %+v, want the 00:00 tick on a only", runs)
 		}
-		if skips := obs.skips(scheduler.SkipAlreadyRun); len(skips) != 1 || skips[0].Instance != "b" {
+		if skips := obs.skips("already_run"); len(skips) != 1 || skips[0].Instance != "b" {
 			t.Errorf("already-ran skips %+v, want one on b", skips)
 		}
 	})
@@ -330,7 +330,7 @@ func TestRetryWithinGrace(t *testing.T) {
 		l := locker()
 		obs := &recorder{}
 		var log runLog
-		s := newScheduler(t, l, scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "job", "* * * * *", log.job(0))
 		stop := start(t, s)
 		l.FailNext(5)
@@ -363,7 +363,7 @@ func TestNoQuorumRetriesEndAtNextTick(t *testing.T) {
 		l := locker()
 		obs := &recorder{}
 		var log runLog
-		s := newScheduler(t, l, scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "job", "@every 10s", log.job(0))
 		stop := start(t, s)
 		l.FailNext(1 << 30)
@@ -373,7 +373,7 @@ func TestNoQuorumRetriesEndAtNextTick(t *testing.T) {
 		stop()
 
 		var skipped []time.Time
-		for _, ev := range obs.skips(scheduler.SkipNoQuorum) {
+		for _, ev := range obs.skips("no_quorum") {
 			skipped = append(skipped, ev.Tick)
 			if !errors.Is(ev.Err, scheduler.ErrNoQuorum) || !strings.Contains(fmt.Sprint(ev.Err), "retries ended: scheduler: a newer tick") {
 				t.Errorf("skip of %v: error %v, want the locker's no-quorum error and that retries ended for a newer tick", ev.Tick, ev.Err)
@@ -395,7 +395,7 @@ func TestLockLost(t *testing.T) {
 		l := locker()
 		obs := &recorder{}
 		cause := make(chan error, 1)
-		s := newScheduler(t, l, scheduler.WithObserver(obs))
+		s := newScheduler(t, l, scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "job", "@every 1m", scheduler.JobFunc(func(ctx context.Context, info scheduler.RunInfo) error {
 			<-ctx.Done()
 			cause <- context.Cause(ctx)
@@ -412,10 +412,10 @@ func TestLockLost(t *testing.T) {
 		}
 		synctest.Wait()
 		fin := obs.finished()
-		if len(fin) != 1 || fin[0].Result != scheduler.ResultLockLost || !errors.Is(fin[0].Err, scheduler.ErrLockLost) {
+		if len(fin) != 1 || fin[0].Result != "lock_lost" || !errors.Is(fin[0].Err, scheduler.ErrLockLost) {
 			t.Errorf("finished events %+v, want one lock_lost with ErrLockLost", fin)
 		}
-		if e := s.Entries()[0]; e.LastResult != scheduler.ResultLockLost || e.Running {
+		if e := s.Entries()[0]; e.LastResult != "lock_lost" || e.Running {
 			t.Errorf("entry %+v, want the last result lock_lost", e)
 		}
 		stop()
@@ -429,7 +429,7 @@ func TestPanic(t *testing.T) {
 		t0 := time.Now()
 		obs := &recorder{}
 		var calls atomic.Int32
-		s := newScheduler(t, locker(), scheduler.WithObserver(obs))
+		s := newScheduler(t, locker(), scheduler.WithObserver(obs.Observe))
 		mustAdd(t, s, "job", "@every 1s", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error {
 			if calls.Add(1) == 1 {
 				panicInJob()
@@ -445,14 +445,14 @@ func TestPanic(t *testing.T) {
 			t.Fatalf("%d runs finished, want 3", len(fin))
 		}
 		var pe *scheduler.PanicError
-		if fin[0].Result != scheduler.ResultPanic || !errors.As(fin[0].Err, &pe) {
+		if fin[0].Result != "panic" || !errors.As(fin[0].Err, &pe) {
 			t.Fatalf("first run: %s, %v; want panic with a *PanicError", fin[0].Result, fin[0].Err)
 		}
 		if pe.Job != "job" || pe.Value != "boom" || !bytes.Contains(pe.Stack, []byte("panicInJob")) {
 			t.Errorf("PanicError{Job: %q, Value: %v}, stack:\n%s\nwant the job, the value and the panicking function", pe.Job, pe.Value, pe.Stack)
 		}
 		for _, ev := range fin[1:] {
-			if ev.Result != scheduler.ResultSuccess {
+			if ev.Result != "success" {
 				t.Errorf("run of %v: %s, want success", ev.Tick, ev.Result)
 			}
 		}
@@ -468,33 +468,33 @@ func TestJobResults(t *testing.T) {
 		name     string
 		opts     []scheduler.JobOption
 		job      func(ctx context.Context) error
-		want     scheduler.Result
+		want     string
 		wantErrs []error
 	}{
-		{"success", nil, func(context.Context) error { return nil }, scheduler.ResultSuccess, nil},
-		{"failure", nil, func(context.Context) error { return errJob }, scheduler.ResultFailure, []error{errJob}},
+		{"success", nil, func(context.Context) error { return nil }, "success", nil},
+		{"failure", nil, func(context.Context) error { return errJob }, "failure", []error{errJob}},
 		{"timeout", []scheduler.JobOption{scheduler.WithRunTimeout(2 * time.Second)}, func(ctx context.Context) error {
 			<-ctx.Done()
 			return ctx.Err()
-		}, scheduler.ResultTimeout, []error{scheduler.ErrRunTimeout, context.DeadlineExceeded}},
+		}, "timeout", []error{scheduler.ErrRunTimeout, context.DeadlineExceeded}},
 		{"done in time", []scheduler.JobOption{scheduler.WithRunTimeout(2 * time.Second)}, func(ctx context.Context) error {
 			time.Sleep(time.Second)
 			return ctx.Err()
-		}, scheduler.ResultSuccess, nil},
+		}, "success", nil},
 		{"success despite timeout", []scheduler.JobOption{scheduler.WithRunTimeout(2 * time.Second)}, func(ctx context.Context) error {
 			<-ctx.Done()
 			return nil
-		}, scheduler.ResultSuccess, nil},
+		}, "success", nil},
 		{"goexit", nil, func(context.Context) error {
 			runtime.Goexit()
 			return nil
-		}, scheduler.ResultFailure, nil},
+		}, "failure", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				obs := &recorder{}
-				s := newScheduler(t, locker(), scheduler.WithObserver(obs))
+				s := newScheduler(t, locker(), scheduler.WithObserver(obs.Observe))
 				cause := make(chan error, 1)
 				mustAdd(t, s, "job", "@every 1m", scheduler.JobFunc(func(ctx context.Context, _ scheduler.RunInfo) error {
 					defer func() { cause <- context.Cause(ctx) }()
@@ -511,10 +511,10 @@ func TestJobResults(t *testing.T) {
 				if fin[0].Result != tt.want {
 					t.Errorf("result %s (%v), want %s", fin[0].Result, fin[0].Err, tt.want)
 				}
-				if tt.want == scheduler.ResultSuccess && fin[0].Err != nil {
+				if tt.want == "success" && fin[0].Err != nil {
 					t.Errorf("error %v with success", fin[0].Err)
 				}
-				if tt.want != scheduler.ResultSuccess && fin[0].Err == nil {
+				if tt.want != "success" && fin[0].Err == nil {
 					t.Errorf("no error with %s", fin[0].Result)
 				}
 				for _, want := range tt.wantErrs {

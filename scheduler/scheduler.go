@@ -52,7 +52,7 @@ type entry struct {
 	name  string
 	spec  string
 	sched schedule
-	job   Job
+	job   JobFunc
 	cfg   jobConfig
 
 	// Read without Scheduler.mu, so that the runs starting at a tick do not
@@ -70,8 +70,8 @@ type entry struct {
 	next       time.Time               // the next tick to dispatch; zero if none
 	at         time.Time               // when to dispatch next: next, less the lock-ahead
 	prev       time.Time               // the latest tick handled
-	lastResult Result                  // outcome of the latest finished handling: a run...
-	lastSkip   SkipReason              // ...or a skip
+	lastResult string                  // outcome of the latest finished handling: a run...
+	lastSkip   string                  // ...or a skip
 	lastErr    error                   // and its error
 	abandon    context.CancelCauseFunc // ends the latest tick's lock attempts
 	warned     time.Time               // when a no-decision skip was last logged as a warning
@@ -95,11 +95,12 @@ type Entry struct {
 	Running bool
 	// LastResult, LastSkip and LastErr describe the latest handling of the
 	// job that completed on this replica: a run that ended (LastResult is
-	// set) or a tick that was skipped (LastSkip is set). LastErr is the
-	// run's error, the lock error of a SkipNoQuorum, or why the lease of a
-	// SkipLeaseLost was lost.
-	LastResult Result
-	LastSkip   SkipReason
+	// set: a result, as Event.Result) or a tick that was skipped (LastSkip
+	// is set: a reason, as Event.Skip). LastErr is the run's error, the
+	// lock error of a no_quorum skip, or why the lease of a lease_lost skip
+	// was lost.
+	LastResult string
+	LastSkip   string
 	LastErr    error
 }
 
@@ -159,12 +160,12 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // for a TTL out of the Redlock's range, a lock-ahead longer than its max
 // TTL, or a misfire grace or catch-up window longer than it keeps a tick's
 // mark).
-func (s *Scheduler) Add(name, spec string, job Job, opts ...JobOption) error {
+func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("%w %q: %w", ErrInvalidName, name, err)
 	}
 	if job == nil {
-		return fmt.Errorf("scheduler: job %q: nil Job", name)
+		return fmt.Errorf("scheduler: job %q: nil JobFunc", name)
 	}
 	sched, err := parseSpec(spec, s.cfg.seconds, s.cfg.location)
 	if err != nil {
@@ -288,7 +289,7 @@ func (s *Scheduler) notify() {
 func (s *Scheduler) emit(ev Event) {
 	ev.Instance = s.cfg.instanceID
 	for _, o := range s.cfg.observers {
-		o.Observe(ev)
+		o(ev)
 	}
 }
 

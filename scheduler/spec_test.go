@@ -186,7 +186,7 @@ func TestAddRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newScheduler(t, locker())
-			var job scheduler.Job = noop
+			var job scheduler.JobFunc = noop
 			if tt.nilJob {
 				job = nil
 			}
@@ -300,7 +300,7 @@ func TestNewAcceptsGoodOptions(t *testing.T) {
 		scheduler.WithLogger(slog.New(slog.DiscardHandler)),
 		scheduler.WithLocation(time.Local),
 		scheduler.WithInstanceID("pod-7 (eu-west)"),
-		scheduler.WithObserver(&recorder{}),
+		scheduler.WithObserver((&recorder{}).Observe),
 		scheduler.WithClock(time.Now),
 		scheduler.WithSeconds(),
 		scheduler.WithLockAhead(time.Minute),
@@ -318,21 +318,6 @@ func TestEnumStrings(t *testing.T) {
 		v    interface{ String() string }
 		want string
 	}{
-		{scheduler.ResultSuccess, "success"},
-		{scheduler.ResultFailure, "failure"},
-		{scheduler.ResultPanic, "panic"},
-		{scheduler.ResultLockLost, "lock_lost"},
-		{scheduler.ResultTimeout, "timeout"},
-		{scheduler.ResultCanceled, "canceled"},
-		{scheduler.Result(0), "none"},
-		{scheduler.Result(42), "Result(42)"},
-		{scheduler.SkipHeld, "held"},
-		{scheduler.SkipAlreadyRun, "already_run"},
-		{scheduler.SkipOverlap, "overlap"},
-		{scheduler.SkipMisfire, "misfire"},
-		{scheduler.SkipNoQuorum, "no_quorum"},
-		{scheduler.SkipReason(0), "none"},
-		{scheduler.SkipReason(-1), "SkipReason(-1)"},
 		{scheduler.EventJobAdded, "job_added"},
 		{scheduler.EventJobRemoved, "job_removed"},
 		{scheduler.EventRunStarted, "run_started"},

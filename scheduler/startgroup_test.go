@@ -200,13 +200,13 @@ func TestBatchLeaseLostRetriedAtTick(t *testing.T) {
 		obs := observerFunc(func(ev scheduler.Event) {
 			hold.observe(ev)
 			if ev.Kind == scheduler.EventSkipped && ev.Job == "lost" {
-				if ev.Skip != scheduler.SkipLeaseLost || ev.Attempts != 2 {
+				if ev.Skip != "lease_lost" || ev.Attempts != 2 {
 					t.Errorf("lost's skip %+v, want lease_lost after 2 attempts", ev)
 				}
 				skipped <- time.Now()
 			}
 		})
-		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs), scheduler.WithLockAhead(400*time.Millisecond))
+		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs.Observe), scheduler.WithLockAhead(400*time.Millisecond))
 		mustAdd(t, s, "lost", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
 		mustAdd(t, s, "slow", "* * * * * *", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
 		stop := start(t, s)
@@ -251,7 +251,7 @@ func TestBatchReleaseOtherTick(t *testing.T) {
 }
 
 // sendTick returns a job that sends the tick of each of its runs to ch.
-func sendTick(ch chan<- time.Time) scheduler.Job {
+func sendTick(ch chan<- time.Time) scheduler.JobFunc {
 	return scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
 		ch <- info.Tick
 		return nil

@@ -132,7 +132,7 @@ func (s *Scheduler) checkTick(d dueTick, recheck bool) (LockRequest, tickVerdict
 
 	late := s.cfg.clock().Sub(tick)
 	if late > e.cfg.lateLimit() {
-		s.skip(e, tick, SkipMisfire, 0, nil)
+		s.skip(e, tick, skipMisfire, 0, nil)
 		s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: later than its grace",
 			tickAttrs(e.name, tick, slog.Duration("late", late))...)
 		return LockRequest{}, tickSkip
@@ -141,7 +141,7 @@ func (s *Scheduler) checkTick(d dueTick, recheck bool) (LockRequest, tickVerdict
 		if recheck && late < 0 {
 			return LockRequest{}, tickLater
 		}
-		s.skip(e, tick, SkipOverlap, 0, nil)
+		s.skip(e, tick, skipOverlap, 0, nil)
 		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped: previous run still going here",
 			tickAttrs(e.name, tick)...)
 		return LockRequest{}, tickSkip
@@ -239,7 +239,7 @@ func abandoned(d dueTick) bool {
 // leaseLost reports a tick whose lease was lost before its run started
 // (with lock-ahead, before the tick), or given up by a hard stop.
 func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
-	s.skip(d.e, d.tick, SkipLeaseLost, attempts, err)
+	s.skip(d.e, d.tick, skipLeaseLost, attempts, err)
 	s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: its lease was lost, or given up, before its run started",
 		tickAttrs(d.e.name, d.tick, slog.Any("error", err))...)
 }
@@ -247,7 +247,7 @@ func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 // lockFailed reports a tick that could not be locked.
 func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 	e, tick := d.e, d.tick
-	var reason SkipReason
+	var reason string
 	switch {
 	case errors.Is(context.Cause(d.ctx), errRemoved):
 		// Whatever the answer, the job is gone: nothing to report.
@@ -255,11 +255,11 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 			tickAttrs(e.name, tick, slog.Any("error", err))...)
 		return
 	case errors.Is(err, ErrHeld):
-		reason = SkipHeld
+		reason = skipHeld
 	case errors.Is(err, ErrAlreadyRun):
-		reason = SkipAlreadyRun
+		reason = skipAlreadyRun
 	case errors.Is(err, ErrOverlap):
-		reason = SkipOverlap
+		reason = skipOverlap
 	case rn.loopCtx.Err() != nil:
 		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick abandoned: scheduler stopping",
 			tickAttrs(e.name, tick, slog.Any("error", err))...)
@@ -268,14 +268,14 @@ func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
 		if errors.Is(context.Cause(d.ctx), errNewerTick) {
 			err = fmt.Errorf("%w (retries ended: %w)", err, errNewerTick)
 		}
-		s.skip(e, tick, SkipNoQuorum, attempts, err)
+		s.skip(e, tick, skipNoQuorum, attempts, err)
 		s.logNoDecision(d.ctx, e, tick, attempts, err)
 		return
 	}
 	s.skip(e, tick, reason, attempts, nil)
 	if s.log.Enabled(d.ctx, slog.LevelDebug) { // refusals come by the thousand with many jobs
 		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped",
-			tickAttrs(e.name, tick, slog.String("reason", reason.String()))...)
+			tickAttrs(e.name, tick, slog.String("reason", reason))...)
 	}
 }
 
@@ -296,7 +296,7 @@ func (s *Scheduler) logNoDecision(ctx context.Context, e *entry, tick time.Time,
 	if !s.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := tickAttrs(e.name, tick, slog.String("reason", SkipNoQuorum.String()), slog.Int("attempts", attempts), slog.Any("error", err))
+	attrs := tickAttrs(e.name, tick, slog.String("reason", skipNoQuorum), slog.Int("attempts", attempts), slog.Any("error", err))
 	if level == slog.LevelWarn && quiet > 0 {
 		attrs = append(attrs, slog.Int("skipped_since_last_warning", quiet))
 	}
@@ -306,13 +306,13 @@ func (s *Scheduler) logNoDecision(ctx context.Context, e *entry, tick time.Time,
 // skip records and reports a skipped tick, unless its job was removed: it
 // is reported under the lock, as Remove reports the removal, so that no
 // skip of a job follows EventJobRemoved.
-func (s *Scheduler) skip(e *entry, tick time.Time, reason SkipReason, attempts int, err error) {
+func (s *Scheduler) skip(e *entry, tick time.Time, reason string, attempts int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.removed.Load() {
 		return
 	}
-	e.lastResult, e.lastSkip, e.lastErr = 0, reason, err
+	e.lastResult, e.lastSkip, e.lastErr = "", reason, err
 	s.emit(Event{Kind: EventSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
 }
 

@@ -38,7 +38,7 @@ type workload struct {
 }
 
 // job returns the job function of replica.
-func (w *workload) job(replica string) scheduler.Job {
+func (w *workload) job(replica string) scheduler.JobFunc {
 	return scheduler.JobFunc(func(ctx context.Context, info scheduler.RunInfo) error {
 		start := time.Now()
 		w.rec.jobStarted(replica, info, start)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/redcron/redcron/scheduler"
 )
 
 // liveLag is how long after a tick its line is printed: by then every
@@ -125,14 +123,14 @@ func cell(job string, v tickView) string {
 		// A stalled replica reports no quorum while the others see the
 		// lock still held: say what the others saw.
 		switch {
-		case slices.Contains(v.skips, scheduler.SkipOverlap):
+		case slices.Contains(v.skips, "overlap"):
 			return job + " · overlap"
-		case slices.Contains(v.skips, scheduler.SkipHeld):
+		case slices.Contains(v.skips, "held"):
 			// Each was told another held the lock, and none ran it.
 			return job + " ✗ split vote"
-		case slices.Contains(v.skips, scheduler.SkipNoQuorum):
+		case slices.Contains(v.skips, "no_quorum"):
 			return job + " ✗ no quorum"
-		case slices.Contains(v.skips, scheduler.SkipMisfire):
+		case slices.Contains(v.skips, "misfire"):
 			return job + " ✗ misfire"
 		}
 		return job + " ✗ not run"

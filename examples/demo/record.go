@@ -26,8 +26,8 @@ type runRec struct {
 	Start, End time.Time // by the job; End is zero while it runs
 	Outcome    string    // by the job: done, lock lost, ...
 
-	StartDelay time.Duration    // by the scheduler: start minus tick
-	Result     scheduler.Result // by the scheduler, at the end
+	StartDelay time.Duration // by the scheduler: start minus tick
+	Result     string        // by the scheduler, at the end
 	Err        error
 }
 
@@ -42,7 +42,7 @@ func keyOf(job string, tick time.Time) tickKey { return tickKey{job, tick.UnixMi
 // tickRec is what happened to one tick of one job, on every replica.
 type tickRec struct {
 	runs  []*runRec
-	skips map[string]scheduler.SkipReason // by replica
+	skips map[string]string // by replica
 }
 
 // fault is a disturbance the verification keeps a margin around.
@@ -74,7 +74,7 @@ type recorder struct {
 	mu      sync.Mutex
 	runs    map[string]*runRec // by run id
 	ticks   map[tickKey]*tickRec
-	skips   map[scheduler.SkipReason]int
+	skips   map[string]int
 	retries int
 	faults  []fault
 	ups     []upChange
@@ -86,7 +86,7 @@ func newRecorder(jobs []string) *recorder {
 		jobs:  jobs,
 		runs:  make(map[string]*runRec),
 		ticks: make(map[tickKey]*tickRec),
-		skips: make(map[scheduler.SkipReason]int),
+		skips: make(map[string]int),
 	}
 }
 
@@ -106,7 +106,7 @@ func (r *recorder) tickLocked(job string, tick time.Time) *tickRec {
 	k := keyOf(job, tick)
 	t := r.ticks[k]
 	if t == nil {
-		t = &tickRec{skips: make(map[string]scheduler.SkipReason)}
+		t = &tickRec{skips: make(map[string]string)}
 		r.ticks[k] = t
 	}
 	return t
@@ -176,7 +176,7 @@ func (r *recorder) upAtLocked(t time.Time) int {
 // tickView is a copy of what happened to one tick of one job.
 type tickView struct {
 	runs  []runRec
-	skips []scheduler.SkipReason
+	skips []string
 	up    int // nodes up at the tick
 }
 

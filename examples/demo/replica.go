@@ -84,7 +84,7 @@ func newReplica(id string, cfg config, addrs []string, trusted bool, prefix stri
 	s, err := scheduler.New(scheduler.NewRedlockLocker(rl),
 		scheduler.WithSeconds(),
 		scheduler.WithInstanceID(id),
-		scheduler.WithObserver(observer{replica: id, rec: rec}),
+		scheduler.WithObserver(observer{replica: id, rec: rec}.Observe),
 	)
 	if err != nil {
 		r.close()
@@ -113,7 +113,7 @@ type observer struct {
 	rec     *recorder
 }
 
-// Observe implements scheduler.Observer.
+// Observe implements func(scheduler.Event).
 func (o observer) Observe(ev scheduler.Event) { o.rec.event(o.replica, ev) }
 
 // randomHex returns n random bytes in hex.

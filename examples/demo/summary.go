@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/redcron/redcron/scheduler"
 )
 
 // Margins of the verification.
@@ -54,7 +52,7 @@ type summary struct {
 	missList    []missRec
 	dupList     []string
 	leasesLost  []string
-	skips       map[scheduler.SkipReason]int
+	skips       map[string]int
 	retries     int
 	fencesOK    bool
 	fenceErrs   []string
@@ -113,7 +111,7 @@ func (r *recorder) summarize(p verifyParams) summary {
 		byJob[rr.Job] = append(byJob[rr.Job], rr)
 		s.runs++
 		s.perReplica[rr.Replica]++
-		if rr.Result == scheduler.ResultLockLost || rr.Outcome == outcomeLockLost {
+		if rr.Result == "lock_lost" || rr.Outcome == outcomeLockLost {
 			s.leasesLost = append(s.leasesLost, fmt.Sprintf("%s tick %s on %s (fence %d): lease lost after %v, result %s",
 				rr.Job, clock(rr.Tick), rr.Replica, rr.Fence, rr.End.Sub(rr.Start).Round(10*time.Millisecond), rr.Result))
 		}
@@ -166,7 +164,7 @@ func (r *recorder) summarize(p verifyParams) summary {
 				var seen []string
 				if tr != nil {
 					for rep, why := range tr.skips {
-						seen = append(seen, rep+" "+why.String())
+						seen = append(seen, rep+" "+why)
 					}
 				}
 				slices.Sort(seen)
@@ -195,13 +193,13 @@ func (r *recorder) summarize(p verifyParams) summary {
 // heldByNobody reports whether every replica that reached the nodes about a
 // tick (all but those that got no answer) was told another one held its
 // lock for that very tick.
-func heldByNobody(skips map[string]scheduler.SkipReason) bool {
+func heldByNobody(skips map[string]string) bool {
 	held := 0
 	for _, why := range skips {
 		switch why {
-		case scheduler.SkipHeld:
+		case "held":
 			held++
-		case scheduler.SkipNoQuorum:
+		case "no_quorum":
 		default:
 			return false
 		}
@@ -283,11 +281,7 @@ func (s summary) write(w io.Writer) {
 	for _, l := range s.leasesLost {
 		fmt.Fprintf(&b, "                - %s\n", l)
 	}
-	skips := make(map[string]int, len(s.skips))
-	for k, v := range s.skips {
-		skips[k.String()] = v
-	}
-	fmt.Fprintf(&b, "skips         %s (each replica reports each tick it did not run)\n", countsOr(skips, "none"))
+	fmt.Fprintf(&b, "skips         %s (each replica reports each tick it did not run)\n", countsOr(s.skips, "none"))
 	fmt.Fprintf(&b, "lock retries  %d undecided attempts retried\n", s.retries)
 	fmt.Fprintf(&b, "fences        strictly increasing in tick order for every job: %s\n", verdict(s.fencesOK))
 	for _, f := range s.fenceErrs {

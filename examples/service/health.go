@@ -30,14 +30,8 @@ func health(s *redcron.Scheduler) http.Handler {
 		}
 		var jobs []job
 		for _, e := range s.Entries() {
-			j := job{Name: e.Name, Next: e.Next, Prev: e.Prev, Running: e.Running}
-			if e.LastResult != 0 {
-				j.LastResult = e.LastResult.String()
-			}
-			if e.LastSkip != 0 {
-				j.LastSkip = e.LastSkip.String()
-			}
-			jobs = append(jobs, j)
+			jobs = append(jobs, job{Name: e.Name, Next: e.Next, Prev: e.Prev, Running: e.Running,
+				LastResult: e.LastResult, LastSkip: e.LastSkip})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		if n < len(states)/2+1 {

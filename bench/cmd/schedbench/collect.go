@@ -16,8 +16,8 @@ import (
 // record is one scheduler event, compacted.
 type record struct {
 	Kind     scheduler.EventKind
-	Skip     scheduler.SkipReason
-	Result   scheduler.Result
+	Skip     string
+	Result   string
 	Replica  int8
 	Attempts int16
 	Job      int32
@@ -42,7 +42,7 @@ type observerFunc func(scheduler.Event)
 func (f observerFunc) Observe(e scheduler.Event) { f(e) }
 
 // observer returns the Observer of replica id.
-func (c *collector) observer(id int) scheduler.Observer {
+func (c *collector) observer(id int) func(scheduler.Event) {
 	return observerFunc(func(e scheduler.Event) {
 		switch e.Kind {
 		case scheduler.EventRunStarted, scheduler.EventRunFinished, scheduler.EventSkipped, scheduler.EventLockRetry:

@@ -22,7 +22,7 @@ func TestDescribeMissAhead(t *testing.T) {
 		{At: at(2500 * time.Millisecond), Tick: T, Replica: 0, Job: 0, Reason: "no_quorum"}, // a late retry
 		{At: at(600 * time.Millisecond), Tick: T + 1, Replica: 2, Job: 0, Reason: "held"},   // the next tick's, ahead
 	})
-	col.recs.set([]record{{Kind: scheduler.EventSkipped, Skip: scheduler.SkipHeld, Replica: 1, Job: 0, Tick: T, Attempts: 1}})
+	col.recs.set([]record{{Kind: scheduler.EventSkipped, Skip: "held", Replica: 1, Job: 0, Tick: T, Attempts: 1}})
 	got := describeMiss(col, 2, 0) // job 0 at tick T
 	for _, want := range []string{"replica-1 lock held at -390ms", "holder replica-2 for tick +0s", "replica-1 skipped",
 		"replica-0 lock no_quorum at +2500ms"} {

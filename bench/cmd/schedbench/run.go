@@ -289,15 +289,15 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			}
 		case scheduler.EventSkipped:
 			outcomes[i]++
-			if r.Skip == scheduler.SkipAlreadyRun {
+			if r.Skip == "already_run" {
 				alreadyRan[i] = true
 			}
-			res.skips[r.Skip.String()]++
+			res.skips[r.Skip]++
 		case scheduler.EventLockRetry:
 			res.retries++
 		case scheduler.EventRunFinished:
-			if r.Result != scheduler.ResultSuccess {
-				res.failedRuns[r.Result.String()]++
+			if r.Result != "success" {
+				res.failedRuns[r.Result]++
 			}
 		}
 	}
