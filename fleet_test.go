@@ -98,7 +98,7 @@ func (f *fleet) newReplica(i int, cfg fleetConfig) *replica {
 		}
 		nodes = append(nodes, n)
 	}
-	mopts := []mutex.Option{mutex.WithOwner(r.id)}
+	var mopts []mutex.Option
 	if cfg.trusted {
 		mopts = append(mopts, mutex.WithTrustedNodes())
 	}

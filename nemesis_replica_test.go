@@ -137,7 +137,7 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 		nodes = append(nodes, n)
 	}
 	var scan *leakscan.Scanner
-	rl, err := mutex.New(nodes, mutex.WithOwner(cfg.ID), mutex.WithMaxTTL(cfg.MaxTTL),
+	rl, err := mutex.New(nodes, mutex.WithMaxTTL(cfg.MaxTTL),
 		mutex.WithOwnerCheck(func(owner string) error { return scan.Check(owner) }))
 	if err != nil {
 		return nil, nil, err

@@ -36,7 +36,6 @@ type config struct {
 	stateTTL    time.Duration
 	fencing     bool
 	trusted     bool
-	owner       string
 	ownerCheck  func(owner string) error
 	observers   []func(Event)
 	logger      *slog.Logger
@@ -187,18 +186,6 @@ func WithTrustedNodes() Option {
 	}
 }
 
-// WithOwner sets the owner id stored in lock values (default empty), which
-// the leak scan reports; the Owner lock option overrides it per call. With
-// the leak scan (package leakscan), an owner must keep its heartbeat alive
-// while it holds locks: the scan takes the locks of an owner without a live
-// heartbeat for orphans. Locks without an owner are never orphaned.
-func WithOwner(owner string) Option {
-	return func(c *config) error {
-		c.owner = owner
-		return nil
-	}
-}
-
 // WithOwnerCheck makes every acquisition attempt and extension of a lock
 // with an owner call check(owner) first: an error refuses the attempt
 // (ErrNoQuorum, no node asked) or fails the extension, which a KeepAlive
@@ -246,7 +233,6 @@ type LockOption func(*lockConfig)
 type lockConfig struct {
 	occurrence int64
 	owner      string
-	hasOwner   bool
 }
 
 // Occurrence makes the acquisition claim the occurrence at: it is refused
@@ -264,11 +250,12 @@ func Occurrence(at time.Time) LockOption {
 	}
 }
 
-// Owner sets the owner id stored in this lock's value. As with WithOwner,
-// the owner must keep its heartbeat alive, or the leak scan takes the lock
-// for an orphan.
+// Owner sets the owner id stored in this lock's value (default none),
+// which the leak scan reports. With the leak scan (package leakscan), the
+// owner must keep its heartbeat alive while it holds the lock, or the scan
+// takes the lock for an orphan; locks without an owner are never orphaned.
 func Owner(owner string) LockOption {
 	return func(c *lockConfig) {
-		c.owner, c.hasOwner = owner, true
+		c.owner = owner
 	}
 }

@@ -133,7 +133,7 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (en
 		return engine.LockKeys{}, lockConfig{}, err
 	}
 	keys, _ := r.keys.Lock(name) // checked above
-	lc := lockConfig{owner: r.cfg.owner}
+	var lc lockConfig
 	for _, o := range opts {
 		if o == nil {
 			return engine.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: nil LockOption", ErrInvalidOption, name)

@@ -153,16 +153,6 @@ func WithLockAhead(d time.Duration) Option {
 	}
 }
 
-// OverlapPolicy says what happens to a tick whose previous run of the same
-// job is still going, on this replica or on another.
-type OverlapPolicy int
-
-// Overlap policies.
-const (
-	// OverlapSkip skips the tick and reports it with skipOverlap.
-	OverlapSkip OverlapPolicy = iota
-)
-
 // JobOption configures one job in Scheduler.Add.
 type JobOption func(*jobConfig) error
 
@@ -171,7 +161,6 @@ type jobConfig struct {
 	lockTTL      time.Duration
 	runTimeout   time.Duration // 0: none
 	misfireGrace time.Duration
-	overlap      OverlapPolicy
 	catchUp      time.Duration // 0: off
 }
 
@@ -179,7 +168,6 @@ func defaultJobConfig() jobConfig {
 	return jobConfig{
 		lockTTL:      defaultLockTTL,
 		misfireGrace: defaultMisfireGrace,
-		overlap:      OverlapSkip,
 	}
 }
 
@@ -229,18 +217,6 @@ func WithMisfireGrace(d time.Duration) JobOption {
 			return optionError("WithMisfireGrace", "%v is not positive", d)
 		}
 		c.misfireGrace = d
-		return nil
-	}
-}
-
-// WithOverlap sets what happens to a tick whose previous run is still going.
-// Only OverlapSkip, the default, exists for now.
-func WithOverlap(p OverlapPolicy) JobOption {
-	return func(c *jobConfig) error {
-		if p != OverlapSkip {
-			return optionError("WithOverlap", "unknown policy %d", int(p))
-		}
-		c.overlap = p
 		return nil
 	}
 }

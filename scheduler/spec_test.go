@@ -176,8 +176,6 @@ func TestAddRejectsBadInput(t *testing.T) {
 			is: scheduler.ErrInvalidOption, mention: []string{"WithRunTimeout"}},
 		{name: "zero grace", job: "backup", opts: []scheduler.JobOption{scheduler.WithMisfireGrace(0)},
 			is: scheduler.ErrInvalidOption, mention: []string{"WithMisfireGrace"}},
-		{name: "unknown overlap policy", job: "backup", opts: []scheduler.JobOption{scheduler.WithOverlap(7)},
-			is: scheduler.ErrInvalidOption, mention: []string{"WithOverlap"}},
 		{name: "zero catch-up", job: "backup", opts: []scheduler.JobOption{scheduler.WithCatchUp(0)},
 			is: scheduler.ErrInvalidOption, mention: []string{"WithCatchUp"}},
 		{name: "nil option", job: "backup", opts: []scheduler.JobOption{nil},
@@ -307,7 +305,7 @@ func TestNewAcceptsGoodOptions(t *testing.T) {
 	)
 	err := s.Add("job", "* * * * * *", noop,
 		scheduler.WithLockTTL(time.Second), scheduler.WithRunTimeout(0), scheduler.WithMisfireGrace(time.Millisecond),
-		scheduler.WithOverlap(scheduler.OverlapSkip), scheduler.WithCatchUp(time.Hour))
+		scheduler.WithCatchUp(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
