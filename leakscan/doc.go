@@ -7,8 +7,10 @@
 // At an interval, one replica at a time scans every node (SCAN, never KEYS)
 // and classifies the keys under the prefix: locks without expiry, orphaned
 // locks, minority copies left by failed acquisitions, locks held longer
-// than the max hold, and foreign keys. It logs and reports them; Fix
-// deletes the copies of chosen classes by compare-and-delete.
+// than the max hold (over_age), and foreign keys (unparseable). It logs
+// them and reports their counts (WithObserver; the metrics). The admin
+// command (examples/leakscan) lists them and deletes them by
+// compare-and-delete.
 //
 // The heartbeat is part of the lease's safety: a replica whose last
 // successful heartbeat is older than its TTL neither wins nor extends

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 )
@@ -45,18 +46,18 @@ func TestLeakScan(t *testing.T) {
 	plant([]int{2}, "redcron:stray", "x", time.Minute)
 	plant([]int{0}, "redcron:{fresh}:lock", value("live", 0), time.Minute) // an acquisition in flight
 
-	s.cfg.maxAge = time.Hour
-	rep, err := s.Scan(ctx)
+	s.leaks.MaxAge = time.Hour
+	rep, err := s.leaks.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]Class{
-		"forever":       {NoExpiry},
-		"abandoned":     {Orphaned},
-		"leftover":      {Minority},
-		"ancient":       {OverAge},
-		"junk":          {Unparseable},
-		"redcron:stray": {Unparseable},
+	want := map[string][]leaks.Class{
+		"forever":       {leaks.NoExpiry},
+		"abandoned":     {leaks.Orphaned},
+		"leftover":      {leaks.Minority},
+		"ancient":       {leaks.OverAge},
+		"junk":          {leaks.Unparseable},
+		"redcron:stray": {leaks.Unparseable},
 		"live-job":      nil,
 		"fresh":         nil,
 	}
@@ -86,9 +87,9 @@ func TestLeakScan(t *testing.T) {
 	if !slices.Equal(rep.Live, []string{"live"}) {
 		t.Errorf("live owners %v", rep.Live)
 	}
-	for _, class := range allClasses() {
+	for _, class := range leaks.AllClasses() {
 		wantN := 1
-		if class == Unparseable {
+		if class == leaks.Unparseable {
 			wantN = 2
 		}
 		if rep.Counts[class.String()] != wantN {
@@ -98,7 +99,7 @@ func TestLeakScan(t *testing.T) {
 
 	// A lock that changes hands between the scan and the fix is left alone.
 	plant(all, "redcron:{abandoned}:lock", value("new-owner", 0), time.Minute)
-	for _, res := range s.Fix(ctx, rep) {
+	for _, res := range s.leaks.Fix(ctx, rep) {
 		if res.Err != nil {
 			t.Errorf("fix %s on %s: %v", res.Key, res.Node, res.Err)
 		}
@@ -106,7 +107,7 @@ func TestLeakScan(t *testing.T) {
 			t.Errorf("fix deleted %s on %s, which changed hands after the scan", res.Key, res.Node)
 		}
 	}
-	after, err := s.Scan(ctx)
+	after, err := s.leaks.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +131,10 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 		name  string
 		owner string        // the leftover's owner
 		age   time.Duration // how long ago the leftover was acquired
-		class Class
+		class leaks.Class
 	}{
-		{"dead owner's leftover", "dead", 0, Orphaned},
-		{"live owner's stale leftover", "live", time.Minute, Minority},
+		{"dead owner's leftover", "dead", 0, leaks.Orphaned},
+		{"live owner's stale leftover", "live", time.Minute, leaks.Minority},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := redistest.Start(t, 3)
@@ -151,11 +152,11 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := s.Scan(ctx)
+			rep, err := s.leaks.Scan(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var f *Finding
+			var f *leaks.Finding
 			for i := range rep.Findings {
 				if rep.Findings[i].Name == "job" && rep.Findings[i].Kind == "lock" {
 					f = &rep.Findings[i]
@@ -164,20 +165,20 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 			if f == nil {
 				t.Fatal("no finding for job's lock")
 			}
-			if !slices.Equal(f.Classes, []Class{tc.class}) {
+			if !slices.Equal(f.Classes, []leaks.Class{tc.class}) {
 				t.Errorf("job's classes %v, want [%v]", f.Classes, tc.class)
 			}
 			for _, cp := range f.Copies {
-				want := []Class(nil)
+				want := []leaks.Class(nil)
 				if cp.Value == leftover {
-					want = []Class{tc.class}
+					want = []leaks.Class{tc.class}
 				}
 				if !slices.Equal(cp.Classes, want) {
 					t.Errorf("copy on %s (leftover: %v): classes %v, want %v", cp.Node, cp.Value == leftover, cp.Classes, want)
 				}
 			}
 
-			results := s.Fix(ctx, rep, tc.class)
+			results := s.leaks.Fix(ctx, rep, tc.class)
 			if len(results) != 1 || !results[0].Deleted {
 				t.Errorf("fix results %+v, want one: the leftover, deleted", results)
 			}
@@ -216,15 +217,15 @@ func TestLeakScanPartialSparesLiveLock(t *testing.T) {
 	if err := c.Node(1).Client(t).Do(ctx, "ACL", "SETUSER", "default", "-scan").Err(); err != nil {
 		t.Fatal(err)
 	}
-	s.settle = time.Nanosecond
-	rep, err := s.Scan(ctx)
+	s.leaks.Settle = time.Nanosecond
+	rep, err := s.leaks.Scan(ctx)
 	if err != nil || len(rep.Errors) != 1 {
 		t.Fatalf("scan with one node refusing SCAN: %v, node errors %v", err, rep.Errors)
 	}
 	if leaks := rep.Leaks(); len(leaks) != 0 {
 		t.Errorf("leaks %+v, want none: the lock is live on a majority", leaks)
 	}
-	if got := s.Fix(ctx, rep); len(got) != 0 {
+	if got := s.leaks.Fix(ctx, rep); len(got) != 0 {
 		t.Errorf("fix results %+v, want none", got)
 	}
 	if err := live.Extend(ctx); err != nil {
@@ -237,13 +238,13 @@ func TestLeakScanNodeDown(t *testing.T) {
 	c := redistest.Start(t, 3)
 	_, s := pair(t, c, "")
 	c.Node(0).Kill()
-	rep, err := s.Scan(context.Background())
+	rep, err := s.leaks.Scan(context.Background())
 	if err != nil || len(rep.Errors) != 1 {
 		t.Fatalf("scan with one node down: %v, node errors %v", err, rep.Errors)
 	}
 	c.Node(1).Kill()
 	c.Node(2).Kill()
-	if _, err := s.Scan(context.Background()); err == nil {
+	if _, err := s.leaks.Scan(context.Background()); err == nil {
 		t.Fatal("scan with every node down succeeded")
 	}
 }
@@ -299,16 +300,16 @@ func TestCutOffOwnerNotOrphaned(t *testing.T) {
 		t.Fatal("the lease ran out before the scan; the test's timing is off")
 	}
 	_, scanner := pair(t, c, "", mutex.WithMaxTTL(lockTTL))
-	rep, err := scanner.Scan(ctx)
+	rep, err := scanner.leaks.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range rep.Findings {
-		if f.Name == "job" && slices.Contains(f.Classes, Orphaned) {
+		if f.Name == "job" && slices.Contains(f.Classes, leaks.Orphaned) {
 			t.Errorf("a lock whose lease is still valid reported orphaned (lease valid for %v more)", time.Until(l.Until()))
 		}
 	}
-	for _, fix := range scanner.Fix(ctx, rep) {
+	for _, fix := range scanner.leaks.Fix(ctx, rep) {
 		if fix.Deleted && fix.Key == lockKey(t, s, "job").Lock {
 			t.Errorf("fix deleted a copy of a live lease on %s", fix.Node)
 		}
@@ -338,16 +339,16 @@ func TestRestartedNodeKeepsOwnerLive(t *testing.T) {
 	}
 	defer l.Release(ctx)
 	c.Node(0).Restart()
-	rep, err := s.Scan(ctx)
+	rep, err := s.leaks.Scan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range rep.Findings {
-		if f.Name == "job" && slices.Contains(f.Classes, Orphaned) {
+		if f.Name == "job" && slices.Contains(f.Classes, leaks.Orphaned) {
 			t.Errorf("a lock held on a majority reported orphaned: its owner's heartbeat is on one node")
 		}
 	}
-	for _, fix := range s.Fix(ctx, rep, Orphaned) {
+	for _, fix := range s.leaks.Fix(ctx, rep, leaks.Orphaned) {
 		if fix.Deleted {
 			t.Errorf("fix deleted %s on %s", fix.Key, fix.Node)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/mutex"
 )
 
@@ -24,9 +25,7 @@ type Scanner struct {
 	owner  string
 	cfg    config
 	beats  beats
-	// settle is how old a lock must be before it is reported as a
-	// minority, so that acquisitions in flight are not: 10 s.
-	settle time.Duration
+	leaks  leaks.Scanner
 }
 
 // Event is a heartbeat or a scan of a Scanner, for metrics.
@@ -36,7 +35,8 @@ type Event struct {
 	// Nodes is every node's error for a heartbeat, by node name (nil: the
 	// node took it).
 	Nodes map[string]error
-	// Leaks counts a scan's leaked locks by class name, every class present.
+	// Leaks counts a scan's leaked locks by class (no_expiry, orphaned,
+	// minority, over_age, unparseable), every class present.
 	Leaks map[string]int
 	// Duration is how long the heartbeat or the scan took.
 	Duration time.Duration
@@ -73,7 +73,7 @@ func WithInterval(every time.Duration) Option {
 	}
 }
 
-// WithMaxAge reports locks acquired longer ago than d as OverAge; 0 turns
+// WithMaxAge reports locks acquired longer ago than d as over_age; 0 turns
 // the check off. The default is the Redlock's max hold (mutex.WithMaxHold),
 // which no lease kept alive by KeepAlive outlives.
 func WithMaxAge(d time.Duration) Option {
@@ -150,7 +150,7 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg, settle: 10 * time.Second}
+	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg}
 	for _, n := range r.Nodes() {
 		s.nodes = append(s.nodes, (*engine.Node)(n))
 	}
@@ -158,6 +158,8 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	if s.cfg.maxAge < 0 {
 		s.cfg.maxAge = r.MaxHold()
 	}
+	s.leaks = leaks.Scanner{Nodes: s.nodes, Keys: keys, Quorum: s.quorum, MaxAge: s.cfg.maxAge,
+		Settle: 10 * time.Second, Logger: cfg.logger}
 	return s, nil
 }
 
@@ -204,9 +206,9 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 	if errors.Is(err, errNotMyTurn) {
 		return
 	}
-	var rep *Report
+	var rep *leaks.Report
 	if err == nil {
-		rep, err = s.Scan(ctx)
+		rep, err = s.leaks.Scan(ctx)
 		giveBack()
 	}
 	if err == nil && len(rep.Errors) > 0 {
@@ -221,7 +223,7 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 	}
 	attrs := make([]slog.Attr, 0, len(rep.Counts)+1)
 	total := 0
-	for _, c := range allClasses() {
+	for _, c := range leaks.AllClasses() {
 		total += rep.Counts[c.String()]
 		attrs = append(attrs, slog.Int(c.String(), rep.Counts[c.String()]))
 	}

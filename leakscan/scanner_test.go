@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/internal/redistest"
 )
 
@@ -103,7 +104,7 @@ func TestRun(t *testing.T) {
 		t.Fatalf("%d scans, %d heartbeats in 30s; want at least 3 of each", len(scans), beats)
 	}
 	for _, e := range scans {
-		if e.Err != nil || len(e.Leaks) != len(allClasses()) {
+		if e.Err != nil || len(e.Leaks) != len(leaks.AllClasses()) {
 			t.Errorf("scan event %+v, want every class counted", e)
 		}
 	}

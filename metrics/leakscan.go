@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/leakscan"
 )
 
@@ -36,7 +37,7 @@ func (c *Collector) LeakObserver() func(leakscan.Event) {
 // class label.
 func leakClasses() []string {
 	var out []string
-	for c := leakscan.NoExpiry; c <= leakscan.Unparseable; c++ {
+	for _, c := range leaks.AllClasses() {
 		out = append(out, c.String())
 	}
 	return out

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/redcron/redcron/leakscan"
+	"github.com/redcron/redcron/internal/leaks"
 )
 
 // acquiredLayout is RFC 3339 with milliseconds, the precision of a lock
@@ -22,23 +22,23 @@ const acquiredLayout = "2006-01-02T15:04:05.000Z07:00"
 // sortedLeaks returns the report's leaks ordered by name, kind and first
 // key, so that the output does not depend on the scan's map order, each
 // with its copies in the order of addrs.
-func sortedLeaks(rep *leakscan.Report, addrs []string) []leakscan.Finding {
-	leaks := rep.Leaks()
-	for i := range leaks {
-		copies := slices.Clone(leaks[i].Copies)
-		slices.SortStableFunc(copies, func(a, b leakscan.Copy) int {
+func sortedLeaks(rep *leaks.Report, addrs []string) []leaks.Finding {
+	found := rep.Leaks()
+	for i := range found {
+		copies := slices.Clone(found[i].Copies)
+		slices.SortStableFunc(copies, func(a, b leaks.Copy) int {
 			return cmp.Compare(slices.Index(addrs, a.Node), slices.Index(addrs, b.Node))
 		})
-		leaks[i].Copies = copies
+		found[i].Copies = copies
 	}
-	slices.SortStableFunc(leaks, func(a, b leakscan.Finding) int {
+	slices.SortStableFunc(found, func(a, b leaks.Finding) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind),
 			strings.Compare(firstKey(a), firstKey(b)))
 	})
-	return leaks
+	return found
 }
 
-func firstKey(f leakscan.Finding) string {
+func firstKey(f leaks.Finding) string {
 	if len(f.Copies) == 0 {
 		return ""
 	}
@@ -49,13 +49,13 @@ func firstKey(f leakscan.Finding) string {
 // and, with -fix, what was deleted and what was left alone.
 func writeTable(w io.Writer, res *result) error {
 	rep := res.rep
-	leaks := sortedLeaks(rep, res.addrs)
+	found := sortedLeaks(rep, res.addrs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(leaks) == 0 {
+	if len(found) == 0 {
 		fmt.Fprintf(tw, "no leaks under prefix %q\n", rep.Prefix)
 	} else {
 		fmt.Fprintln(tw, "NAME\tKIND\tCLASSES\tNODES\tTTL\tOWNER\tAGE")
-		for _, f := range leaks {
+		for _, f := range found {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(f.Name), f.Kind, classNames(f.Classes, ","),
 				nodesCell(f, rep.Nodes), ttlCell(f), ownerCell(f), ageCell(f, res.now))
 		}
@@ -63,7 +63,7 @@ func writeTable(w io.Writer, res *result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(w, summary(res, len(leaks))); err != nil {
+	if _, err := fmt.Fprintln(w, summary(res, len(found))); err != nil {
 		return err
 	}
 	if !res.fixRan {
@@ -80,7 +80,7 @@ func summary(res *result, leaked int) string {
 		rep.Nodes-len(res.nodeErrors), rep.Nodes, len(res.nodeErrors), rep.Took.Round(time.Millisecond))
 	fmt.Fprintf(&b, "%d leaked", leaked)
 	var parts []string
-	for c := leakscan.NoExpiry; c <= leakscan.Unparseable; c++ {
+	for _, c := range leaks.AllClasses() {
 		if n := rep.Counts[c.String()]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", c, n))
 		}
@@ -122,7 +122,7 @@ func writeFixes(w io.Writer, fixed []fixOutcome) error {
 	return tw.Flush()
 }
 
-func classNames(cs []leakscan.Class, sep string) string {
+func classNames(cs []leaks.Class, sep string) string {
 	names := make([]string, len(cs))
 	for i, c := range cs {
 		names[i] = c.String()
@@ -131,7 +131,7 @@ func classNames(cs []leakscan.Class, sep string) string {
 }
 
 // nodesCell is "seen/total: node,node".
-func nodesCell(f leakscan.Finding, total int) string {
+func nodesCell(f leaks.Finding, total int) string {
 	var names []string
 	for _, c := range f.Copies {
 		if !slices.Contains(names, c.Node) {
@@ -143,7 +143,7 @@ func nodesCell(f leakscan.Finding, total int) string {
 
 // ttlCell is the copies' TTL, "min-max" when they differ; "none" is no
 // expiry, "gone" a key that vanished during the scan.
-func ttlCell(f leakscan.Finding) string {
+func ttlCell(f leaks.Finding) string {
 	var ttls []time.Duration
 	for _, c := range f.Copies {
 		ttls = append(ttls, c.TTL)
@@ -178,7 +178,7 @@ func ttlText(d time.Duration) string {
 
 // ownerCell lists the distinct owners of the copies that hold lock
 // values ("" shown as "(none)"); "-" when no copy does.
-func ownerCell(f leakscan.Finding) string {
+func ownerCell(f leaks.Finding) string {
 	var owners []string
 	for _, c := range f.Copies {
 		if c.Acquired.IsZero() {
@@ -202,7 +202,7 @@ func ownerCell(f leakscan.Finding) string {
 
 // ageCell is how long ago the oldest copy was acquired, by the owner's
 // clock; "-" when no copy holds a lock value.
-func ageCell(f leakscan.Finding, now time.Time) string {
+func ageCell(f leaks.Finding, now time.Time) string {
 	var oldest time.Time
 	for _, c := range f.Copies {
 		if !c.Acquired.IsZero() && (oldest.IsZero() || c.Acquired.Before(oldest)) {
@@ -301,7 +301,7 @@ func writeJSON(w io.Writer, res *result) error {
 	for _, e := range res.nodeErrors {
 		doc.NodeErrors = append(doc.NodeErrors, jsonNodeError{Node: e.Node, Error: e.Err})
 	}
-	for c := leakscan.NoExpiry; c <= leakscan.Unparseable; c++ {
+	for _, c := range leaks.AllClasses() {
 		doc.Counts[c.String()] = 0
 	}
 	for name, n := range rep.Counts {
@@ -329,7 +329,7 @@ func writeJSON(w io.Writer, res *result) error {
 	return enc.Encode(doc)
 }
 
-func copyJSON(c leakscan.Copy) jsonCopy {
+func copyJSON(c leaks.Copy) jsonCopy {
 	jc := jsonCopy{Node: c.Node, Key: c.Key, Type: c.Type, TTLms: c.TTL.Milliseconds(), Classes: []string{}}
 	for _, k := range c.Classes {
 		jc.Classes = append(jc.Classes, k.String())

@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/leakscan"
-	"github.com/redcron/redcron/mutex"
-	"github.com/redcron/redcron/store"
+	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,7 +39,7 @@ const (
 // result is what run found and did, ready to be printed. Every error
 // text in it has been redacted.
 type result struct {
-	rep        *leakscan.Report
+	rep        *leaks.Report
 	addrs      []string // the nodes, in -addrs order: the order of copies and errors
 	nodeErrors []nodeError
 	fixRan     bool         // -fix was given
@@ -91,16 +89,12 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
 		return exitError
 	}
-	locks, err := mutex.New(nodes, mutex.WithKeyPrefix(cfg.prefix))
+	keys, err := engine.NewKeyspace(cfg.prefix)
 	if err != nil {
 		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
 		return exitError
 	}
-	scanner, err := leakscan.New(locks, "", leakscan.WithMaxAge(cfg.maxAge))
-	if err != nil {
-		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
-		return exitError
-	}
+	scanner := &leaks.Scanner{Nodes: nodes, Keys: keys, Quorum: len(nodes)/2 + 1, MaxAge: cfg.maxAge}
 	rep, scanErr := scanner.Scan(ctx)
 	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix}
 	for _, e := range rep.Errors {
@@ -122,8 +116,8 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		return exitError
 	}
 
-	leaks := rep.Leaks()
-	if cfg.fix && len(leaks) > 0 {
+	found := rep.Leaks()
+	if cfg.fix && len(found) > 0 {
 		res.fixed = fix(ctx, scanner, rep, hide)
 	}
 
@@ -137,7 +131,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		return exitError
 	}
 	switch {
-	case len(leaks) > 0:
+	case len(found) > 0:
 		return exitLeaks
 	case len(rep.Errors) > 0:
 		fmt.Fprintf(stderr, "leakscan: %d of %d nodes not scanned: the scan is incomplete\n", len(rep.Errors), rep.Nodes)
@@ -148,14 +142,14 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 
 // dial returns a node per address, each over its own client, and a
 // function that closes the clients (also when dial fails).
-func dial(cfg *config) ([]*store.Node, func(), error) {
+func dial(cfg *config) ([]*engine.Node, func(), error) {
 	var clients []*redis.Client
 	closeAll := func() {
 		for _, c := range clients {
 			_ = c.Close()
 		}
 	}
-	nodes := make([]*store.Node, 0, len(cfg.addrs))
+	nodes := make([]*engine.Node, 0, len(cfg.addrs))
 	for _, addr := range cfg.addrs {
 		opt := &redis.Options{
 			Addr:                  addr,
@@ -174,7 +168,7 @@ func dial(cfg *config) ([]*store.Node, func(), error) {
 		}
 		c := redis.NewClient(opt)
 		clients = append(clients, c)
-		n, err := store.NewNode(addr, c)
+		n, err := engine.NewNode(addr, c)
 		if err != nil {
 			return nil, closeAll, err
 		}
@@ -185,7 +179,7 @@ func dial(cfg *config) ([]*store.Node, func(), error) {
 
 // fix deletes the copies of the report's leaks by compare-and-delete and
 // says, for each copy left alone, why.
-func fix(ctx context.Context, scanner *leakscan.Scanner, rep *leakscan.Report, hide func(string) string) []fixOutcome {
+func fix(ctx context.Context, scanner *leaks.Scanner, rep *leaks.Report, hide func(string) string) []fixOutcome {
 	type nodeKey struct{ node, key string }
 	types := map[nodeKey]string{}
 	for _, f := range rep.Leaks() {

@@ -1,4 +1,4 @@
-package leakscan
+package leaks
 
 import "fmt"
 
@@ -28,8 +28,8 @@ const (
 	Unparseable
 )
 
-// allClasses returns every class, in order.
-func allClasses() [5]Class { return [...]Class{NoExpiry, Orphaned, Minority, OverAge, Unparseable} }
+// AllClasses returns every class, in order.
+func AllClasses() [5]Class { return [...]Class{NoExpiry, Orphaned, Minority, OverAge, Unparseable} }
 
 // String returns the class's snake_case name, usable as a metric label.
 func (c Class) String() string {

@@ -1,4 +1,4 @@
-package leakscan
+package leaks
 
 import (
 	"slices"

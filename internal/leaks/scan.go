@@ -1,4 +1,4 @@
-package leakscan
+package leaks
 
 import (
 	"context"
@@ -13,6 +13,20 @@ import (
 	"github.com/redcron/redcron/internal/engine"
 )
 
+// Scanner scans a set of nodes for leaked locks. Its fields are set by the
+// caller; Settle and Logger have defaults (10 s, silent).
+type Scanner struct {
+	Nodes  []*engine.Node
+	Keys   engine.Keyspace
+	Quorum int
+	// MaxAge reports locks acquired longer ago as OverAge; 0: never.
+	MaxAge time.Duration
+	// Settle is how old a lock must be before it is reported as a
+	// minority, so that acquisitions in flight are not.
+	Settle time.Duration
+	Logger *slog.Logger
+}
+
 // Scan SCANs every node (never KEYS) for the keys under the prefix and
 // classifies them, now, without waiting for its turn. It reads only. Nodes
 // that cannot be scanned are listed in the report's Errors; the error is
@@ -22,21 +36,27 @@ import (
 // lock is a minority, or its owner dead, only if it would be whatever they
 // hold. Locks without an owner are never orphaned.
 func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
+	if s.Settle <= 0 {
+		s.Settle = 10 * time.Second
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
 	start := time.Now()
-	rep := &Report{Prefix: s.keys.Prefix(), Nodes: len(s.nodes), Quorum: s.quorum, Counts: map[string]int{}}
-	for _, c := range allClasses() {
+	rep := &Report{Prefix: s.Keys.Prefix(), Nodes: len(s.Nodes), Quorum: s.Quorum, Counts: map[string]int{}}
+	for _, c := range AllClasses() {
 		rep.Counts[c.String()] = 0
 	}
 	byID, live := s.read(ctx, rep)
-	if len(rep.Errors) == len(s.nodes) {
-		return rep, fmt.Errorf("leakscan: no node could be scanned: %w", errors.Join(rep.Errors...))
+	if len(rep.Errors) == len(s.Nodes) {
+		return rep, fmt.Errorf("redcron: leak scan: no node could be scanned: %w", errors.Join(rep.Errors...))
 	}
 	for owner := range live {
 		rep.Live = append(rep.Live, owner)
 	}
 	slices.Sort(rep.Live)
-	order := make(map[string]int, len(s.nodes))
-	for i, n := range s.nodes {
+	order := make(map[string]int, len(s.Nodes))
+	for i, n := range s.Nodes {
 		order[n.Name()] = i
 	}
 	now := time.Now()
@@ -60,7 +80,7 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 		for i, c := range f.Copies {
 			nodes[i] = c.Node
 		}
-		s.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "leaked lock", slog.String("lock", f.Name),
+		s.Logger.LogAttrs(ctx, slog.LevelWarn, "leaked lock", slog.String("lock", f.Name),
 			slog.Any("classes", f.Classes), slog.Any("nodes", nodes))
 	}
 	return rep, nil
@@ -76,10 +96,10 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 		byID = map[string]*Finding{}
 		live = map[string]bool{}
 	)
-	for _, n := range s.nodes {
+	for _, n := range s.Nodes {
 		wg.Go(func() {
 			var copies []Copy
-			err := n.Scan(ctx, s.keys.Pattern(), func(ki engine.KeyInfo) error {
+			err := n.Scan(ctx, s.Keys.Pattern(), func(ki engine.KeyInfo) error {
 				if ki.Type != "none" { // "none": gone between SCAN and the read
 					copies = append(copies, Copy{Node: n.Name(), Key: ki.Key, Type: ki.Type, Value: ki.Value, TTL: ki.TTL})
 				}
@@ -93,7 +113,7 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 			}
 			rep.Scanned += len(copies)
 			for _, c := range copies {
-				kind, name := s.keys.Parse(c.Key)
+				kind, name := s.Keys.Parse(c.Key)
 				if c.TTL > 0 && (kind == engine.KindHeartbeat || kind == engine.KindScanTurn) {
 					if kind == engine.KindHeartbeat {
 						live[name] = true
@@ -149,14 +169,14 @@ func (s *Scanner) classify(f *Finding, rep *Report, now time.Time) {
 		if c.Owner != "" && unscanned == 0 && !slices.Contains(rep.Live, c.Owner) {
 			c.Classes = append(c.Classes, Orphaned)
 		}
-		if copiesOf[c.Value]+unscanned < s.quorum && age > s.settle {
+		if copiesOf[c.Value]+unscanned < s.Quorum && age > s.Settle {
 			c.Classes = append(c.Classes, Minority)
 		}
-		if s.cfg.maxAge > 0 && age > s.cfg.maxAge {
+		if s.MaxAge > 0 && age > s.MaxAge {
 			c.Classes = append(c.Classes, OverAge)
 		}
 	}
-	for _, class := range allClasses() {
+	for _, class := range AllClasses() {
 		if slices.ContainsFunc(f.Copies, func(c Copy) bool { return slices.Contains(c.Classes, class) }) {
 			f.Classes = append(f.Classes, class)
 		}

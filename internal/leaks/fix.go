@@ -1,4 +1,4 @@
-package leakscan
+package leaks
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type FixResult struct {
 // holder's next extension notices the loss and cancels its job.
 func (s *Scanner) Fix(ctx context.Context, rep *Report, classes ...Class) []FixResult {
 	nodes := map[string]*engine.Node{}
-	for _, n := range s.nodes {
+	for _, n := range s.Nodes {
 		nodes[n.Name()] = n
 	}
 	var out []FixResult
@@ -47,7 +47,7 @@ func (s *Scanner) Fix(ctx context.Context, rep *Report, classes ...Class) []FixR
 			case c.Type != "string":
 				res.Reason = "not_string"
 			case n == nil:
-				res.Reason, res.Err = "error", fmt.Errorf("leakscan: fix: unknown node %q", c.Node)
+				res.Reason, res.Err = "error", fmt.Errorf("redcron: leak fix: unknown node %q", c.Node)
 			default:
 				res.Deleted, res.Err = n.DeleteIfValue(ctx, c.Key, c.Value)
 				switch {
