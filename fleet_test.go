@@ -136,8 +136,8 @@ func (f *fleet) observe(e scheduler.Event) {
 		f.tickLog = map[int64][]string{}
 	}
 	if !e.Tick.IsZero() {
-		line := e.Instance + " " + e.Kind.String()
-		if e.Kind == scheduler.EventSkipped {
+		line := e.Instance + " " + e.Kind
+		if e.Kind == "skipped" {
 			line += " " + e.Skip
 		}
 		if e.Err != nil {
@@ -146,9 +146,9 @@ func (f *fleet) observe(e scheduler.Event) {
 		f.tickLog[e.Tick.UnixMilli()] = append(f.tickLog[e.Tick.UnixMilli()], line)
 	}
 	switch e.Kind {
-	case scheduler.EventSkipped:
+	case "skipped":
 		f.skips[e.Skip]++
-	case scheduler.EventRunFinished:
+	case "run_finished":
 		f.results[e.Result]++
 	}
 }

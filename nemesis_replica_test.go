@@ -152,7 +152,7 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 		scheduler.WithLockAhead(cfg.LockAhead),
 		scheduler.WithClock(func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }),
 		scheduler.WithObserver(observerFunc(func(e scheduler.Event) {
-			if e.Kind == scheduler.EventSkipped {
+			if e.Kind == "skipped" {
 				r := record{Ev: "skip", Replica: cfg.ID, Job: e.Job, Tick: e.Tick.UnixMilli(), T: time.Now().UnixNano(), Reason: e.Skip}
 				if e.Err != nil {
 					r.Err = e.Err.Error()

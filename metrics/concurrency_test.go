@@ -35,7 +35,7 @@ func lockEvents() (ok, failed mutex.Event) {
 func TestConcurrentObservers(t *testing.T) {
 	m, reg := newCollector(t)
 	so, lo, leaks := m.SchedulerObserver(), m.LockObserver(), m.LeakObserver()
-	so(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "stays"})
+	so(scheduler.Event{Kind: "job_added", Job: "stays"})
 	ok, failed := lockEvents()
 	const workers, rounds = 8, 501 // rounds%3 == 0: each worker ends with a removal
 	var wg sync.WaitGroup
@@ -44,18 +44,18 @@ func TestConcurrentObservers(t *testing.T) {
 			churn := fmt.Sprintf("churn-%d", w)
 			for i := range rounds {
 				id := fmt.Sprintf("run-%d-%d", w, i) // a run's events carry its id
-				so(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "stays", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond})
-				so(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "stays", RunID: id, Result: "success", Duration: time.Millisecond})
-				so(scheduler.Event{Kind: scheduler.EventSkipped, Job: "stays", Skip: "held"})
+				so(scheduler.Event{Kind: "run_started", Job: "stays", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond})
+				so(scheduler.Event{Kind: "run_finished", Job: "stays", RunID: id, Result: "success", Duration: time.Millisecond})
+				so(scheduler.Event{Kind: "skipped", Job: "stays", Skip: "held"})
 				lo(ok)
 				lo(failed)
 				switch i % 3 {
 				case 0:
-					so(scheduler.Event{Kind: scheduler.EventJobAdded, Job: churn})
+					so(scheduler.Event{Kind: "job_added", Job: churn})
 				case 1:
-					so(scheduler.Event{Kind: scheduler.EventRunFinished, Job: churn, Result: "failure"})
+					so(scheduler.Event{Kind: "run_finished", Job: churn, Result: "failure"})
 				case 2:
-					so(scheduler.Event{Kind: scheduler.EventJobRemoved, Job: churn})
+					so(scheduler.Event{Kind: "job_removed", Job: churn})
 				}
 				leaks(leakscan.Event{Scan: true, Leaks: map[string]int{"orphaned": i}})
 			}
@@ -101,11 +101,11 @@ func TestHooksDoNotAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	so, lo := m.SchedulerObserver(), m.LockObserver()
-	so(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	so(scheduler.Event{Kind: "job_added", Job: "j"})
 	ok, failed := lockEvents()
-	started := scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j", Tick: time.Now(), StartDelay: time.Millisecond}
-	finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", Result: "success", Duration: time.Second}
-	skipped := scheduler.Event{Kind: scheduler.EventSkipped, Job: "j", Skip: "already_run"}
+	started := scheduler.Event{Kind: "run_started", Job: "j", Tick: time.Now(), StartDelay: time.Millisecond}
+	finished := scheduler.Event{Kind: "run_finished", Job: "j", Result: "success", Duration: time.Second}
+	skipped := scheduler.Event{Kind: "skipped", Job: "j", Skip: "already_run"}
 	for name, f := range map[string]func(){
 		"run":      func() { so(started); so(finished) },
 		"skip":     func() { so(skipped) },
@@ -124,12 +124,12 @@ func BenchmarkSchedulerObserver(b *testing.B) {
 		b.Fatal(err)
 	}
 	so := m.SchedulerObserver()
-	so(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	so(scheduler.Event{Kind: "job_added", Job: "j"})
 	var goroutines atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
 		id := fmt.Sprint(goroutines.Add(1)) // one run at a time per goroutine
-		started := scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond}
-		finished := scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", RunID: id, Result: "success", Duration: time.Second}
+		started := scheduler.Event{Kind: "run_started", Job: "j", RunID: id, Tick: time.Now(), StartDelay: time.Millisecond}
+		finished := scheduler.Event{Kind: "run_finished", Job: "j", RunID: id, Result: "success", Duration: time.Second}
 		for pb.Next() {
 			so(started)
 			so(finished)

@@ -42,7 +42,7 @@
 //   - job_name: the registered job names. The label is not called "job"
 //     because Prometheus sets its own job label (the scrape job) on every
 //     series. Each job's series are created at 0 when the job is added
-//     (scheduler.EventJobAdded) and deleted when it is removed, so never
+//     ("job_added") and deleted when it is removed, so never
 //     register generated job names.
 //   - result of runs: success, failure, panic, lock_lost, timeout, canceled
 //     (string).

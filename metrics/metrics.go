@@ -183,8 +183,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // SchedulerObserver returns the hook to pass to scheduler.WithObserver. It
-// creates a job's series at 0 on scheduler.EventJobAdded and deletes them on
-// scheduler.EventJobRemoved; events about a job that is not registered (a
+// creates a job's series at 0 on "job_added" and deletes them on
+// "job_removed"; events about a job that is not registered (a
 // run that ends after its job was removed) are not counted. When several
 // Schedulers share the Collector, a job's series live while any of them has
 // the job.

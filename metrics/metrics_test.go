@@ -23,7 +23,7 @@ import (
 // node and a Collector have before any traffic.
 func TestMetricSet(t *testing.T) {
 	m, reg := newCollector(t, metrics.WithNodes("n1"))
-	m.SchedulerObserver()(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	m.SchedulerObserver()(scheduler.Event{Kind: "job_added", Job: "j"})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func nonHistograms(lines []string) []string {
 // TestDefaultBuckets pins the documented default buckets.
 func TestDefaultBuckets(t *testing.T) {
 	m, reg := newCollector(t)
-	m.SchedulerObserver()(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	m.SchedulerObserver()(scheduler.Event{Kind: "job_added", Job: "j"})
 	for name, want := range map[string][]float64{
 		"redcron_scheduler_run_duration_seconds": {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600},
 		"redcron_scheduler_start_delay_seconds":  {.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
@@ -202,7 +202,7 @@ func TestOptions(t *testing.T) {
 		metrics.WithStartDelayBuckets(0.5),
 		metrics.WithAcquireBuckets(0.01, 0.1),
 		metrics.WithNodes("a", "b"), metrics.WithNodes("c"))
-	m.SchedulerObserver()(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	m.SchedulerObserver()(scheduler.Event{Kind: "job_added", Job: "j"})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestOptions(t *testing.T) {
 	b := []float64{1, 2}
 	m, reg = newCollector(t, metrics.WithRunDurationBuckets(b...))
 	b[0] = 5
-	m.SchedulerObserver()(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	m.SchedulerObserver()(scheduler.Event{Kind: "job_added", Job: "j"})
 	if got := buckets(t, reg, "redcron_scheduler_run_duration_seconds"); !slices.Equal(got, []float64{1, 2}) {
 		t.Errorf("buckets changed with the caller's slice: %v", got)
 	}
@@ -341,7 +341,7 @@ func TestJobSeriesLifecycle(t *testing.T) {
 		t.Fatalf("jobs %v after removing a, and b from one of two schedulers", got)
 	}
 	// A run of a that ends after its removal is not counted.
-	m.SchedulerObserver()(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "a", Result: "success"})
+	m.SchedulerObserver()(scheduler.Event{Kind: "run_finished", Job: "a", Result: "success"})
 	if got := jobs(); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("an event of removed job a recreated its series: %v", got)
 	}
@@ -372,22 +372,22 @@ func TestJobSeriesLifecycle(t *testing.T) {
 func TestEventMapping(t *testing.T) {
 	m, _ := newCollector(t)
 	o := m.SchedulerObserver()
-	o(scheduler.Event{Kind: scheduler.EventJobAdded, Job: "j"})
+	o(scheduler.Event{Kind: "job_added", Job: "j"})
 	for i, r := range []string{"success", "failure", "panic",
 		"lock_lost", "timeout", "canceled", "abandoned"} {
 		for range i + 1 {
-			o(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j"})
-			o(scheduler.Event{Kind: scheduler.EventRunFinished, Job: "j", Result: r})
+			o(scheduler.Event{Kind: "run_started", Job: "j"})
+			o(scheduler.Event{Kind: "run_finished", Job: "j", Result: r})
 		}
 	}
 	for i, r := range []string{"held", "already_run", "overlap",
 		"misfire", "no_quorum"} {
 		for range i + 1 {
-			o(scheduler.Event{Kind: scheduler.EventSkipped, Job: "j", Skip: r})
+			o(scheduler.Event{Kind: "skipped", Job: "j", Skip: r})
 		}
 	}
-	o(scheduler.Event{Kind: scheduler.EventLockRetry, Job: "j"})
-	o(scheduler.Event{Kind: scheduler.EventRunStarted, Job: "j"}) // still running
+	o(scheduler.Event{Kind: "lock_retry", Job: "j"})
+	o(scheduler.Event{Kind: "run_started", Job: "j"}) // still running
 	compare(t, m, `
 		redcron_scheduler_runs_total{job_name="j",result="success"} 1
 		redcron_scheduler_runs_total{job_name="j",result="failure"} 2

@@ -47,11 +47,11 @@ type jobSeries struct {
 // read lock only while it updates a job's series.
 func (c *Collector) observeScheduler(e scheduler.Event) {
 	switch e.Kind {
-	case scheduler.EventJobAdded:
+	case "job_added":
 		c.addJob(e.Job)
-	case scheduler.EventJobRemoved:
+	case "job_removed":
 		c.removeJob(e.Job)
-	case scheduler.EventRunStarted, scheduler.EventRunFinished, scheduler.EventSkipped, scheduler.EventLockRetry:
+	case "run_started", "run_finished", "skipped", "lock_retry":
 		// The read lock keeps removeJob from deleting the series while
 		// they are updated, so an event racing with Remove never
 		// recreates a removed job's series.
@@ -66,7 +66,7 @@ func (c *Collector) observeScheduler(e scheduler.Event) {
 // observeJob records an event of job j; c.jobsMu is read-locked.
 func (c *Collector) observeJob(j *jobSeries, e scheduler.Event) {
 	switch e.Kind {
-	case scheduler.EventRunStarted:
+	case "run_started":
 		j.mu.Lock()
 		j.running[e.RunID] = struct{}{}
 		j.mu.Unlock()
@@ -74,7 +74,7 @@ func (c *Collector) observeJob(j *jobSeries, e scheduler.Event) {
 		if !e.Tick.IsZero() { // a triggered run has no tick, hence no delay
 			j.startDelay.Observe(e.StartDelay.Seconds())
 		}
-	case scheduler.EventRunFinished:
+	case "run_finished":
 		j.mu.Lock()
 		_, ours := j.running[e.RunID]
 		delete(j.running, e.RunID)
@@ -92,13 +92,13 @@ func (c *Collector) observeJob(j *jobSeries, e scheduler.Event) {
 		} else {
 			c.runs.WithLabelValues(e.Job, e.Result).Inc()
 		}
-	case scheduler.EventSkipped:
+	case "skipped":
 		if s := j.skips[e.Skip]; s != nil {
 			s.Inc()
 		} else {
 			c.skips.WithLabelValues(e.Job, e.Skip).Inc()
 		}
-	case scheduler.EventLockRetry:
+	case "lock_retry":
 		j.retries.Inc()
 	}
 }

@@ -55,9 +55,9 @@ func ExampleWithObserver() {
 	finished := make(chan struct{})
 	obs := observerFunc(func(ev scheduler.Event) {
 		switch ev.Kind {
-		case scheduler.EventRunStarted:
+		case "run_started":
 			fmt.Println(ev.Kind, ev.Job)
-		case scheduler.EventRunFinished:
+		case "run_finished":
 			fmt.Println(ev.Kind, ev.Job, ev.Result, ev.Err)
 			close(finished)
 		}

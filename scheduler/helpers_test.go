@@ -25,7 +25,7 @@ func (r *recorder) Observe(ev scheduler.Event) {
 }
 
 // of returns the events of the given kinds.
-func (r *recorder) of(kinds ...scheduler.EventKind) []scheduler.Event {
+func (r *recorder) of(kinds ...string) []scheduler.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []scheduler.Event
@@ -40,7 +40,7 @@ func (r *recorder) of(kinds ...scheduler.EventKind) []scheduler.Event {
 // skips returns the EventSkipped events with the given reason.
 func (r *recorder) skips(reason string) []scheduler.Event {
 	var out []scheduler.Event
-	for _, ev := range r.of(scheduler.EventSkipped) {
+	for _, ev := range r.of("skipped") {
 		if ev.Skip == reason {
 			out = append(out, ev)
 		}
@@ -49,7 +49,7 @@ func (r *recorder) skips(reason string) []scheduler.Event {
 }
 
 // finished returns the EventRunFinished events.
-func (r *recorder) finished() []scheduler.Event { return r.of(scheduler.EventRunFinished) }
+func (r *recorder) finished() []scheduler.Event { return r.of("run_finished") }
 
 // runLog records the runs of jobs.
 type runLog struct {

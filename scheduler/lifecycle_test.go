@@ -184,10 +184,10 @@ func TestShutdown(t *testing.T) {
 			if d := time.Since(t0); d != 0 {
 				t.Errorf("Shutdown took %v, want no wait", d)
 			}
-			if n := len(obs.of(scheduler.EventLockRetry)); n == 0 {
+			if n := len(obs.of("lock_retry")); n == 0 {
 				t.Error("no lock retries")
 			}
-			if skips := obs.of(scheduler.EventSkipped); len(skips) != 0 {
+			if skips := obs.of("skipped"); len(skips) != 0 {
 				t.Errorf("skips %+v: an attempt abandoned by Shutdown is not a skip", skips)
 			}
 		})

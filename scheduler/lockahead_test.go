@@ -54,7 +54,7 @@ func TestLockAhead(t *testing.T) {
 				if n := l.AcquireAllCalls(); n != len(ticks) {
 					t.Errorf("%d AcquireAll calls, want one per tick (%d)", n, len(ticks))
 				}
-				started := obs.of(scheduler.EventRunStarted)
+				started := obs.of("run_started")
 				if len(started) != 2*len(ticks) {
 					t.Errorf("%d runs started, want %d", len(started), 2*len(ticks))
 				}
@@ -68,7 +68,7 @@ func TestLockAhead(t *testing.T) {
 					}
 					ids[ev.RunID] = true
 				}
-				if skips := obs.of(scheduler.EventSkipped); len(skips) != 0 {
+				if skips := obs.of("skipped"); len(skips) != 0 {
 					t.Errorf("skipped ticks: %+v", skips)
 				}
 			})
@@ -103,7 +103,7 @@ func TestLockAheadPreviousRun(t *testing.T) {
 					t.Errorf("ticks run by %s %v, want %v", name, got, want)
 				}
 			}
-			if skips := obs.of(scheduler.EventSkipped); len(skips) != 0 {
+			if skips := obs.of("skipped"); len(skips) != 0 {
 				t.Errorf("skipped ticks: %+v", skips)
 			}
 		})
@@ -140,10 +140,10 @@ func TestLockAheadPreviousRun(t *testing.T) {
 			if got := log.ticks(); len(got) != 2 || !got[0].Equal(tick) || !got[1].Equal(tick) {
 				t.Errorf("ticks run %v, want [%v] by each job", got, tick)
 			}
-			if skips := obs.of(scheduler.EventSkipped); len(skips) != 0 {
+			if skips := obs.of("skipped"); len(skips) != 0 {
 				t.Errorf("skipped ticks: %+v", skips)
 			}
-			started := byJob(t, obs, scheduler.EventRunStarted, tick)
+			started := byJob(t, obs, "run_started", tick)
 			if ev := started["job"]; ev.StartDelay != 0 || ev.Attempts != 2 {
 				t.Errorf("job's run started %+v, want at the tick after 2 attempts", ev)
 			}
@@ -247,7 +247,7 @@ func TestLockAheadStop(t *testing.T) {
 			if grants := l.Grants(); len(grants) != 1 || !grants[0].Released.Equal(tick.Add(-100*time.Millisecond)) {
 				t.Errorf("grants %+v, want one, released at the stop", grants)
 			}
-			skips := obs.of(scheduler.EventSkipped)
+			skips := obs.of("skipped")
 			if len(skips) != 1 || skips[0].Skip != "lease_lost" || !skips[0].Tick.Equal(tick) {
 				t.Errorf("skips %+v, want the tick skipped as lease_lost", skips)
 			}
@@ -276,7 +276,7 @@ func TestLockAheadCatchUp(t *testing.T) {
 		if got := log.ticks(); !slices.EqualFunc(got, want, time.Time.Equal) {
 			t.Errorf("ticks run %v, want %v", got, want)
 		}
-		if skips := obs.of(scheduler.EventSkipped); len(skips) != 0 {
+		if skips := obs.of("skipped"); len(skips) != 0 {
 			t.Errorf("skipped ticks: %+v", skips)
 		}
 		grants := l.Grants()
@@ -364,7 +364,7 @@ func TestLockAheadLeaseLost(t *testing.T) {
 				if grants := l.Grants(); len(grants) != 1 || !grants[0].Lost || !grants[0].Acquired.Equal(a.tick.Add(-300*time.Millisecond)) {
 					t.Errorf("grants %+v, want one, won 300ms ahead and lost", grants)
 				}
-				skips := a.obs.of(scheduler.EventSkipped)
+				skips := a.obs.of("skipped")
 				if len(skips) != 1 || skips[0].Attempts != 2 {
 					t.Fatalf("skips %+v, want one after 2 attempts", skips)
 				}
@@ -418,7 +418,7 @@ func TestLockAheadBatchRefusalsAhead(t *testing.T) {
 		var mu sync.Mutex
 		reported := map[int64]time.Time{} // held's skipped ticks (Unix), when reported
 		obs := observerFunc(func(ev scheduler.Event) {
-			if ev.Kind == scheduler.EventSkipped && ev.Job == "held" {
+			if ev.Kind == "skipped" && ev.Job == "held" {
 				mu.Lock()
 				reported[ev.Tick.Unix()] = time.Now()
 				mu.Unlock()

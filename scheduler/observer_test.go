@@ -13,12 +13,12 @@ import (
 // TestObserversCompose: every observer given receives every event, so an
 // audit observer added next to the metrics one does not silence it.
 func TestObserversCompose(t *testing.T) {
-	var first, second []scheduler.EventKind
+	var first, second []string
 	s := newScheduler(t, schedulertest.NewLocker(),
 		scheduler.WithObserver(func(e scheduler.Event) { first = append(first, e.Kind) }),
 		scheduler.WithObserver(func(e scheduler.Event) { second = append(second, e.Kind) }))
 	mustAdd(t, s, "job", "@hourly", scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
-	if len(first) != 1 || len(second) != 1 || first[0] != scheduler.EventJobAdded || second[0] != scheduler.EventJobAdded {
+	if len(first) != 1 || len(second) != 1 || first[0] != "job_added" || second[0] != "job_added" {
 		t.Fatalf("observers saw %v and %v, want one EventJobAdded each", first, second)
 	}
 }

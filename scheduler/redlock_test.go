@@ -150,7 +150,7 @@ func TestRedlockLockerShutdownLeaseExpiry(t *testing.T) {
 	finished := make(chan scheduler.Event, 10)
 	s, err := scheduler.New(scheduler.NewRedlockLocker(r), scheduler.WithSeconds(),
 		scheduler.WithObserver(func(e scheduler.Event) {
-			if e.Kind == scheduler.EventRunFinished {
+			if e.Kind == "run_finished" {
 				finished <- e
 			}
 		}))

@@ -62,12 +62,12 @@ func TestReplicasRunEachTickOnce(t *testing.T) {
 					}
 					// Every replica handled every tick: one ran it, the
 					// others were refused in the normal ways.
-					handled := len(obs.of(scheduler.EventRunStarted)) +
+					handled := len(obs.of("run_started")) +
 						len(obs.skips("held")) + len(obs.skips("already_run"))
 					if wantHandled := len(want) * len(cl.offsets); handled != wantHandled {
 						t.Errorf("%d ticks handled (run, held elsewhere or already run), want %d", handled, wantHandled)
 					}
-					for _, ev := range obs.of(scheduler.EventSkipped) {
+					for _, ev := range obs.of("skipped") {
 						if ev.Skip != "held" && ev.Skip != "already_run" {
 							t.Errorf("unexpected skip: %s of tick %v on %s (%v)", ev.Skip, ev.Tick, ev.Instance, ev.Err)
 						}

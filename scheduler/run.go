@@ -179,7 +179,7 @@ func (s *Scheduler) markStart(rn *runner, r *run, base context.Context) {
 		}
 		startDelay = wall.Sub(tick)
 	}
-	s.emit(Event{Kind: EventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
+	s.emit(Event{Kind: eventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
 		StartDelay: startDelay, Attempts: r.attempts})
 	if s.log.Enabled(rn.jobCtx, slog.LevelDebug) {
 		s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
@@ -220,7 +220,7 @@ func (s *Scheduler) finishRun(rn *runner, r *run) {
 	}
 	relErr := s.release(rn, r.lease, func() []slog.Attr { return r.attrs() })
 	result, err := s.end(r, out, relErr, true)
-	s.emit(Event{Kind: EventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
+	s.emit(Event{Kind: eventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
 		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Err: err})
 
 	s.logRun(context.WithoutCancel(rn.jobCtx), r, result, duration, err)

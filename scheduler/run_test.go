@@ -115,7 +115,7 @@ func TestMisfire(t *testing.T) {
 			if got := log.ticks(); len(got) != 1 || !got[0].Equal(t0.Add(time.Hour)) {
 				t.Errorf("ran %v, want the 01:00 tick", got)
 			}
-			started := obs.of(scheduler.EventRunStarted)
+			started := obs.of("run_started")
 			if len(started) != 1 || started[0].StartDelay != 6*time.Minute {
 				t.Errorf("run started events %+v, want one 6 minutes late", started)
 			}
@@ -218,7 +218,7 @@ func TestCatchUp(t *testing.T) {
 				stop()
 
 				tick := t0.Add(time.Hour)
-				retries := obs.of(scheduler.EventLockRetry)
+				retries := obs.of("lock_retry")
 				if len(retries) == 0 || !errors.Is(retries[0].Err, scheduler.ErrNoQuorum) {
 					t.Errorf("lock retries %v, want some with ErrNoQuorum", retries)
 				}
@@ -232,7 +232,7 @@ func TestCatchUp(t *testing.T) {
 					if got := log.ticks(); len(got) != 1 || !got[0].Equal(tick) {
 						t.Fatalf("ran %v, want the 01:00 tick once", got)
 					}
-					ev := obs.of(scheduler.EventRunStarted)[0]
+					ev := obs.of("run_started")[0]
 					if ev.StartDelay < 10*time.Minute || ev.StartDelay > 11*time.Minute || ev.Attempts < 2 {
 						t.Errorf("run started %v after the tick after %d attempts, want 10-11 minutes and several attempts", ev.StartDelay, ev.Attempts)
 					}
@@ -282,14 +282,14 @@ func TestCatchUpAtStart(t *testing.T) {
 		if len(runs) != 1 || !runs[0].Tick.Equal(t0) || runs[0].Instance != "a" {
 			t.Fatalf("runs %+v, want the 00:00 tick on a", runs)
 		}
-		if started := obs.of(scheduler.EventRunStarted); started[0].StartDelay != 5*time.Minute {
+		if started := obs.of("run_started"); started[0].StartDelay != 5*time.Minute {
 			t.Errorf("start delay %v, want 5m", started[0].StartDelay)
 		}
 		// b started while a was running the tick.
 		if skips := obs.skips("held"); len(skips) != 1 || skips[0].Instance != "b" || !skips[0].Tick.Equal(t0) {
 			t.Errorf("held skips %+v, want the 00:00 tick on b", skips)
 		}
-		if skips := obs.of(scheduler.EventSkipped); len(skips) != 1 {
+		if skips := obs.of("skipped"); len(skips) != 1 {
 			t.Errorf("skips %+v, want only b's", skips)
 		}
 	})
@@ -340,11 +340,11 @@ func TestRetryWithinGrace(t *testing.T) {
 		if got := log.ticks(); len(got) != 1 || !got[0].Equal(t0.Add(time.Minute)) {
 			t.Fatalf("ran %v, want the 00:01 tick", got)
 		}
-		retries := obs.of(scheduler.EventLockRetry)
+		retries := obs.of("lock_retry")
 		if len(retries) != 5 {
 			t.Fatalf("%d retries, want 5", len(retries))
 		}
-		started := obs.of(scheduler.EventRunStarted)[0]
+		started := obs.of("run_started")[0]
 		if started.Attempts != 6 {
 			t.Errorf("run started after %d attempts, want 6", started.Attempts)
 		}

@@ -204,7 +204,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	e.next, e.at = next, s.dispatchAt(now, next)
 	// Reported before the loop can see the job, so that observers know it
 	// before any of its other events.
-	s.emit(Event{Kind: EventJobAdded, Job: name})
+	s.emit(Event{Kind: eventJobAdded, Job: name})
 	s.jobs[name] = e
 	s.mu.Unlock()
 
@@ -233,7 +233,7 @@ func (s *Scheduler) Remove(name string) error {
 	}
 	// Reported under the lock, as Add reports, so that an Add of the same
 	// name that follows is reported after it.
-	s.emit(Event{Kind: EventJobRemoved, Job: name})
+	s.emit(Event{Kind: eventJobRemoved, Job: name})
 	s.mu.Unlock()
 
 	s.notify()

@@ -311,25 +311,6 @@ func TestNewAcceptsGoodOptions(t *testing.T) {
 	}
 }
 
-func TestEnumStrings(t *testing.T) {
-	tests := []struct {
-		v    interface{ String() string }
-		want string
-	}{
-		{scheduler.EventJobAdded, "job_added"},
-		{scheduler.EventJobRemoved, "job_removed"},
-		{scheduler.EventRunStarted, "run_started"},
-		{scheduler.EventRunFinished, "run_finished"},
-		{scheduler.EventSkipped, "skipped"},
-		{scheduler.EventLockRetry, "lock_retry"},
-	}
-	for _, tt := range tests {
-		if got := tt.v.String(); got != tt.want {
-			t.Errorf("%T(%d).String() = %q, want %q", tt.v, tt.v, got, tt.want)
-		}
-	}
-}
-
 // uuidV7Time returns the time of s, a UUIDv7 of the RFC 9562 variant, or
 // false if s is not one.
 func uuidV7Time(s string) (time.Time, bool) {

@@ -199,7 +199,7 @@ func TestBatchLeaseLostRetriedAtTick(t *testing.T) {
 		skipped := make(chan time.Time, 10) // when lost's ticks were skipped
 		obs := observerFunc(func(ev scheduler.Event) {
 			hold.observe(ev)
-			if ev.Kind == scheduler.EventSkipped && ev.Job == "lost" {
+			if ev.Kind == "skipped" && ev.Job == "lost" {
 				if ev.Skip != "lease_lost" || ev.Attempts != 2 {
 					t.Errorf("lost's skip %+v, want lease_lost after 2 attempts", ev)
 				}
@@ -299,7 +299,7 @@ func holdFirstStart(job string) *firstStartHold {
 }
 
 func (h *firstStartHold) observe(ev scheduler.Event) {
-	if ev.Kind == scheduler.EventRunStarted && ev.Job == h.job {
+	if ev.Kind == "run_started" && ev.Job == h.job {
 		h.once.Do(func() { <-h.gate })
 	}
 }
@@ -391,7 +391,7 @@ func TestBatchFinishedRunIsFinished(t *testing.T) {
 		finished := make(chan scheduler.Event, 10)
 		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(observerFunc(func(e scheduler.Event) {
 			hold.observe(e)
-			if e.Kind == scheduler.EventRunFinished && e.Job == "fast" {
+			if e.Kind == "run_finished" && e.Job == "fast" {
 				finished <- e
 			}
 		})))

@@ -305,7 +305,7 @@ func (s *Scheduler) logNoDecision(ctx context.Context, e *entry, tick time.Time,
 
 // skip records and reports a skipped tick, unless its job was removed: it
 // is reported under the lock, as Remove reports the removal, so that no
-// skip of a job follows EventJobRemoved.
+// skip of a job follows job_removed.
 func (s *Scheduler) skip(e *entry, tick time.Time, reason string, attempts int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -313,7 +313,7 @@ func (s *Scheduler) skip(e *entry, tick time.Time, reason string, attempts int, 
 		return
 	}
 	e.lastResult, e.lastSkip, e.lastErr = "", reason, err
-	s.emit(Event{Kind: EventSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
+	s.emit(Event{Kind: eventSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
 }
 
 // tickAttrs returns the log attributes naming a tick of a job.

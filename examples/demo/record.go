@@ -134,15 +134,15 @@ func (r *recorder) event(replica string, ev scheduler.Event) {
 	defer r.mu.Unlock()
 	info := scheduler.RunInfo{Job: ev.Job, Tick: ev.Tick, Fence: ev.Fence, RunID: ev.RunID}
 	switch ev.Kind {
-	case scheduler.EventRunStarted:
+	case "run_started":
 		r.runLocked(replica, info).StartDelay = ev.StartDelay
-	case scheduler.EventRunFinished:
+	case "run_finished":
 		rr := r.runLocked(replica, info)
 		rr.Result, rr.Err = ev.Result, ev.Err
-	case scheduler.EventSkipped:
+	case "skipped":
 		r.skips[ev.Skip]++
 		r.tickLocked(ev.Job, ev.Tick).skips[replica] = ev.Skip
-	case scheduler.EventLockRetry:
+	case "lock_retry":
 		r.retries++
 	}
 }

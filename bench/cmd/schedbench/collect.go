@@ -15,7 +15,7 @@ import (
 
 // record is one scheduler event, compacted.
 type record struct {
-	Kind     scheduler.EventKind
+	Kind     string
 	Skip     string
 	Result   string
 	Replica  int8
@@ -45,7 +45,7 @@ func (f observerFunc) Observe(e scheduler.Event) { f(e) }
 func (c *collector) observer(id int) func(scheduler.Event) {
 	return observerFunc(func(e scheduler.Event) {
 		switch e.Kind {
-		case scheduler.EventRunStarted, scheduler.EventRunFinished, scheduler.EventSkipped, scheduler.EventLockRetry:
+		case "run_started", "run_finished", "skipped", "lock_retry":
 		default:
 			return
 		}
@@ -55,7 +55,7 @@ func (c *collector) observer(id int) func(scheduler.Event) {
 		}
 		r := record{Kind: e.Kind, Skip: e.Skip, Result: e.Result, Replica: int8(id), Job: job,
 			Attempts: int16(min(e.Attempts, 1<<14)), Tick: e.Tick.Unix(), Delay: e.StartDelay}
-		if (e.Kind == scheduler.EventRunStarted || e.Kind == scheduler.EventSkipped) && r.Tick >= c.w0 && r.Tick < c.w1 {
+		if (e.Kind == "run_started" || e.Kind == "skipped") && r.Tick >= c.w0 && r.Tick < c.w1 {
 			c.handled.Add(1)
 		}
 		c.recs.add(r)
@@ -73,7 +73,7 @@ func (c *collector) jobStarted(id int, info scheduler.RunInfo) {
 	if !ok {
 		return
 	}
-	c.inJobs.add(record{Kind: scheduler.EventRunStarted, Replica: int8(id), Job: job, Tick: info.Tick.Unix(), Delay: delay})
+	c.inJobs.add(record{Kind: "run_started", Replica: int8(id), Job: job, Tick: info.Tick.Unix(), Delay: delay})
 }
 
 // jobIndex returns the number of the benchmark's job called name ("j12"

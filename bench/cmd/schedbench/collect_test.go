@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redcron/redcron/scheduler"
 )
 
 // TestDescribeMissAhead checks that the trace of a missed tick includes
@@ -22,7 +20,7 @@ func TestDescribeMissAhead(t *testing.T) {
 		{At: at(2500 * time.Millisecond), Tick: T, Replica: 0, Job: 0, Reason: "no_quorum"}, // a late retry
 		{At: at(600 * time.Millisecond), Tick: T + 1, Replica: 2, Job: 0, Reason: "held"},   // the next tick's, ahead
 	})
-	col.recs.set([]record{{Kind: scheduler.EventSkipped, Skip: "held", Replica: 1, Job: 0, Tick: T, Attempts: 1}})
+	col.recs.set([]record{{Kind: "skipped", Skip: "held", Replica: 1, Job: 0, Tick: T, Attempts: 1}})
 	got := describeMiss(col, 2, 0) // job 0 at tick T
 	for _, want := range []string{"replica-1 lock held at -390ms", "holder replica-2 for tick +0s", "replica-1 skipped",
 		"replica-0 lock no_quorum at +2500ms"} {
@@ -42,7 +40,7 @@ func TestCrossCheck(t *testing.T) {
 	const T = 1_800_000_000
 	col := &collector{w0: T, w1: T + 2}
 	started := func(job int32, tick int64) record {
-		return record{Kind: scheduler.EventRunStarted, Job: job, Tick: tick, Attempts: 1, Delay: time.Millisecond}
+		return record{Kind: "run_started", Job: job, Tick: tick, Attempts: 1, Delay: time.Millisecond}
 	}
 	col.recs.set([]record{
 		started(0, T),   // and the job started once: fine

@@ -14,7 +14,6 @@ import (
 	"github.com/redcron/redcron/bench/internal/stats"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redisproc"
-	"github.com/redcron/redcron/scheduler"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -273,7 +272,7 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 		}
 		i := int(r.Tick-col.w0)*jobs + int(r.Job)
 		switch r.Kind {
-		case scheduler.EventRunStarted:
+		case "run_started":
 			runs[i]++
 			outcomes[i]++
 			res.runs++
@@ -287,15 +286,15 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			} else {
 				retried = append(retried, r.Delay)
 			}
-		case scheduler.EventSkipped:
+		case "skipped":
 			outcomes[i]++
 			if r.Skip == "already_run" {
 				alreadyRan[i] = true
 			}
 			res.skips[r.Skip]++
-		case scheduler.EventLockRetry:
+		case "lock_retry":
 			res.retries++
-		case scheduler.EventRunFinished:
+		case "run_finished":
 			if r.Result != "success" {
 				res.failedRuns[r.Result]++
 			}
@@ -431,7 +430,7 @@ func describeMiss(col *collector, jobs, i int) string {
 	tick, job := col.w0+int64(i/jobs), int32(i%jobs)
 	var parts []string
 	for _, r := range col.records() {
-		if r.Job == job && r.Tick == tick && (r.Kind == scheduler.EventSkipped || r.Kind == scheduler.EventLockRetry) {
+		if r.Job == job && r.Tick == tick && (r.Kind == "skipped" || r.Kind == "lock_retry") {
 			parts = append(parts, fmt.Sprintf("replica-%d %s %s (attempt %d)", r.Replica, r.Kind, r.Skip, r.Attempts))
 		}
 	}
