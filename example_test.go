@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/scheduler"
@@ -27,7 +28,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err) // a bad address or option, named
 	}
-	data := s.Locks().Nodes()[0].Client() // or any storage that checks the fence
+	data := redis.NewClient(&redis.Options{Addr: "redis-data:6379"}) // any storage that checks the fence
 	err = s.Add("invoice-run", "*/15 * * * *", scheduler.JobFunc(func(ctx context.Context, run scheduler.RunInfo) error {
 		// ctx is cancelled if the lease is lost (scheduler.ErrLockLost) or
 		// at shutdown (scheduler.ErrShutdown).

@@ -231,7 +231,7 @@ func TestFrontDoorBadInput(t *testing.T) {
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Locks().Nodes()[0].Client().Ping(context.Background()).Err(); !errors.Is(err, redis.ErrClosed) {
+	if err := (*engine.Node)(s.Locks().Nodes()[0]).Client().Ping(context.Background()).Err(); !errors.Is(err, redis.ErrClosed) {
 		t.Errorf("a client of a Scheduler shut down before Run: %v, want closed", err)
 	}
 	if _, err := redcron.New(nil); !errors.Is(err, redcron.ErrInvalidOption) {

@@ -22,7 +22,7 @@ func lockEvents() (ok, failed mutex.Event) {
 	}}
 	nodes := []mutex.NodeResult{
 		{Node: "n1", Vote: "yes"}, {Node: "n2", Vote: "unreachable", Err: errors.New("refused")},
-		{Node: "n3", Vote: "warming_up"},
+		{Node: "n3", Vote: "warming_up", WarmingUp: true},
 	}
 	failed = mutex.Event{Op: "acquire", Name: "j", Duration: time.Millisecond, Nodes: nodes,
 		Err: &mutex.QuorumError{Op: "acquire", Name: "j", Quorum: 2, Nodes: nodes, Reason: mutex.ErrNoQuorum}}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/mutex"
@@ -92,7 +93,7 @@ func (c *cluster) redlock(t *testing.T, m *metrics.Collector, opts ...mutex.Opti
 func (c *cluster) set(t *testing.T, n int, key, value string, ttl time.Duration) {
 	t.Helper()
 	for _, node := range c.nodes[:n] {
-		if err := node.Client().Set(context.Background(), key, value, ttl).Err(); err != nil {
+		if err := (*engine.Node)(node).Client().Set(context.Background(), key, value, ttl).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -102,7 +103,7 @@ func (c *cluster) set(t *testing.T, n int, key, value string, ttl time.Duration)
 func (c *cluster) del(t *testing.T, key string) {
 	t.Helper()
 	for _, node := range c.nodes {
-		if err := node.Client().Del(context.Background(), key).Err(); err != nil {
+		if err := (*engine.Node)(node).Client().Del(context.Background(), key).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

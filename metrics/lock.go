@@ -89,7 +89,7 @@ func (c *Collector) observeNode(r mutex.NodeResult, uptimeVotes bool) {
 	if !failed {
 		n.up.Set(1)
 		if uptimeVotes {
-			if r.WarmingUp() {
+			if r.WarmingUp {
 				n.warmingUp.Set(1)
 			} else {
 				n.warmingUp.Set(0)

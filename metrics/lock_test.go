@@ -213,7 +213,7 @@ func TestWarmingUpEndsWithACountedVote(t *testing.T) {
 			m, reg := newCollector(t, metrics.WithNodes("n1"))
 			o := m.LockObserver()
 			o(mutex.Event{Op: "acquire", Name: "j", Err: &mutex.QuorumError{Op: "acquire", Reason: mutex.ErrNoQuorum},
-				Nodes: []mutex.NodeResult{{Node: "n1", Vote: "warming_up"}}})
+				Nodes: []mutex.NodeResult{{Node: "n1", Vote: "warming_up", WarmingUp: true}}})
 			if v, _ := value(t, reg, "redcron_lock_node_warming_up", "node", "n1"); v != 1 {
 				t.Fatalf("quarantined %v after a restarted vote, want 1", v)
 			}

@@ -16,10 +16,6 @@ import (
 // it refuses; the error names the option.
 var ErrInvalidOption = errors.New("metrics: invalid option")
 
-// DefaultNamespace is the first component of every metric name unless
-// WithNamespace says otherwise.
-const DefaultNamespace = "redcron"
-
 // Option configures a Collector in New.
 type Option func(*config) error
 
@@ -35,7 +31,7 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		namespace:      DefaultNamespace,
+		namespace:      "redcron",
 		runBuckets:     defaultRunBuckets(),
 		delayBuckets:   defaultDelayBuckets(),
 		acquireBuckets: defaultAcquireBuckets(),
@@ -66,7 +62,7 @@ func optionError(option, format string, args ...any) error {
 }
 
 // WithNamespace sets the first component of every metric name. The default
-// is "redcron" (DefaultNamespace), which the dashboard and the alerting
+// is "redcron", which the dashboard and the alerting
 // rules in examples/monitoring assume. It must match [a-zA-Z_][a-zA-Z0-9_]*.
 // To add a prefix or labels to the metrics of every library at once, use
 // prometheus.WrapRegistererWithPrefix or WrapRegistererWith instead.

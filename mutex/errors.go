@@ -40,11 +40,12 @@ var (
 	// ErrInvalidOption is matched by errors about option values and
 	// arguments.
 	ErrInvalidOption = errors.New("mutex: invalid option")
-	// ErrNodeRefused is matched by the error of a node whose answer cannot
-	// be counted whatever it says: its server's run id or uptime cannot be
-	// read, or one server answers under two node names.
-	ErrNodeRefused = errors.New("mutex: node not counted")
 )
+
+// errNodeRefused is matched by the error of a node whose answer cannot be
+// counted whatever it says: its server's run id or uptime cannot be read,
+// or one server answers under two node names; the tally shows it.
+var errNodeRefused = errors.New("mutex: node not counted")
 
 // The votes a node can cast (NodeResult.Vote).
 const (
@@ -77,11 +78,18 @@ type NodeResult struct {
 	Vote    string
 	Err     error         // the error, for timeouts, network and server errors
 	Latency time.Duration // time to the node's answer
-	Holder  string        // the value holding the lock, for voteHeld
-	fence   uint64        // the node's fence counter, in an answer to an acquisition
-	// warming: the node's server started less than the max TTL ago (and
-	// is not trusted), in an answer to an acquisition.
-	warming bool
+	Holder  string        // the value holding the lock, for held
+	// WarmingUp says the node answered an acquisition while warming up:
+	// its server, brand new or restarted, started less than the max TTL
+	// ago (or too recently to vouch for the occurrence claimed) and is not
+	// trusted (WithMaxTTL, WithTrustedNodes). Its grants do not count (the
+	// vote is warming_up). Another owner's value there counts toward that
+	// owner's quorum only if it was set before the server started (the
+	// node kept its data): one set since was set by an acquisition that
+	// could not count the node either. Its marks of occurrences as run
+	// count: only a winner writes one.
+	WarmingUp bool
+	fence     uint64 // the node's fence counter, in an answer to an acquisition
 	// unproven: for voteHeld on such a node, the value was set since the
 	// restart, so it proves nothing of its holder (see survived).
 	unproven bool
@@ -89,24 +97,13 @@ type NodeResult struct {
 	server string
 }
 
-// WarmingUp reports whether the node answered an acquisition while warming
-// up: its server, brand new or restarted, started less than the max TTL ago
-// (or too recently to vouch for the occurrence claimed) and is not trusted
-// (WithMaxTTL, WithTrustedNodes). Its grants do not count (the vote is
-// voteWarmingUp). Another owner's value there counts toward that owner's
-// quorum only if it was set before the server started (the node kept its
-// data): one set since was set by an acquisition that could not count the
-// node either. Its marks of occurrences as run count: only a winner writes
-// one.
-func (r NodeResult) WarmingUp() bool { return r.warming || r.Vote == voteWarmingUp }
-
 // pending reports whether the node had not answered when the operation
 // was decided.
 func (r NodeResult) pending() bool { return r.Vote == "" }
 
-// String returns the node's name and vote, with the error if any, as in a
+// text returns the node's name and vote, with the error if any, as in a
 // QuorumError's tally: "127.0.0.1:7001 timeout (...)".
-func (r NodeResult) String() string {
+func (r NodeResult) text() string {
 	switch {
 	case r.pending():
 		return r.Node + " pending"
@@ -138,15 +135,12 @@ type QuorumError struct {
 	Cause            error  // the caller's context error, if it ended the operation
 }
 
-// Yes counts the nodes that voted yes.
-func (e *QuorumError) Yes() int { return count(e.Nodes, voteYes) }
-
 // Error implements error. It reads like a tally:
 //
 //	mutex: acquire "job": 2/5 yes, quorum 3: held by another owner; n1 yes, n2 held, n3 timeout (...), ...
 func (e *QuorumError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "mutex: %s %q: %d/%d yes, quorum %d: %s", e.Op, e.Name, e.Yes(), len(e.Nodes), e.Quorum, reasonText(e.Reason))
+	fmt.Fprintf(&b, "mutex: %s %q: %d/%d yes, quorum %d: %s", e.Op, e.Name, count(e.Nodes, voteYes), len(e.Nodes), e.Quorum, reasonText(e.Reason))
 	if e.Detail != "" {
 		b.WriteString(" (" + e.Detail + ")")
 	}
@@ -159,7 +153,7 @@ func (e *QuorumError) Error() string {
 		} else {
 			b.WriteString(", ")
 		}
-		b.WriteString(n.String())
+		b.WriteString(n.text())
 	}
 	return b.String()
 }

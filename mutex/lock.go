@@ -41,10 +41,6 @@ func (l *Lock) Value() string { return l.value }
 // smaller than the largest it has seen.
 func (l *Lock) Fence() uint64 { return l.fence }
 
-// TTL returns the TTL the lock was acquired with, which each extension
-// renews.
-func (l *Lock) TTL() time.Duration { return l.ttl }
-
 // Until returns the validity deadline: until then, the lock is held by a
 // majority of nodes, with clock drift allowed for. It moves forward with
 // every successful extension.

@@ -66,7 +66,7 @@ func stateOf(res NodeResult) (nodeState, bool) {
 // one key: authentication and permissions, a server not ready, an
 // unreadable INFO, one server under two names.
 func nodeWide(err error) bool {
-	if errors.Is(err, ErrNodeRefused) {
+	if errors.Is(err, errNodeRefused) {
 		return true
 	}
 	msg := err.Error() // the server's own error replies
@@ -160,7 +160,7 @@ func (r *Redlock) probe(ctx context.Context, i int, n *engine.Node) NodeResult {
 	if err != nil {
 		res = failure(err)
 		if res.Vote == voteError && !nodeWide(err) {
-			res.Err = fmt.Errorf("%w: INFO refused, so its restarts cannot be told: %w", ErrNodeRefused, err)
+			res.Err = fmt.Errorf("%w: INFO refused, so its restarts cannot be told: %w", errNodeRefused, err)
 		}
 		res.Node = n.Name()
 		return res
@@ -171,7 +171,7 @@ func (r *Redlock) probe(ctx context.Context, i int, n *engine.Node) NodeResult {
 	case err != nil:
 		res.Vote, res.Err = voteError, err
 	case !r.cfg.trusted && r.warmingUp(start, now):
-		res.Vote = voteWarmingUp
+		res.Vote, res.WarmingUp = voteWarmingUp, true
 		res.Err = errors.New("server started " + now.Sub(start).Round(time.Second).String() + " ago: votes from " +
 			now.Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly) + ", after the max TTL " + r.cfg.maxTTL.String())
 	default:

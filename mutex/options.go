@@ -10,7 +10,6 @@ import (
 
 // Defaults of the options, each documented on its option.
 const (
-	defaultDriftFactor = 0.01
 	defaultNodeTimeout = 250 * time.Millisecond
 	defaultRetryDelay  = 100 * time.Millisecond
 	defaultMaxTTL      = time.Minute
@@ -28,7 +27,6 @@ type Option func(*config) error
 
 type config struct {
 	prefix      string
-	driftFactor float64
 	nodeTimeout time.Duration
 	retryDelay  time.Duration
 	maxTTL      time.Duration
@@ -44,7 +42,6 @@ type config struct {
 func defaults() config {
 	return config{
 		prefix:      engine.DefaultPrefix,
-		driftFactor: defaultDriftFactor,
 		nodeTimeout: defaultNodeTimeout,
 		retryDelay:  defaultRetryDelay,
 		maxTTL:      defaultMaxTTL,
@@ -69,18 +66,6 @@ func WithKeyPrefix(prefix string) Option {
 			return optErr("WithKeyPrefix", "%v", err)
 		}
 		c.prefix = prefix
-		return nil
-	}
-}
-
-// WithDriftFactor sets the clock drift allowance as a fraction of the TTL
-// (default 0.01, range [0, 0.5)); 2 ms are always added to it.
-func WithDriftFactor(f float64) Option {
-	return func(c *config) error {
-		if !(f >= 0 && f < 0.5) {
-			return optErr("WithDriftFactor", "%v is outside [0, 0.5)", f)
-		}
-		c.driftFactor = f
 		return nil
 	}
 }

@@ -27,7 +27,6 @@ func TestOptionErrors(t *testing.T) {
 		{"nil node", []*store.Node{nil}, nil, "node 0 is nil"},
 		{"duplicate node", []*store.Node{nodes[0], nodes[0]}, nil, "appears twice"},
 		{"prefix", nodes, []mutex.Option{mutex.WithKeyPrefix("a b")}, "WithKeyPrefix"},
-		{"drift", nodes, []mutex.Option{mutex.WithDriftFactor(0.7)}, "WithDriftFactor"},
 		{"node timeout", nodes, []mutex.Option{mutex.WithNodeTimeout(0)}, "WithNodeTimeout"},
 		{"retry", nodes, []mutex.Option{mutex.WithRetryDelay(0)}, "WithRetryDelay"},
 		{"max ttl", nodes, []mutex.Option{mutex.WithMaxTTL(time.Millisecond)}, "WithMaxTTL"},

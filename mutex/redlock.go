@@ -86,9 +86,10 @@ func (r *Redlock) MaxHold() time.Duration { return r.cfg.maxHold }
 // KeyPrefix returns the prefix of the locks' keys (WithKeyPrefix).
 func (r *Redlock) KeyPrefix() string { return r.keys.Prefix() }
 
-// drift is the clock drift allowance for a TTL.
+// drift is the clock drift allowance for a TTL: 1 % of it and 2 ms, as the
+// Redlock algorithm suggests.
 func (r *Redlock) drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*r.cfg.driftFactor) + 2*time.Millisecond
+	return ttl/100 + 2*time.Millisecond
 }
 
 // Check reports whether TryLock and Lock would accept name and ttl, with

@@ -510,7 +510,7 @@ func TestRestartedHoldsSurvived(t *testing.T) {
 		t.Fatalf("held since before the restart: got %v, want ErrHeld by %q", err, kept)
 	}
 	for _, res := range qe.Nodes {
-		if res.Vote != "" && !res.WarmingUp() {
+		if res.Vote != "" && !res.WarmingUp {
 			t.Errorf("node %s not reported as restarted: %v", res.Node, res)
 		}
 	}
@@ -546,8 +546,8 @@ func TestRestartedHoldsProveNothing(t *testing.T) {
 		t.Fatalf("untrusted, held on restarted nodes: got %v, want ErrNoQuorum", err)
 	}
 	for _, res := range qe.Nodes {
-		if res.Vote != "held" || res.Holder != held.Value() || !res.WarmingUp() {
-			t.Errorf("node %s: %v holder %q restarted %v, want held by %q on a restarted node", res.Node, res.Vote, res.Holder, res.WarmingUp(), held.Value())
+		if res.Vote != "held" || res.Holder != held.Value() || !res.WarmingUp {
+			t.Errorf("node %s: %v holder %q restarted %v, want held by %q on a restarted node", res.Node, res.Vote, res.Holder, res.WarmingUp, held.Value())
 		}
 	}
 
@@ -557,7 +557,7 @@ func TestRestartedHoldsProveNothing(t *testing.T) {
 		t.Fatalf("trusted: got %v, want ErrHeld by %q", err, held.Value())
 	}
 	for _, res := range qe.Nodes {
-		if res.WarmingUp() {
+		if res.WarmingUp {
 			t.Errorf("trusted: node %s reported as restarted", res.Node)
 		}
 	}

@@ -52,7 +52,7 @@ func (s *servers) observe(r *Redlock, i int, info *engine.Info, infoErr error, n
 	case infoErr != nil && r.cfg.trusted:
 		return time.Time{}, nil
 	case infoErr != nil:
-		return time.Time{}, fmt.Errorf("%w: server info unreadable: %w", ErrNodeRefused, infoErr)
+		return time.Time{}, fmt.Errorf("%w: server info unreadable: %w", errNodeRefused, infoErr)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,7 +82,7 @@ func (s *servers) observe(r *Redlock, i int, info *engine.Info, infoErr error, n
 				slog.String("node", b), slog.String("same_as", a), slog.String("run_id", info.RunID))
 		}
 		return time.Time{}, fmt.Errorf("%w: nodes %s and %s are one redis server (run_id %s): its vote would count twice",
-			ErrNodeRefused, a, b, info.RunID)
+			errNodeRefused, a, b, info.RunID)
 	}
 	prev.twin = ""
 	return prev.start, nil
@@ -124,7 +124,7 @@ func twins(rs []NodeResult) {
 				continue
 			}
 			a.Vote, a.Err = voteError, fmt.Errorf("%w: nodes %s and %s are one redis server (run_id %s): its vote would count twice",
-				ErrNodeRefused, b.Node, a.Node, a.server)
+				errNodeRefused, b.Node, a.Node, a.server)
 		}
 	}
 }

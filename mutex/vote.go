@@ -35,20 +35,20 @@ func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence int64) (
 	recent := !r.cfg.trusted && r.warmingUp(start, now)
 	switch {
 	case rep.Status == engine.Held:
-		return NodeResult{Vote: voteHeld, Holder: rep.Holder, fence: rep.Fence, warming: recent,
+		return NodeResult{Vote: voteHeld, Holder: rep.Holder, fence: rep.Fence, WarmingUp: recent,
 			unproven: recent && !r.survived(rep.Holder, start)}
 	case rep.Status == engine.AlreadyRun:
 		// A mark is only written by a winner's commit, so it counts even
 		// on a node that restarted since.
-		return NodeResult{Vote: voteAlreadyRun, fence: rep.Fence, warming: recent}
+		return NodeResult{Vote: voteAlreadyRun, fence: rep.Fence, WarmingUp: recent}
 	case recent:
 		// The node may have forgotten locks it granted before its restart;
 		// our key on it is ours, so it is released with the rest.
-		return NodeResult{Vote: voteWarmingUp, fence: rep.Fence,
+		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence,
 			Err: fmt.Errorf("server started %v ago: votes from %s, after the max TTL %v",
 				time.Since(start).Round(time.Second), time.Now().Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly), r.cfg.maxTTL)}
 	case !r.cfg.trusted && occurrence > 0 && !r.vouches(start, occurrence):
-		return NodeResult{Vote: voteWarmingUp, fence: rep.Fence,
+		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence,
 			Err: fmt.Errorf("server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",
 				start.UTC().Format(time.RFC3339), occurrenceTime(occurrence).UTC().Format(time.RFC3339Nano))}
 	}

@@ -36,11 +36,9 @@ var (
 	ErrDuplicateJob = errors.New("scheduler: duplicate job name")
 	// ErrUnknownJob is returned for a name that is not registered.
 	ErrUnknownJob = errors.New("scheduler: unknown job")
-	// ErrInvalidName is returned by Add for a job name that is not valid,
-	// or that the Locker reserves.
-	ErrInvalidName = errors.New("scheduler: invalid job name")
-	// ErrInvalidSpec is returned by Add for a schedule it cannot parse.
-	ErrInvalidSpec = errors.New("scheduler: invalid schedule")
+	// ErrInvalidJob is returned by Add for a job name that is not valid,
+	// or a schedule it cannot parse.
+	ErrInvalidJob = errors.New("scheduler: invalid job")
 	// ErrInvalidOption is returned for an option value out of range.
 	ErrInvalidOption = errors.New("scheduler: invalid option")
 	// ErrShutdownTimeout is returned by Shutdown when jobs did not return in time.

@@ -96,17 +96,17 @@ func ExampleScheduler_Add() {
 	noop := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
 
 	err = s.Add("backup", "0 25 * * *", noop)
-	fmt.Println(errors.Is(err, scheduler.ErrInvalidSpec), err)
+	fmt.Println(errors.Is(err, scheduler.ErrInvalidJob), err)
 
 	err = s.Add("ticker", "@every 1500ms", noop)
-	fmt.Println(errors.Is(err, scheduler.ErrInvalidSpec), err)
+	fmt.Println(errors.Is(err, scheduler.ErrInvalidJob), err)
 
 	_ = s.Add("backup", "CRON_TZ=Europe/Paris 0 3 * * *", noop)
 	err = s.Add("backup", "@daily", noop)
 	fmt.Println(errors.Is(err, scheduler.ErrDuplicateJob), err)
 	// Output:
-	// true scheduler: invalid schedule: job "backup": spec "0 25 * * *": end of range (25) above maximum (23): 25
-	// true scheduler: invalid schedule: job "ticker": spec "@every 1500ms": @every 1.5s: want a whole number of seconds, at least 1s
+	// true scheduler: invalid job "backup": spec "0 25 * * *": end of range (25) above maximum (23): 25
+	// true scheduler: invalid job "ticker": spec "@every 1500ms": @every 1.5s: want a whole number of seconds, at least 1s
 	// true scheduler: duplicate job name: "backup"
 }
 

@@ -151,9 +151,9 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // at least 1s. The ticks of, say, "@every 7m" therefore do not fall at the
 // same minutes of every hour.
 //
-// Add returns an error matching ErrInvalidName for a name that is not
-// valid, ErrInvalidSpec for a spec it cannot parse or that has no tick
-// within five years, ErrDuplicateJob if the name is taken,
+// Add returns an error matching ErrInvalidJob for a name that is not valid
+// or a spec it cannot parse or that has no tick within five years,
+// ErrDuplicateJob if the name is taken,
 // ErrInvalidOption for a bad JobOption, and ErrClosed once the Scheduler
 // is closed. Add also returns the error of the Locker's Check for the job's
 // name, lock TTL and reach (the Redlock adapter's matches ErrInvalidOption
@@ -162,17 +162,17 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // mark).
 func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error {
 	if err := checkName(name); err != nil {
-		return fmt.Errorf("%w %q: %w", ErrInvalidName, name, err)
+		return fmt.Errorf("%w name %q: %w", ErrInvalidJob, name, err)
 	}
 	if job == nil {
 		return fmt.Errorf("scheduler: job %q: nil JobFunc", name)
 	}
 	sched, err := parseSpec(spec, s.cfg.seconds, s.cfg.location)
 	if err != nil {
-		return fmt.Errorf("%w: job %q: spec %q: %w", ErrInvalidSpec, name, spec, err)
+		return fmt.Errorf("%w %q: spec %q: %w", ErrInvalidJob, name, spec, err)
 	}
 	if now := s.cfg.clock(); !tickWithin(sched, now, now.AddDate(5, 0, 0)) {
-		return fmt.Errorf("%w: job %q: spec %q: no tick within five years", ErrInvalidSpec, name, spec)
+		return fmt.Errorf("%w %q: spec %q: no tick within five years", ErrInvalidJob, name, spec)
 	}
 	cfg := defaultJobConfig()
 	for _, o := range opts {

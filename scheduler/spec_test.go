@@ -140,8 +140,8 @@ func TestAddRejectsBadSpecs(t *testing.T) {
 		t.Run(tt.spec, func(t *testing.T) {
 			s := newScheduler(t, locker(), tt.opts...)
 			err := s.Add("backup", tt.spec, noop)
-			if !errors.Is(err, scheduler.ErrInvalidSpec) {
-				t.Fatalf("Add(%q) = %v, want ErrInvalidSpec", tt.spec, err)
+			if !errors.Is(err, scheduler.ErrInvalidJob) {
+				t.Fatalf("Add(%q) = %v, want ErrInvalidJob", tt.spec, err)
 			}
 			if msg := err.Error(); !strings.Contains(msg, `job "backup"`) || !strings.Contains(msg, `spec "`+tt.spec+`"`) {
 				t.Errorf("error %q does not name the job and the spec", msg)
@@ -162,13 +162,13 @@ func TestAddRejectsBadInput(t *testing.T) {
 		is      error    // the error must match this, if not nil
 		mention []string // and mention these
 	}{
-		{name: "empty name", job: "", is: scheduler.ErrInvalidName, mention: []string{`job name ""`, "empty"}},
-		{name: "long name", job: strings.Repeat("x", 201), is: scheduler.ErrInvalidName, mention: []string{"longer than 200"}},
-		{name: "leading space", job: " backup", is: scheduler.ErrInvalidName, mention: []string{`" backup"`, "white space"}},
-		{name: "trailing newline", job: "backup\n", is: scheduler.ErrInvalidName, mention: []string{`"backup\n"`, "white space"}},
-		{name: "brace", job: "{backup}", is: scheduler.ErrInvalidName, mention: []string{`"{backup}"`, "'{'"}},
-		{name: "control character", job: "back\x00up", is: scheduler.ErrInvalidName, mention: []string{"unprintable"}},
-		{name: "invalid UTF-8", job: "back\xffup", is: scheduler.ErrInvalidName, mention: []string{"UTF-8"}},
+		{name: "empty name", job: "", is: scheduler.ErrInvalidJob, mention: []string{`job name ""`, "empty"}},
+		{name: "long name", job: strings.Repeat("x", 201), is: scheduler.ErrInvalidJob, mention: []string{"longer than 200"}},
+		{name: "leading space", job: " backup", is: scheduler.ErrInvalidJob, mention: []string{`" backup"`, "white space"}},
+		{name: "trailing newline", job: "backup\n", is: scheduler.ErrInvalidJob, mention: []string{`"backup\n"`, "white space"}},
+		{name: "brace", job: "{backup}", is: scheduler.ErrInvalidJob, mention: []string{`"{backup}"`, "'{'"}},
+		{name: "control character", job: "back\x00up", is: scheduler.ErrInvalidJob, mention: []string{"unprintable"}},
+		{name: "invalid UTF-8", job: "back\xffup", is: scheduler.ErrInvalidJob, mention: []string{"UTF-8"}},
 		{name: "nil job", job: "backup", nilJob: true, mention: []string{`"backup"`, "nil Job"}},
 		{name: "short TTL", job: "backup", opts: []scheduler.JobOption{scheduler.WithLockTTL(500 * time.Millisecond)},
 			is: scheduler.ErrInvalidOption, mention: []string{`"backup"`, "WithLockTTL"}},

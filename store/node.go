@@ -23,6 +23,3 @@ func NewNode(name string, client redis.UniversalClient) (*Node, error) {
 
 // Name returns the node's name.
 func (n *Node) Name() string { return (*engine.Node)(n).Name() }
-
-// Client returns the go-redis client the node was built with.
-func (n *Node) Client() redis.UniversalClient { return (*engine.Node)(n).Client() }

@@ -241,7 +241,13 @@ func (r *recorder) lockEvent(replica string, ev mutex.Event) {
 // and its tick where another value holds the lock.
 func tally(qe *mutex.QuorumError) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d/%d yes, quorum %d, %s:", qe.Op, qe.Yes(), len(qe.Nodes), qe.Quorum, reasonName(qe.Reason))
+	yes := 0
+	for _, n := range qe.Nodes {
+		if n.Vote == "yes" {
+			yes++
+		}
+	}
+	fmt.Fprintf(&b, "%s %d/%d yes, quorum %d, %s:", qe.Op, yes, len(qe.Nodes), qe.Quorum, reasonName(qe.Reason))
 	for _, n := range qe.Nodes {
 		fmt.Fprintf(&b, " %s %s", n.Node, voteName(n.Vote))
 		if v, err := engine.ParseValue(n.Holder); err == nil && n.Vote == "held" {
