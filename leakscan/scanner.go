@@ -53,7 +53,6 @@ type Option func(*config) error
 
 type config struct {
 	interval  time.Duration // between scans; 0: none
-	maxAge    time.Duration // over-age above this; 0: never; -1: the Redlock's max hold
 	beatEvery time.Duration
 	beatTTL   time.Duration
 	logger    *slog.Logger
@@ -69,19 +68,6 @@ func WithInterval(every time.Duration) Option {
 			return fmt.Errorf("%w: WithInterval: %v is below 1s", ErrInvalidOption, every)
 		}
 		c.interval = every
-		return nil
-	}
-}
-
-// WithMaxAge reports locks acquired longer ago than d as over_age; 0 turns
-// the check off. The default is the Redlock's max hold (mutex.WithMaxHold),
-// which no lease kept alive by KeepAlive outlives.
-func WithMaxAge(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 0 {
-			return fmt.Errorf("%w: WithMaxAge: negative %v", ErrInvalidOption, d)
-		}
-		c.maxAge = d
 		return nil
 	}
 }
@@ -136,7 +122,7 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	if r == nil {
 		return nil, fmt.Errorf("%w: New: nil Redlock", ErrInvalidOption)
 	}
-	cfg := config{interval: 5 * time.Minute, maxAge: -1, beatEvery: 5 * time.Second, beatTTL: 15 * time.Second,
+	cfg := config{interval: 5 * time.Minute, beatEvery: 5 * time.Second, beatTTL: 15 * time.Second,
 		logger: slog.New(slog.DiscardHandler)}
 	for i, o := range opts {
 		if o == nil {
@@ -155,10 +141,7 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 		s.nodes = append(s.nodes, (*engine.Node)(n))
 	}
 	s.quorum = len(s.nodes)/2 + 1
-	if s.cfg.maxAge < 0 {
-		s.cfg.maxAge = r.MaxHold()
-	}
-	s.leaks = leaks.Scanner{Nodes: s.nodes, Keys: keys, Quorum: s.quorum, MaxAge: s.cfg.maxAge,
+	s.leaks = leaks.Scanner{Nodes: s.nodes, Keys: keys, Quorum: s.quorum, MaxAge: r.MaxHold(),
 		Settle: 10 * time.Second, Logger: cfg.logger}
 	return s, nil
 }

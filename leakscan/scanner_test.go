@@ -126,7 +126,6 @@ func TestNewBadInput(t *testing.T) {
 		{WithInterval(time.Millisecond), "WithInterval"},
 		{WithHeartbeat(time.Second, time.Second), "WithHeartbeat"},
 		{WithHeartbeat(time.Millisecond, time.Second), "WithHeartbeat"},
-		{WithMaxAge(-time.Second), "WithMaxAge"},
 		{WithLogger(nil), "WithLogger"},
 		{WithObserver(nil), "WithObserver"},
 		{nil, "option 0"},

@@ -198,9 +198,9 @@ func TestOptions(t *testing.T) {
 		metrics.WithNamespace("acme_cron"),
 		metrics.WithConstLabels(prometheus.Labels{"service": "billing"}),
 		metrics.WithConstLabels(prometheus.Labels{"region": "eu"}),
-		metrics.WithRunDurationBuckets(1, 10, math.Inf(1)),
-		metrics.WithStartDelayBuckets(0.5),
-		metrics.WithAcquireBuckets(0.01, 0.1),
+		metrics.WithBuckets("run_duration", 1, 10, math.Inf(1)),
+		metrics.WithBuckets("start_delay", 0.5),
+		metrics.WithBuckets("acquire_duration", 0.01, 0.1),
 		metrics.WithNodes("a", "b"), metrics.WithNodes("c"))
 	m.SchedulerObserver()(scheduler.Event{Kind: "job_added", Job: "j"})
 	mfs, err := reg.Gather()
@@ -248,11 +248,12 @@ func TestOptions(t *testing.T) {
 		{metrics.WithConstLabels(prometheus.Labels{"__name__": "x"}), "WithConstLabels"},
 		{metrics.WithConstLabels(prometheus.Labels{"a-b": "x"}), "WithConstLabels"},
 		{metrics.WithConstLabels(prometheus.Labels{"ok": "\xff"}), "WithConstLabels"},
-		{metrics.WithRunDurationBuckets(), "WithRunDurationBuckets"},
-		{metrics.WithRunDurationBuckets(1, 1), "WithRunDurationBuckets"},
-		{metrics.WithStartDelayBuckets(2, 1), "WithStartDelayBuckets"},
-		{metrics.WithAcquireBuckets(math.NaN()), "WithAcquireBuckets"},
-		{metrics.WithAcquireBuckets(math.Inf(1), 2), "WithAcquireBuckets"},
+		{metrics.WithBuckets("run_duration"), "WithBuckets(run_duration)"},
+		{metrics.WithBuckets("run_duration", 1, 1), "WithBuckets(run_duration)"},
+		{metrics.WithBuckets("start_delay", 2, 1), "WithBuckets(start_delay)"},
+		{metrics.WithBuckets("acquire_duration", math.NaN()), "WithBuckets(acquire_duration)"},
+		{metrics.WithBuckets("acquire_duration", math.Inf(1), 2), "WithBuckets(acquire_duration)"},
+		{metrics.WithBuckets("run_time", 1), "run_duration, start_delay or acquire_duration"},
 		{metrics.WithNodes("a", ""), "WithNodes"},
 		{nil, "nil Option"},
 	} {
@@ -264,7 +265,7 @@ func TestOptions(t *testing.T) {
 
 	// The buckets given are copied.
 	b := []float64{1, 2}
-	m, reg = newCollector(t, metrics.WithRunDurationBuckets(b...))
+	m, reg = newCollector(t, metrics.WithBuckets("run_duration", b...))
 	b[0] = 5
 	m.SchedulerObserver()(scheduler.Event{Kind: "job_added", Job: "j"})
 	if got := buckets(t, reg, "redcron_scheduler_run_duration_seconds"); !slices.Equal(got, []float64{1, 2}) {

@@ -113,41 +113,34 @@ func reservedLabel(name string) bool {
 	return false
 }
 
-// WithRunDurationBuckets sets the upper bounds, in seconds, of the buckets
-// of redcron_scheduler_run_duration_seconds. The default is
-// prometheus.DefBuckets extended to an hour: .005, .01, .025, .05, .1, .25,
-// .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600. The bounds must be
-// strictly increasing and not NaN; the +Inf bucket is always added.
-func WithRunDurationBuckets(b ...float64) Option {
+// WithBuckets sets the upper bounds, in seconds, of the buckets of one
+// histogram, named by the end of its metric name:
+//   - "run_duration" (redcron_scheduler_run_duration_seconds): by default
+//     prometheus.DefBuckets extended to an hour: .005, .01, .025, .05, .1,
+//     .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600;
+//   - "start_delay" (redcron_scheduler_start_delay_seconds): by default 1ms
+//     to a minute (the default misfire grace): .001, .0025, .005, .01,
+//     .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60;
+//   - "acquire_duration" (redcron_lock_acquire_duration_seconds): by
+//     default 0.5ms to 2.5s: .0005, .001, .0025, .005, .01, .025, .05, .1,
+//     .25, .5, 1, 2.5.
+//
+// The bounds must be strictly increasing and not NaN; the +Inf bucket is
+// always added.
+func WithBuckets(histogram string, b ...float64) Option {
 	return func(c *config) error {
-		bs, err := checkBuckets("WithRunDurationBuckets", b)
-		c.runBuckets = bs
-		return err
-	}
-}
-
-// WithStartDelayBuckets sets the upper bounds, in seconds, of the buckets
-// of redcron_scheduler_start_delay_seconds. The default goes from 1ms to a
-// minute (the default misfire grace): .001, .0025, .005, .01, .025, .05,
-// .1, .25, .5, 1, 2.5, 5, 10, 30, 60. The bounds must be strictly
-// increasing and not NaN; the +Inf bucket is always added.
-func WithStartDelayBuckets(b ...float64) Option {
-	return func(c *config) error {
-		bs, err := checkBuckets("WithStartDelayBuckets", b)
-		c.delayBuckets = bs
-		return err
-	}
-}
-
-// WithAcquireBuckets sets the upper bounds, in seconds, of the buckets of
-// redcron_lock_acquire_duration_seconds. The default goes from 0.5ms to
-// 2.5s: .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5. The
-// bounds must be strictly increasing and not NaN; the +Inf bucket is always
-// added.
-func WithAcquireBuckets(b ...float64) Option {
-	return func(c *config) error {
-		bs, err := checkBuckets("WithAcquireBuckets", b)
-		c.acquireBuckets = bs
+		opt := "WithBuckets(" + histogram + ")"
+		bs, err := checkBuckets(opt, b)
+		switch histogram {
+		case "run_duration":
+			c.runBuckets = bs
+		case "start_delay":
+			c.delayBuckets = bs
+		case "acquire_duration":
+			c.acquireBuckets = bs
+		default:
+			return optionError("WithBuckets", "unknown histogram %q: run_duration, start_delay or acquire_duration", histogram)
+		}
 		return err
 	}
 }

@@ -92,13 +92,28 @@ func (r *Redlock) drift(ttl time.Duration) time.Duration {
 	return ttl/100 + 2*time.Millisecond
 }
 
-// Check reports whether TryLock and Lock would accept name and ttl, with
-// the error they would return. It does no I/O.
-func (r *Redlock) Check(name string, ttl time.Duration) error {
+// Check reports whether TryLock and Lock would accept name and ttl, and
+// occurrences claimed up to lead before them and up to reach after them,
+// with the error they would return. The lead may be at most the max TTL (a
+// node restarted within it could not vouch for the occurrence); the reach
+// at most the state TTL less the max TTL and 2 s (the mark must still be
+// kept). It does no I/O.
+func (r *Redlock) Check(name string, ttl, lead, reach time.Duration) error {
 	if _, err := r.keys.Lock(name); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	return r.checkTTL(name, ttl)
+	if err := r.checkTTL(name, ttl); err != nil {
+		return err
+	}
+	if lead > r.cfg.maxTTL {
+		return fmt.Errorf("%w: lock %q: a claim %v ahead of its occurrence is above the max TTL (%v, WithMaxTTL): a node restarted within it could not vouch that the occurrence was not run",
+			ErrInvalidOption, name, lead, r.cfg.maxTTL)
+	}
+	if max := r.maxReach(); reach > max {
+		return fmt.Errorf("%w: lock %q: a claim %v after its occurrence is longer than the %v its mark is kept (the state TTL less the max TTL and %v): raise WithStateTTL",
+			ErrInvalidOption, name, reach, max, clockSkew)
+	}
+	return nil
 }
 
 // checkTTL validates a lock TTL against the node timeout and the max TTL.
@@ -130,7 +145,7 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 
 // prepare validates a lock request and applies its options.
 func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (engine.LockKeys, lockConfig, error) {
-	if err := r.Check(name, ttl); err != nil {
+	if err := r.Check(name, ttl, 0, 0); err != nil {
 		return engine.LockKeys{}, lockConfig{}, err
 	}
 	keys, _ := r.keys.Lock(name) // checked above
@@ -168,9 +183,9 @@ func (r *Redlock) checkOccurrence(name string, occurrence int64) error {
 	}
 	at := occurrenceTime(occurrence)
 	switch age := time.Since(at); {
-	case age > r.MaxReach():
+	case age > r.maxReach():
 		return fmt.Errorf("%w: lock %q: occurrence %s is %v old, more than the %v the state TTL (%v, WithStateTTL) keeps its mark for: it cannot be claimed safely",
-			ErrInvalidOption, name, at.UTC().Format(time.RFC3339), age.Round(time.Second), r.MaxReach(), r.cfg.stateTTL)
+			ErrInvalidOption, name, at.UTC().Format(time.RFC3339), age.Round(time.Second), r.maxReach(), r.cfg.stateTTL)
 	case -age > r.cfg.maxTTL+clockSkew:
 		return fmt.Errorf("%w: lock %q: occurrence %s is %v ahead, more than the max TTL (%v, WithMaxTTL) and %v: it cannot be claimed safely",
 			ErrInvalidOption, name, at.UTC().Format(time.RFC3339), (-age).Round(time.Millisecond), r.cfg.maxTTL, clockSkew)
@@ -178,12 +193,11 @@ func (r *Redlock) checkOccurrence(name string, occurrence int64) error {
 	return nil
 }
 
-// MaxReach returns how long after an occurrence it can still be claimed:
+// maxReach returns how long after an occurrence it can still be claimed:
 // the state TTL less the max TTL (the longest a claim may be made ahead of
 // its occurrence) and a clock skew margin of 2 s, so that the occurrence's
-// mark is still kept on the nodes. A scheduler's misfire grace and
-// catch-up window must not exceed it.
-func (r *Redlock) MaxReach() time.Duration {
+// mark is still kept on the nodes.
+func (r *Redlock) maxReach() time.Duration {
 	return r.cfg.stateTTL - r.cfg.maxTTL - clockSkew
 }
 

@@ -288,7 +288,7 @@ func TestSameServerTwice(t *testing.T) {
 }
 
 // TestOccurrenceBeyondReach: an occurrence older than the state TTL keeps
-// its mark for (MaxReach) is refused at once: its mark may have expired,
+// its mark for is refused at once: its mark may have expired,
 // so winning it would prove nothing.
 func TestOccurrenceBeyondReach(t *testing.T) {
 	c := redistest.Start(t, 1)
@@ -302,8 +302,12 @@ func TestOccurrenceBeyondReach(t *testing.T) {
 		}
 		t.Fatalf("an occurrence 8 days old with a 7-day state TTL: %v, want ErrInvalidOption naming WithStateTTL", err)
 	}
-	if got := r.MaxReach(); got != 7*24*time.Hour-time.Minute-2*time.Second {
-		t.Errorf("MaxReach() = %v", got)
+	reach := 7*24*time.Hour - time.Minute - 2*time.Second
+	if err := r.Check("job", time.Second, 0, reach); err != nil {
+		t.Errorf("Check with the longest reach: %v", err)
+	}
+	if err := r.Check("job", time.Second, 0, reach+time.Millisecond); !errors.Is(err, mutex.ErrInvalidOption) {
+		t.Errorf("Check with a reach past the state TTL less the max TTL and 2 s: %v", err)
 	}
 	// A claim further ahead than the max TTL: a node restarted before the
 	// occurrence could not vouch for it.

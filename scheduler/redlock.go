@@ -22,22 +22,14 @@ type redlockLocker struct {
 	r *mutex.Redlock
 }
 
-// Check implements Locker. A name or TTL the Redlock refuses matches
-// ErrInvalidOption, and
-// mutex.ErrInvalidOption too; so do a lead (WithLockAhead) above its max
-// TTL and a reach (misfire grace, catch-up window) beyond its MaxReach,
-// since a tick claimed outside that span could run again.
+// Check implements Locker with mutex.Redlock.Check: a name or TTL the
+// Redlock refuses, a lead (WithLockAhead) above its max TTL or a reach
+// (WithMisfireGrace, WithCatchUp) longer than it keeps a tick's mark match
+// ErrInvalidOption and mutex.ErrInvalidOption, since a tick claimed
+// outside that span could run again.
 func (a *redlockLocker) Check(req LockRequest) error {
-	if err := a.r.Check(req.Job, req.TTL); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	if req.Lead > a.r.MaxTTL() {
-		return fmt.Errorf("%w: WithLockAhead: a lead of %v is above the Redlock's max TTL (%v, mutex.WithMaxTTL): a node restarted within the lead could not vouch that the tick was not run",
-			ErrInvalidOption, req.Lead, a.r.MaxTTL())
-	}
-	if req.Reach > a.r.MaxReach() {
-		return fmt.Errorf("%w: WithMisfireGrace or WithCatchUp: the job reaches %v back, longer than the %v the Redlock keeps a tick's mark (its state TTL less its max TTL): raise mutex.WithStateTTL",
-			ErrInvalidOption, req.Reach, a.r.MaxReach())
+	if err := a.r.Check(req.Job, req.TTL, req.Lead, req.Reach); err != nil {
+		return fmt.Errorf("%w: %w (WithLockTTL, WithLockAhead, WithMisfireGrace, WithCatchUp)", ErrInvalidOption, err)
 	}
 	return nil
 }
