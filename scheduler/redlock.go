@@ -14,7 +14,11 @@ import (
 // and a tick at or before one already run is refused; the scheduler's
 // instance id is stored as the lock's owner. AcquireAll makes its attempts
 // in one mutex.Redlock.TryLockAll; Check refuses what the Redlock would.
+// It returns nil for a nil Redlock, which New refuses.
 func NewRedlockLocker(r *mutex.Redlock) Locker {
+	if r == nil {
+		return nil // New refuses a nil Locker
+	}
 	return &redlockLocker{r: r}
 }
 

@@ -68,7 +68,7 @@ func TestRedlockLockerHolders(t *testing.T) {
 // TestRedlockLockerBadInput: the Redlock adapter over a nil Redlock is
 // refused by New, and Add refuses what the Redlock would.
 func TestRedlockLockerBadInput(t *testing.T) {
-	if _, err := scheduler.New(scheduler.NewRedlockLocker(nil)); err == nil || !strings.Contains(err.Error(), "nil *mutex.Redlock") {
+	if _, err := scheduler.New(scheduler.NewRedlockLocker(nil)); err == nil || !strings.Contains(err.Error(), "nil Locker") {
 		t.Errorf("New over NewRedlockLocker(nil) = %v, want an error naming the nil Redlock", err)
 	}
 

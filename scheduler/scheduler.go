@@ -110,9 +110,6 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 	if l == nil {
 		return nil, errors.New("scheduler: nil Locker")
 	}
-	if rl, ok := l.(*redlockLocker); ok && rl.r == nil {
-		return nil, errors.New("scheduler: NewRedlockLocker of a nil *mutex.Redlock")
-	}
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
