@@ -92,16 +92,48 @@ func New(opts ...Option) (*Collector, error) {
 			return nil, err
 		}
 	}
+	c := newCollector(cfg)
+	for i := range numAcquireResults {
+		c.acquireBy[i] = c.acquires.WithLabelValues(acquireResultName(i))
+	}
+	for i := range numOpResults {
+		c.extendBy[i] = c.extensions.WithLabelValues(extendResultName(i))
+		c.releaseBy[i] = c.releases.WithLabelValues(releaseResultName(i))
+	}
+	c.scanOK, c.scanFail = c.leakScans.WithLabelValues("ok"), c.leakScans.WithLabelValues("failed")
+	for _, class := range leakClasses() {
+		c.leakedBy = append(c.leakedBy, c.leaked.WithLabelValues(class))
+	}
+	for _, n := range cfg.nodes {
+		c.node(n)
+	}
+	return c, nil
+}
+
+// families makes the metric families of one Collector, with its namespace
+// and constant labels.
+type families struct {
+	ns string
+	cl prometheus.Labels
+}
+
+func (f families) counter(sub, name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: f.ns, Subsystem: sub, Name: name, Help: help, ConstLabels: f.cl}, labels)
+}
+
+func (f families) gauge(sub, name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: f.ns, Subsystem: sub, Name: name, Help: help, ConstLabels: f.cl}, labels)
+}
+
+func (f families) histogram(sub, name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: f.ns, Subsystem: sub, Name: name, Help: help, ConstLabels: f.cl, Buckets: buckets}, labels)
+}
+
+// newCollector returns a Collector with every family made, no series yet.
+func newCollector(cfg config) *Collector {
+	f := families{ns: cfg.namespace, cl: cfg.constLabels}
+	counter, gauge, histogram := f.counter, f.gauge, f.histogram
 	ns, cl := cfg.namespace, cfg.constLabels
-	counter := func(sub, name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, ConstLabels: cl}, labels)
-	}
-	gauge := func(sub, name, help string, labels ...string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, ConstLabels: cl}, labels)
-	}
-	histogram := func(sub, name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help, ConstLabels: cl, Buckets: buckets}, labels)
-	}
 	c := &Collector{
 		runs: counter("scheduler", "runs_total",
 			"Runs of each job on this replica, by how they ended.", jobLabel, resultLabel),
@@ -151,21 +183,7 @@ func New(opts ...Option) (*Collector, error) {
 		c.nodeErrors, c.nodeUp, c.nodeWarmingUp,
 		c.leakScans, c.leaked, c.lastScanSuccess,
 	}
-	for i := range numAcquireResults {
-		c.acquireBy[i] = c.acquires.WithLabelValues(acquireResultName(i))
-	}
-	for i := range numOpResults {
-		c.extendBy[i] = c.extensions.WithLabelValues(extendResultName(i))
-		c.releaseBy[i] = c.releases.WithLabelValues(releaseResultName(i))
-	}
-	c.scanOK, c.scanFail = c.leakScans.WithLabelValues("ok"), c.leakScans.WithLabelValues("failed")
-	for _, class := range leakClasses() {
-		c.leakedBy = append(c.leakedBy, c.leaked.WithLabelValues(class))
-	}
-	for _, n := range cfg.nodes {
-		c.node(n)
-	}
-	return c, nil
+	return c
 }
 
 // Describe implements prometheus.Collector.

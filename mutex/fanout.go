@@ -47,84 +47,110 @@ func (r *Redlock) fanout(ctx context.Context, op nodeOp, decided decider, late f
 // timeout (nodeTimeoutFor) passed. Late answers are passed to late with their operation's
 // index.
 func (r *Redlock) fanoutAll(ctx context.Context, count int, op batchOp, decided decider, late func(int, NodeResult)) [][]NodeResult {
-	type answer struct {
-		i   int
-		res []NodeResult
-	}
-	n := len(r.nodes)
-	flat := make([]NodeResult, count*n)
-	results := make([][]NodeResult, count)
-	for j := range results {
-		results[j] = flat[j*n : (j+1)*n : (j+1)*n]
-		for i, node := range r.nodes {
-			results[j][i].Node = node.Name()
-		}
-	}
-	ch := make(chan answer, n) // never blocks a deliverer
-	var (
-		mu   sync.Mutex
-		done bool
-	)
+	g := newGather(r.nodes, count)
 	nctx, cancel := context.WithTimeout(ctx, r.nodeTimeoutFor(count))
 	defer cancel()
 	start := time.Now()
 	for i, node := range r.nodes {
-		op(nctx, i, node, func(res []NodeResult) {
-			latency := time.Since(start)
-			for j := range res {
-				res[j].Node, res[j].Latency = node.Name(), latency
-			}
-			mu.Lock()
-			if done {
-				mu.Unlock()
-				if late != nil {
-					for j := range res {
-						late(j, res[j])
-					}
-				}
-				return
-			}
-			ch <- answer{i, res}
-			mu.Unlock()
-		})
+		op(nctx, i, node, g.deliverer(i, node.Name(), start, late))
 	}
 	open := make([]int, count) // the operations not yet decided
 	for j := range open {
 		open[j] = j
 	}
-	for answered := 0; answered < n && len(open) > 0; answered++ {
+	for answered := 0; answered < len(r.nodes) && len(open) > 0; answered++ {
 		select {
-		case a := <-ch:
-			for j := range results {
-				results[j][a.i] = a.res[j]
-			}
-			open = undecided(open, results, decided)
+		case a := <-g.ch:
+			g.record(a)
+			open = undecided(open, g.results, decided)
 		case <-nctx.Done():
-			answered = n // stop waiting
+			answered = len(r.nodes) // stop waiting
 		}
 	}
-	mu.Lock()
-	done = true
-	for drained := false; !drained; {
-		select {
-		case a := <-ch:
-			for j := range results {
-				results[j][a.i] = a.res[j]
-			}
-		default:
-			drained = true
-		}
-	}
-	mu.Unlock()
+	g.close()
 	if nctx.Err() != nil {
 		vote, elapsed := timeoutVote(ctx), time.Since(start)
-		for i := range flat {
-			if flat[i].pending() {
-				flat[i].Vote, flat[i].Err, flat[i].Latency = vote, nctx.Err(), elapsed
+		for i := range g.flat {
+			if g.flat[i].pending() {
+				g.flat[i].Vote, g.flat[i].Err, g.flat[i].Latency = vote, nctx.Err(), elapsed
 			}
 		}
 	}
-	return results
+	return g.results
+}
+
+// gather collects the nodes' answers to a batch of operations: one result
+// per operation and node, in results[operation][node].
+type gather struct {
+	flat    []NodeResult
+	results [][]NodeResult
+	ch      chan answer // never blocks a deliverer: one answer per node
+	mu      sync.Mutex
+	done    bool // the batch was decided: later answers go to late
+}
+
+// answer is one node's results to a batch.
+type answer struct {
+	i   int
+	res []NodeResult
+}
+
+func newGather(nodes []*engine.Node, count int) *gather {
+	n := len(nodes)
+	g := &gather{flat: make([]NodeResult, count*n), results: make([][]NodeResult, count), ch: make(chan answer, n)}
+	for j := range g.results {
+		g.results[j] = g.flat[j*n : (j+1)*n : (j+1)*n]
+		for i, node := range nodes {
+			g.results[j][i].Node = node.Name()
+		}
+	}
+	return g
+}
+
+// deliverer returns the function node i's worker calls with its results:
+// into the batch, or, once it was decided, to late.
+func (g *gather) deliverer(i int, name string, start time.Time, late func(int, NodeResult)) func([]NodeResult) {
+	return func(res []NodeResult) {
+		latency := time.Since(start)
+		for j := range res {
+			res[j].Node, res[j].Latency = name, latency
+		}
+		g.mu.Lock()
+		if g.done {
+			g.mu.Unlock()
+			if late != nil {
+				for j := range res {
+					late(j, res[j])
+				}
+			}
+			return
+		}
+		g.ch <- answer{i, res}
+		g.mu.Unlock()
+	}
+}
+
+// record writes one node's answer into the results.
+func (g *gather) record(a answer) {
+	for j := range g.results {
+		g.results[j][a.i] = a.res[j]
+	}
+}
+
+// close ends the batch: answers already sent are recorded, later ones go
+// to late.
+func (g *gather) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.done = true
+	for {
+		select {
+		case a := <-g.ch:
+			g.record(a)
+		default:
+			return
+		}
+	}
 }
 
 // perLockAllowance is how much longer than the node timeout a node may

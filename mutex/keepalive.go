@@ -52,6 +52,9 @@ func (l *Lock) KeepAlive(ctx context.Context) (context.Context, func()) {
 	return kctx, k.stop
 }
 
+// keepAlive extends the lock every third of its TTL (sooner after a failed
+// extension) until k is stopped, and cancels k's context once the lease can
+// no longer be proven: its validity ran out, or a majority lost it.
 func (l *Lock) keepAlive(k *keeper) {
 	defer close(k.done)
 	interval := l.ttl / 3
@@ -80,16 +83,7 @@ func (l *Lock) keepAlive(k *keeper) {
 				expire.Reset(left) // an extension moved the deadline
 				continue
 			}
-			var cause error
-			switch {
-			case !time.Now().Before(holdEnd):
-				cause = errMaxHold(l.keys.Name, l.r.cfg.maxHold)
-			case lastErr != nil:
-				cause = fmt.Errorf("%w: lock %q: validity ran out; last extension: %w", ErrLost, l.keys.Name, lastErr)
-			default:
-				cause = fmt.Errorf("%w: lock %q: validity ran out before an extension succeeded", ErrLost, l.keys.Name)
-			}
-			l.lose(k, cause)
+			l.lose(k, l.expiry(holdEnd, lastErr))
 			return
 		case <-extend.C:
 			if !time.Now().Before(holdEnd) {
@@ -115,6 +109,19 @@ func (l *Lock) keepAlive(k *keeper) {
 			}
 		}
 	}
+}
+
+// expiry returns why a kept-alive lease ran out: it reached its max hold
+// (holdEnd), its last extension failed with lastErr, or none succeeded in
+// time.
+func (l *Lock) expiry(holdEnd time.Time, lastErr error) error {
+	switch {
+	case !time.Now().Before(holdEnd):
+		return errMaxHold(l.keys.Name, l.r.cfg.maxHold)
+	case lastErr != nil:
+		return fmt.Errorf("%w: lock %q: validity ran out; last extension: %w", ErrLost, l.keys.Name, lastErr)
+	}
+	return fmt.Errorf("%w: lock %q: validity ran out before an extension succeeded", ErrLost, l.keys.Name)
 }
 
 // lose cancels the keepalive context with cause and reports it.

@@ -187,23 +187,12 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 			if starts == nil && d.starts.join() {
 				starts = d.starts // won by a retry, before the gate opened
 			}
-			r, lerr := s.startAtTick(rn, d, lease, total, starts)
+			var ended bool
+			ended, lost = s.runWon(rn, d, lease, total, starts, again)
 			starts = nil // the run marked itself done in its group
-			if lerr == nil {
-				s.finishRun(rn, r)
+			if ended {
 				return
 			}
-			if abandoned(d) || errors.Is(lerr, errRemoved) {
-				s.lockFailed(rn, d, total, lerr)
-				return
-			}
-			lost = lerr
-			if !again || rn.jobCtx.Err() != nil {
-				s.leaseLost(d, total, lost)
-				return
-			}
-			s.log.LogAttrs(d.ctx, slog.LevelWarn, "lease lost before its tick; trying again at the tick",
-				tickAttrs(e.name, tick, slog.Any("error", lost))...)
 		case lost != nil && errors.Is(err, ErrHeld):
 			// Another replica won the tick (the lost lease's mark had not
 			// reached a majority): it runs it.
@@ -227,6 +216,28 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 			return
 		}
 	}
+}
+
+// runWon starts the run of a tick whose lease was won, at the tick, and
+// reports whether the tick's handling ended: the run ran, or it cannot be
+// tried again. Otherwise it returns why the lease was lost before the
+// tick, to be won again at the tick (only on the first pass: again).
+func (s *Scheduler) runWon(rn *runner, d dueTick, lease Lease, total int, starts *startGroup, again bool) (bool, error) {
+	r, err := s.startAtTick(rn, d, lease, total, starts)
+	switch {
+	case err == nil:
+		s.finishRun(rn, r)
+		return true, nil
+	case abandoned(d) || errors.Is(err, errRemoved):
+		s.lockFailed(rn, d, total, err)
+		return true, nil
+	case !again || rn.jobCtx.Err() != nil:
+		s.leaseLost(d, total, err)
+		return true, nil
+	}
+	s.log.LogAttrs(d.ctx, slog.LevelWarn, "lease lost before its tick; trying again at the tick",
+		tickAttrs(d.e.name, d.tick, slog.Any("error", err))...)
+	return false, err
 }
 
 // abandoned reports whether d's tick was abandoned: its job removed, or a

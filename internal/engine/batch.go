@@ -144,17 +144,14 @@ func (b *batcher) work() {
 	}
 }
 
-// flush sends batch as one pipeline (two if the server lacked a script)
-// and completes every call. Calls whose context ended while queued are
-// completed with its error, unsent.
-func (b *batcher) flush(batch []*call) {
+// liveCalls completes, unsent, the calls of batch whose context ended while
+// queued, and returns the others with the latest of their deadlines.
+func liveCalls(batch []*call) ([]*call, time.Time) {
 	var deadline time.Time
 	live := make([]*call, 0, len(batch))
-	skipped := 0
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
 			c.done(failedCmd(c.ctx, notSent(err)))
-			skipped++
 			continue
 		}
 		live = append(live, c)
@@ -166,6 +163,38 @@ func (b *batcher) flush(batch []*call) {
 			deadline = d
 		}
 	}
+	return live, deadline
+}
+
+// send sends batch in one pipeline, and the calls a server answered with
+// NOSCRIPT (a new or restarted server) again with their scripts, in one
+// more. It returns each call's command and how many were sent again.
+func (b *batcher) send(ctx context.Context, batch []*call) ([]*redis.Cmd, int) {
+	cmds := b.exec(ctx, batch, false)
+	var again []int
+	for i := range batch {
+		if isNoScript(cmds[i].Err()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		calls := make([]*call, len(again))
+		for j, i := range again {
+			calls[j] = batch[i]
+		}
+		for j, cmd := range b.exec(ctx, calls, true) {
+			cmds[again[j]] = cmd
+		}
+	}
+	return cmds, len(again)
+}
+
+// flush sends batch as one pipeline (two if the server lacked a script)
+// and completes every call. Calls whose context ended while queued are
+// completed with its error, unsent.
+func (b *batcher) flush(batch []*call) {
+	live, deadline := liveCalls(batch)
+	skipped := len(batch) - len(live)
 	if len(live) == 0 {
 		b.mu.Lock()
 		b.stats.Skipped += uint64(skipped)
@@ -178,22 +207,7 @@ func (b *batcher) flush(batch []*call) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	cmds := b.exec(ctx, batch, false)
-	var again []int
-	for i := range batch {
-		if isNoScript(cmds[i].Err()) {
-			again = append(again, i)
-		}
-	}
-	if len(again) > 0 { // a new or restarted server: send again with the scripts, in one round trip
-		calls := make([]*call, len(again))
-		for j, i := range again {
-			calls[j] = batch[i]
-		}
-		for j, cmd := range b.exec(ctx, calls, true) {
-			cmds[again[j]] = cmd
-		}
-	}
+	cmds, again := b.send(ctx, batch)
 	failed := false
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) && !ServerError(err) {
@@ -202,8 +216,8 @@ func (b *batcher) flush(batch []*call) {
 	}
 	b.mu.Lock()
 	b.health.record(time.Now(), failed)
-	b.stats.Calls += uint64(len(batch) + len(again))
-	b.stats.Pipelines += 1 + uint64(min(len(again), 1))
+	b.stats.Calls += uint64(len(batch) + again)
+	b.stats.Pipelines += 1 + uint64(min(again, 1))
 	b.stats.Skipped += uint64(skipped)
 	if failed {
 		b.stats.Failed++

@@ -4,7 +4,7 @@
 // variables (struct fields are not counted). Examples, tests, commands,
 // internal packages and the bench module are left out.
 //
-// Usage: go run ./scripts/apicount [-v] [module root]
+// Usage: go run ./scripts/apicount [-v] [-max N] [module root]
 package main
 
 import (
@@ -22,6 +22,7 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "list the names, not just their count")
+	limit := flag.Int("max", 0, "exit 1 if the total is above this (0: no limit)")
 	flag.Parse()
 	root := "."
 	if flag.NArg() > 0 {
@@ -73,6 +74,10 @@ func main() {
 		}
 	}
 	fmt.Printf("%-28s %4d\n", "total", total)
+	if *limit > 0 && total > *limit {
+		fmt.Fprintf(os.Stderr, "apicount: %d exported names, above the limit of %d\n", total, *limit)
+		os.Exit(1)
+	}
 }
 
 // skip reports whether the directory rel is left out of the count.
