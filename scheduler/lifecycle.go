@@ -12,8 +12,8 @@ import (
 // before abandoning them (their leases are then released while they run).
 const stopGrace = 5 * time.Second
 
-// runner is the state of one call of Run.
-type runner struct {
+// session is the state of one call of Run (a run is one execution of a job).
+type session struct {
 	// loopCtx ends the dispatching of ticks and pending lock attempts; it
 	// is done when Shutdown is called or Run's context is done.
 	loopCtx  context.Context
@@ -38,8 +38,8 @@ type runner struct {
 	abandoned bool
 }
 
-func newRunner(ctx context.Context) *runner {
-	rn := &runner{
+func newSession(ctx context.Context) *session {
+	rn := &session{
 		expired: make(chan struct{}),
 		abandon: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -70,7 +70,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.drain(ctx, rn)
 
 	s.mu.Lock()
-	s.run = nil
+	s.session = nil
 	s.closeLocked()
 	shutdown := rn.shutdown
 	s.mu.Unlock()
@@ -85,7 +85,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 // begin switches the Scheduler to running and computes the first ticks.
-func (s *Scheduler) begin(ctx context.Context) (*runner, error) {
+func (s *Scheduler) begin(ctx context.Context) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.state {
@@ -94,8 +94,8 @@ func (s *Scheduler) begin(ctx context.Context) (*runner, error) {
 	case stateRunning:
 		return nil, errors.New("scheduler: Run called while running")
 	}
-	rn := newRunner(ctx)
-	s.run, s.state = rn, stateRunning
+	rn := newSession(ctx)
+	s.session, s.state = rn, stateRunning
 	close(s.started)
 	now := s.cfg.clock()
 	for _, e := range s.jobs {
@@ -109,7 +109,7 @@ func (s *Scheduler) begin(ctx context.Context) (*runner, error) {
 // drain waits for the tick handlers and runs after the loop stopped. When
 // Run's ctx or Shutdown's ctx is done, it cancels the jobs and waits at
 // most stopGrace more before abandoning them.
-func (s *Scheduler) drain(ctx context.Context, rn *runner) {
+func (s *Scheduler) drain(ctx context.Context, rn *session) {
 	s.mu.Lock()
 	rn.stopped = true
 	s.mu.Unlock()
@@ -160,7 +160,7 @@ func (s *Scheduler) drain(ctx context.Context, rn *runner) {
 // returns nil at once (it does not repeat the first call's error).
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	rn := s.run
+	rn := s.session
 	if rn != nil {
 		rn.shutdown = true
 	}

@@ -38,7 +38,7 @@ type dueTick struct {
 }
 
 // loop dispatches due ticks until rn.loopCtx is done. It owns the timer.
-func (s *Scheduler) loop(rn *runner) {
+func (s *Scheduler) loop(rn *session) {
 	timer := time.NewTimer(maxSleep)
 	defer timer.Stop()
 	// A wake or the timer may be ready with loopCtx done, and select picks
@@ -62,7 +62,7 @@ func (s *Scheduler) loop(rn *runner) {
 // A tick is due lock-ahead before it (WithLockAhead). When several ticks of
 // a job are past (the process was paused, or the clock stepped forward),
 // only the latest is handled; the earlier ones are skipped as misfires.
-func (s *Scheduler) dispatch(rn *runner) time.Duration {
+func (s *Scheduler) dispatch(rn *session) time.Duration {
 	now := s.cfg.clock()
 	wait := maxSleep
 	var due []dueTick

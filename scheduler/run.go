@@ -14,14 +14,14 @@ import (
 var errGoexit = errors.New("scheduler: job called runtime.Goexit")
 
 // releaseUnused releases a lease that no run will use.
-func (s *Scheduler) releaseUnused(rn *runner, job string, tick time.Time, lease Lease) {
+func (s *Scheduler) releaseUnused(rn *session, job string, tick time.Time, lease Lease) {
 	s.release(rn, lease, func() []slog.Attr { return tickAttrs(job, tick) })
 }
 
 // release releases lease, within releaseTimeout whether or not the
 // scheduler is stopping, and returns the error. A failure other than
 // ErrLockLost is logged, with the attributes attrs returns.
-func (s *Scheduler) release(rn *runner, lease Lease, attrs func() []slog.Attr) error {
+func (s *Scheduler) release(rn *session, lease Lease, attrs func() []slog.Attr) error {
 	ctx := context.WithoutCancel(rn.jobCtx)
 	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	err := lease.Release(rctx)
@@ -121,7 +121,7 @@ func (s *Scheduler) newRun(e *entry, lease Lease, tick, idTime time.Time, attemp
 }
 
 // startRun starts a manual run of e under lease at once and returns it.
-func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, attempts int) *run {
+func (s *Scheduler) startRun(rn *session, e *entry, lease Lease, attempts int) *run {
 	r := s.newRun(e, lease, time.Time{}, s.cfg.clock(), attempts)
 	s.launch(rn, r, lease.Keep(rn.jobCtx), nil)
 	<-r.started // there is no ready to fail
@@ -136,7 +136,7 @@ func (s *Scheduler) startRun(rn *runner, e *entry, lease Lease, attempts int) *r
 // that called launch waits for it, except when it abandons a job that
 // ignores cancellation. The job's context, but for its run timeout, is
 // built here, before the goroutine waits for the tick.
-func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func() error) {
+func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func() error) {
 	base := contextWithRunInfo(kept, &r.info)
 	go func() {
 		if ready != nil {
@@ -165,7 +165,7 @@ func (s *Scheduler) launch(rn *runner, r *run, kept context.Context, ready func(
 
 // markStart records r's start and builds its job's context from base, the
 // lease's kept context with r's RunInfo.
-func (s *Scheduler) markStart(rn *runner, r *run, base context.Context) {
+func (s *Scheduler) markStart(rn *session, r *run, base context.Context) {
 	e, tick := r.e, r.info.Tick
 	e.running.Add(1)
 	e.latest.Store(r)
@@ -203,7 +203,7 @@ func callJob(ctx context.Context, job JobFunc, info RunInfo) (err error) {
 
 // finishRun waits for r's job to return, or to be abandoned, releases the
 // lease and reports the result.
-func (s *Scheduler) finishRun(rn *runner, r *run) {
+func (s *Scheduler) finishRun(rn *session, r *run) {
 	var out outcome
 	select {
 	case out = <-r.done: // a job that returned is never reported abandoned

@@ -33,10 +33,10 @@ type Scheduler struct {
 	started chan struct{} // closed when Run starts
 	closed  chan struct{} // closed when the Scheduler is closed
 
-	mu    sync.Mutex
-	jobs  map[string]*entry
-	state state
-	run   *runner // the state of Run while it runs; nil otherwise
+	mu      sync.Mutex
+	jobs    map[string]*entry
+	state   state
+	session *session // the state of Run while it runs; nil otherwise
 }
 
 type state int
@@ -104,7 +104,7 @@ type Entry struct {
 	LastErr    error
 }
 
-// New returns a Scheduler that elects the runner of each tick through l.
+// New returns a Scheduler that elects the replica running each tick through l.
 // It starts no goroutines and does no I/O; see Run.
 func New(l Locker, opts ...Option) (*Scheduler, error) {
 	if l == nil {

@@ -16,7 +16,7 @@ import (
 // abandoned (see abandoned), or its job removed, or the lease lost before
 // the tick or given up by a hard stop, the run does not start: startAtTick
 // releases the lease and returns why.
-func (s *Scheduler) startAtTick(rn *runner, d dueTick, lease Lease, attempts int, starts *startGroup) (*run, error) {
+func (s *Scheduler) startAtTick(rn *session, d dueTick, lease Lease, attempts int, starts *startGroup) (*run, error) {
 	kept := lease.Keep(rn.jobCtx)
 	r := s.newRun(d.e, lease, d.tick, d.tick, attempts)
 	r.batch = starts
@@ -101,7 +101,7 @@ func (s *Scheduler) awaitGate(d dueTick, r *run, kept context.Context) error {
 
 // readyAtGate returns nil if d's run, its group's gate open, is to start,
 // or else why not (see waitTick and stillWanted).
-func (s *Scheduler) readyAtGate(rn *runner, d dueTick, kept context.Context) error {
+func (s *Scheduler) readyAtGate(rn *session, d dueTick, kept context.Context) error {
 	switch {
 	case kept.Err() != nil:
 		return context.Cause(kept)
@@ -114,7 +114,7 @@ func (s *Scheduler) readyAtGate(rn *runner, d dueTick, kept context.Context) err
 // stillWanted returns nil if d's run, its tick come, is still to start, or
 // else why not: its job removed once the scheduler was stopping, or the
 // scheduler stopped hard.
-func (s *Scheduler) stillWanted(rn *runner, d dueTick) error {
+func (s *Scheduler) stillWanted(rn *session, d dueTick) error {
 	switch {
 	case d.e.removed.Load(): // removed once the scheduler was stopping
 		return fmt.Errorf("scheduler: lease released: %w", errRemoved)

@@ -11,7 +11,7 @@ import (
 // handleTick handles one tick of one job: it checks that the tick is not
 // late and that the job is not running here, acquires the lease and runs
 // the job at the tick.
-func (s *Scheduler) handleTick(rn *runner, d dueTick) {
+func (s *Scheduler) handleTick(rn *session, d dueTick) {
 	defer d.cancel(nil)
 	req, v := s.checkTick(d, true)
 	if v == tickLater {
@@ -32,7 +32,7 @@ func (s *Scheduler) handleTick(rn *runner, d dueTick) {
 // attempt of the remaining ones in one call of AcquireAll, then goes on for
 // each tick as handleTick does after its first attempt: a run or an
 // undecided attempt's retries in a goroutine of its own, a refusal here.
-func (s *Scheduler) handleBatch(rn *runner, due []dueTick) {
+func (s *Scheduler) handleBatch(rn *session, due []dueTick) {
 	var (
 		ticks []dueTick
 		reqs  []LockRequest
@@ -90,7 +90,7 @@ func (s *Scheduler) handleBatch(rn *runner, due []dueTick) {
 // alignResults returns n results: those of a Locker's AcquireAll that returned
 // one per request, or else its first n results, completed with errors for
 // the missing ones; it releases the leases of any results beyond n.
-func (s *Scheduler) alignResults(rn *runner, results []LockResult, n int) []LockResult {
+func (s *Scheduler) alignResults(rn *session, results []LockResult, n int) []LockResult {
 	if len(results) == n {
 		return results
 	}
@@ -163,7 +163,7 @@ func (s *Scheduler) askAgain(tick time.Time, err error) bool {
 // the tick, is attempted again, once, at the tick. A lease won is run even
 // if the scheduler is stopping (Shutdown waits for it), unless the job was
 // removed or a newer tick came. It does not call d.cancel.
-func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *LockResult) {
+func (s *Scheduler) lockAndRun(rn *session, d dueTick, req LockRequest, first *LockResult) {
 	e, tick := d.e, d.tick
 	total := 0
 	var lost error         // why a lease won ahead was lost before the tick
@@ -222,7 +222,7 @@ func (s *Scheduler) lockAndRun(rn *runner, d dueTick, req LockRequest, first *Lo
 // reports whether the tick's handling ended: the run ran, or it cannot be
 // tried again. Otherwise it returns why the lease was lost before the
 // tick, to be won again at the tick (only on the first pass: again).
-func (s *Scheduler) runWon(rn *runner, d dueTick, lease Lease, total int, starts *startGroup, again bool) (bool, error) {
+func (s *Scheduler) runWon(rn *session, d dueTick, lease Lease, total int, starts *startGroup, again bool) (bool, error) {
 	r, err := s.startAtTick(rn, d, lease, total, starts)
 	switch {
 	case err == nil:
@@ -256,7 +256,7 @@ func (s *Scheduler) leaseLost(d dueTick, attempts int, err error) {
 }
 
 // lockFailed reports a tick that could not be locked.
-func (s *Scheduler) lockFailed(rn *runner, d dueTick, attempts int, err error) {
+func (s *Scheduler) lockFailed(rn *session, d dueTick, attempts int, err error) {
 	e, tick := d.e, d.tick
 	var reason string
 	switch {

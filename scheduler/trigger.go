@@ -63,8 +63,8 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 }
 
 // triggerable waits for Run, if the job called name exists, and returns
-// the runner and the job, or why it cannot be triggered now.
-func (s *Scheduler) triggerable(ctx context.Context, name string) (*runner, *entry, error) {
+// Run's session and the job, or why it cannot be triggered now.
+func (s *Scheduler) triggerable(ctx context.Context, name string) (*session, *entry, error) {
 	s.mu.Lock()
 	known := s.jobs[name] != nil
 	s.mu.Unlock()
@@ -79,7 +79,7 @@ func (s *Scheduler) triggerable(ctx context.Context, name string) (*runner, *ent
 		return nil, nil, context.Cause(ctx)
 	}
 	s.mu.Lock()
-	rn, e := s.run, s.jobs[name]
+	rn, e := s.session, s.jobs[name]
 	running := e != nil && e.running.Load() > 0
 	s.mu.Unlock()
 	switch {
