@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,24 +41,8 @@ type startGroup struct {
 	bound  *time.Timer   // ends the wait maxStartWait after the opening
 }
 
-// gatePad is how much stack a goroutine waiting for a start group's gate
-// holds (see wait): with what it uses besides, a run's goroutine grows to
-// a stack of 4 KiB, enough for its start, if it started smaller.
-const gatePad = 2 << 10
-
-// wait waits for g's gate to open. It grows the calling goroutine's stack
-// first, and holds it while it waits: the goroutines of a tick's runs, which
-// start with the runtime's average stack size (2 KiB in a process of
-// mostly idle goroutines), would otherwise each grow and copy their stacks
-// as they start, all at once, on the tick's path. Held, the stack is more
-// than a quarter used, so the garbage collector does not shrink it back.
-//
-//go:noinline
-func (g *startGroup) wait() {
-	var pad [gatePad]byte
-	<-g.gate
-	runtime.KeepAlive(&pad)
-}
+// wait waits for g's gate to open.
+func (g *startGroup) wait() { <-g.gate }
 
 // startGroups returns the start group of each of a batch's ticks: one
 // group for the ticks of one instant whose leases the batch won (results,

@@ -106,6 +106,7 @@ func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- rep.s.Run(runCtx) }()
+	go rep.scan.Run(runCtx) // heartbeats until the replica ends
 	// stopRun shuts the scheduler down; on an early return, deferred.
 	stopRun := sync.OnceValue(func() error {
 		sctx, done := context.WithTimeout(context.Background(), 10*time.Second)

@@ -10,6 +10,7 @@ import (
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redis/go-redis/v9"
@@ -22,6 +23,7 @@ type replica struct {
 	clients []*redis.Client
 	rl      *mutex.Redlock
 	s       *scheduler.Scheduler
+	scan    *leakscan.Scanner // the heartbeats, as the front door keeps them; no scans
 	counter *cmdCounter
 }
 
@@ -37,7 +39,13 @@ func newReplica(id int, addrs []string, prefix string, jobs int, ahead time.Dura
 	}
 	var err error
 	rep.rl, err = locks.NewRedlock(rep.clients, mutex.WithTrustedNodes(), mutex.WithKeyPrefix(prefix),
-		mutex.WithObserver(col.lockObserver(id)))
+		mutex.WithObserver(col.lockObserver(id)),
+		mutex.WithOwnerCheck(func(owner string) error { return rep.scan.Check(owner) }))
+	if err != nil {
+		rep.close()
+		return nil, err
+	}
+	rep.scan, err = leakscan.New(rep.rl, fmt.Sprintf("replica-%d", id), leakscan.WithInterval(0))
 	if err != nil {
 		rep.close()
 		return nil, err
