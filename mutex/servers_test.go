@@ -103,9 +103,14 @@ func TestRollingRestartKeepsTicksRun(t *testing.T) {
 			_ = l.Release(ctx)
 			t.Fatal("the tick was claimed again after a rolling restart of a majority")
 		}
+		// Refused as undecided, the restarted nodes warming up; or as
+		// already run, when the first run's release, sent to the slowest
+		// node after a majority had answered, reached it only after its
+		// restart and marked the tick there again.
 		var qe *mutex.QuorumError
-		if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, "warming_up") != 2 {
-			t.Fatalf("old tick after the restarts: %v, want no quorum with 2 restarted votes%s", err, votes(err))
+		if !errors.Is(err, mutex.ErrAlreadyRun) &&
+			(!errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, "warming_up") != 2) {
+			t.Fatalf("old tick after the restarts: %v, want no quorum with 2 restarted votes, or already run%s", err, votes(err))
 		}
 	}
 	// A tick far enough after the restarts (the last one was 2.4 s ago) is
