@@ -1,5 +1,5 @@
 // Package mutex implements the Redlock algorithm over N independent Redis
-// masters (package store), with lease extension, lost-lease notification,
+// masters (store.Node), with lease extension, lost-lease notification,
 // fencing tokens and occurrence marks.
 //
 // A lock is held when a majority (N/2+1) of the nodes granted it and the
@@ -23,6 +23,8 @@
 // occurrence, whatever the callers' clocks say.
 //
 // Restarts: a node that restarted without persistence has forgotten its
-// locks. Unless the nodes are declared trusted (WithTrustedNodes), the vote
-// of a node whose uptime is below the maximum TTL does not count.
+// locks and marks. Unless the nodes are declared trusted (WithTrustedNodes),
+// the vote of a node whose uptime is below the maximum TTL does not count,
+// nor its vote for an occurrence earlier than its start plus the max TTL
+// and 3 s.
 package mutex

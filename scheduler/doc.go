@@ -25,7 +25,7 @@
 // the job's misfire grace.
 //
 // The lock is per job: a tick whose previous run still holds the lock is
-// skipped (ErrOverlap, skipOverlap). The lease carries a fencing token,
+// skipped (ErrOverlap; the skip's reason is overlap). The lease carries a fencing token,
 // RunInfo.Fence, which increases with every acquisition; a job that writes
 // to storage should pass it along, so that a run whose lease ended while it
 // was paused cannot overwrite the work of the next one.

@@ -1,10 +1,10 @@
 // Command leakscan finds, and with -fix removes, leaked redcron locks on
-// the independent Redis masters a fleet of schedulers shares. It embeds
-// mutex.ScanLeaks: every node is read with SCAN (never KEYS) under the key
+// the independent Redis masters a fleet of schedulers shares. It runs the
+// replicas' leak scan: every node is read with SCAN (never KEYS) under the key
 // prefix, and each copy of a lock is classified, by its own value, as
 //
 //	no_expiry    a key with no TTL: it never goes away by itself
-//	orphaned     its owner has no live heartbeat on a majority of nodes
+//	orphaned     its owner has no live heartbeat on any node (every node scanned)
 //	minority     present on fewer nodes than a quorum, older than 10s
 //	over_age     acquired longer ago than -max-age
 //	unparseable  a key under the prefix that redcron did not write
