@@ -245,3 +245,54 @@ func TestFrontDoorBadInput(t *testing.T) {
 		t.Errorf("WithMetrics(nil) = %v, want ErrInvalidOption naming it", err)
 	}
 }
+
+// TestFrontDoorRetry: a job that fails its first two tries succeeds on its
+// third, within its tick, under the lease and fence of its first try, on
+// real servers.
+func TestFrontDoorRetry(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 3)
+	var mu sync.Mutex
+	var tries []scheduler.RunInfo
+	finished := make(chan scheduler.Event, 10)
+	s, err := redcron.New(c.Addrs(),
+		redcron.WithLockOptions(mutex.WithTrustedNodes()),
+		redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithObserver(func(e scheduler.Event) {
+			if e.Kind == "run_finished" {
+				finished <- e
+			}
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Add("flaky", "*/2 * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
+		mu.Lock()
+		defer mu.Unlock()
+		tries = append(tries, run)
+		if run.Try < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}, scheduler.WithLockTTL(2*time.Second), scheduler.WithRetry(3, 100*time.Millisecond), scheduler.WithMisfireGrace(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Run(context.Background()) }()
+	defer s.Shutdown(context.Background())
+	var ev scheduler.Event
+	select {
+	case ev = <-finished:
+	case <-time.After(15 * time.Second):
+		t.Fatal("no run finished within 15 s")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ev.Result != "success" || ev.Try != 3 || len(tries) != 3 {
+		t.Fatalf("run finished %s after %d tries (%d seen), want success on the third", ev.Result, ev.Try, len(tries))
+	}
+	for i, run := range tries {
+		if run.Try != i+1 || run.Fence != tries[0].Fence || run.Fence == 0 || !run.Tick.Equal(tries[0].Tick) {
+			t.Errorf("try %d: %+v, want the first try's tick and fence", i+1, run)
+		}
+	}
+}

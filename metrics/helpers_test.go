@@ -69,7 +69,7 @@ func startCluster(t *testing.T, k int) *cluster {
 			t.Fatal(err)
 		}
 		c.nodes = append(c.nodes, n)
-		c.names = append(c.names, n.Name())
+		c.names = append(c.names, s.Addr())
 	}
 	return c
 }

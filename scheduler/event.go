@@ -19,7 +19,9 @@ type Event struct {
 	//   - run_finished: a run started on this replica ended;
 	//   - skipped: this replica did not run a tick, and says why;
 	//   - lock_retry: a lock attempt reached no decision and will be
-	//     retried.
+	//     retried;
+	//   - run_retry: a try of a run failed and the run will be tried again,
+	//     under the same lease (WithRetry).
 	Kind string
 	// Job is the job's name.
 	Job string
@@ -55,13 +57,16 @@ type Event struct {
 	// StartDelay is the run's start minus its tick, by the scheduler's
 	// clock (run_started of a scheduled run).
 	StartDelay time.Duration
-	// Duration is how long the run took (run_finished).
+	// Try is the try of the run (run_retry, run_finished): 1 for the
+	// first; more with WithRetry.
+	Try int
+	// Duration is how long the run took (run_finished), all its tries.
 	Duration time.Duration
 	// Attempts is the number of lock attempts made for the tick or trigger
 	// so far (run_started, run_finished, skipped,
 	// lock_retry).
 	Attempts int
-	// Err is the run's error (run_finished, unless a success), the
+	// Err is the run's error (run_finished, unless a success; run_retry), the
 	// last lock error (skipped for no_quorum, lock_retry), or
 	// why the lease was lost (skipped for lease_lost).
 	Err error
@@ -75,6 +80,7 @@ const (
 	eventRunFinished = "run_finished"
 	eventSkipped     = "skipped"
 	eventLockRetry   = "lock_retry"
+	eventRunRetry    = "run_retry"
 )
 
 // The results of a run (Event.Result, Entry.LastResult); each is the value

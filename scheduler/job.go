@@ -37,6 +37,8 @@ type RunInfo struct {
 	RunID string
 	// Instance is the id of the replica running the job (WithInstanceID).
 	Instance string
+	// Try is which try of the run this is, from 1 (WithRetry).
+	Try int
 }
 
 type runInfoKey struct{}

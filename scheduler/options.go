@@ -162,12 +162,15 @@ type jobConfig struct {
 	runTimeout   time.Duration // 0: none
 	misfireGrace time.Duration
 	catchUp      time.Duration // 0: off
+	attempts     int           // tries of a run, WithRetry; 1: no retry
+	backoff      time.Duration // before the second try, doubling after
 }
 
 func defaultJobConfig() jobConfig {
 	return jobConfig{
 		lockTTL:      defaultLockTTL,
 		misfireGrace: defaultMisfireGrace,
+		attempts:     1,
 	}
 }
 
@@ -193,7 +196,7 @@ func WithLockTTL(d time.Duration) JobOption {
 
 // WithRunTimeout bounds each run of the job: past d, the job's context is
 // cancelled with cause ErrRunTimeout and a run that returns an error is
-// reported with resultTimeout. d must not be negative; 0, the default, means
+// reported with the result timeout. d must not be negative; 0, the default, means
 // no timeout.
 func WithRunTimeout(d time.Duration) JobOption {
 	return func(c *jobConfig) error {
@@ -207,7 +210,7 @@ func WithRunTimeout(d time.Duration) JobOption {
 
 // WithMisfireGrace sets how late the handling of a tick may start: a tick
 // noticed later than tick+d (after a pause of the process, a clock step or a
-// stalled replica) is skipped with skipMisfire. It also bounds how long a
+// stalled replica) is skipped as a misfire. It also bounds how long a
 // lock attempt that reached no decision (ErrNoQuorum) is retried: until
 // tick+d or the job's next tick (its lock-ahead, with WithLockAhead),
 // whichever comes first. d must be positive; the default is one minute.
@@ -217,6 +220,31 @@ func WithMisfireGrace(d time.Duration) JobOption {
 			return optionError("WithMisfireGrace", "%v is not positive", d)
 		}
 		c.misfireGrace = d
+		return nil
+	}
+}
+
+// maxAttempts bounds WithRetry's attempts.
+const maxAttempts = 100
+
+// WithRetry runs a failed run of the job again, under the same lease and
+// with the same fence, up to attempts tries in all: after backoff, then
+// twice as long after each failure. It tries again only while the run's
+// context is live (not after a lost lease, a run timeout or a shutdown), not
+// after a panic, and only if the next try would start within the misfire
+// grace of the tick (of the run's start, for a manual run). Each try sees
+// its number in RunInfo.Try; a failure tried again is reported (run_retry)
+// and logged. attempts must be between 1 and 100, backoff not negative; the
+// default, 1, never retries.
+func WithRetry(attempts int, backoff time.Duration) JobOption {
+	return func(c *jobConfig) error {
+		if attempts < 1 || attempts > maxAttempts {
+			return optionError("WithRetry", "%d attempts, not between 1 and %d", attempts, maxAttempts)
+		}
+		if backoff < 0 {
+			return optionError("WithRetry", "backoff %v is negative", backoff)
+		}
+		c.attempts, c.backoff = attempts, backoff
 		return nil
 	}
 }

@@ -49,6 +49,7 @@ type run struct {
 	failed   chan error         // why the job will not start; capacity 1
 	done     chan outcome       // capacity 1, so that an abandoned job never blocks
 	ended    atomic.Bool        // the run no longer counts as running (see end)
+	tries    atomic.Int32       // tries of the job so far (WithRetry)
 }
 
 // The states of a run that is a member of a start group.
@@ -113,6 +114,7 @@ func (s *Scheduler) newRun(e *entry, lease Lease, tick, idTime time.Time, attemp
 			Fence:    lease.Fence(),
 			RunID:    newRunID(idTime),
 			Instance: s.cfg.instanceID,
+			Try:      1,
 		},
 		started: make(chan struct{}),
 		failed:  make(chan error, 1),
@@ -159,7 +161,7 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 			s.end(r, out, nil, false)
 			r.done <- out
 		}()
-		out.err = callJob(r.ctx, r.e.job, r.info)
+		out.err = s.tryJob(r)
 	}()
 }
 
@@ -221,7 +223,7 @@ func (s *Scheduler) finishRun(rn *session, r *run) {
 	relErr := s.release(rn, r.lease, func() []slog.Attr { return r.attrs() })
 	result, err := s.end(r, out, relErr, true)
 	s.emit(Event{Kind: eventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
-		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Err: err})
+		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Try: int(r.tries.Load()), Err: err})
 
 	s.logRun(context.WithoutCancel(rn.jobCtx), r, result, duration, err)
 }

@@ -18,8 +18,9 @@ func ExampleNewNode() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(node.Name())
-	// Output: redis-a:6379
+	_, err = store.NewNode("", client)
+	fmt.Println(node != nil, err)
+	// Output: true redcron: NewNode: empty node name
 }
 
 // The storage side of fencing: a write carries the run's fencing token and

@@ -20,6 +20,3 @@ func NewNode(name string, client redis.UniversalClient) (*Node, error) {
 	n, err := engine.NewNode(name, client)
 	return (*Node)(n), err
 }
-
-// Name returns the node's name.
-func (n *Node) Name() string { return (*engine.Node)(n).Name() }

@@ -1,0 +1,42 @@
+package scheduler
+
+import (
+	"errors"
+	"log/slog"
+)
+
+// tryJob runs r's job, and, with WithRetry, runs it again after a failure
+// while tries are left, the run's context is live, the failure was not a
+// panic and the next try would start within the misfire grace of the tick
+// (of the first try's start, for a manual run). Each try gets its number in
+// RunInfo.Try; each failure tried again is reported and logged.
+func (s *Scheduler) tryJob(r *run) error {
+	cfg := r.e.cfg
+	from := r.info.Tick
+	if from.IsZero() {
+		from = s.cfg.clock()
+	}
+	deadline, backoff := from.Add(cfg.misfireGrace), cfg.backoff
+	for try := 1; ; try++ {
+		r.tries.Store(int32(try))
+		ctx, info := r.ctx, r.info
+		if try > 1 {
+			info.Try = try
+			ctx = contextWithRunInfo(r.ctx, &info)
+		}
+		err := callJob(ctx, r.e.job, info)
+		var panicked *PanicError
+		if err == nil || try >= cfg.attempts || errors.As(err, &panicked) || r.ctx.Err() != nil ||
+			!s.cfg.clock().Add(backoff).Before(deadline) {
+			return err
+		}
+		s.emit(Event{Kind: eventRunRetry, Job: info.Job, Tick: info.Tick, RunID: info.RunID, Fence: info.Fence,
+			Attempts: r.attempts, Try: try, Err: err})
+		s.log.LogAttrs(r.ctx, slog.LevelWarn, "run failed; trying again",
+			r.attrs(slog.Int("try", try), slog.Duration("backoff", backoff), slog.Any("error", err))...)
+		if !sleep(r.ctx, backoff) {
+			return err
+		}
+		backoff *= 2
+	}
+}
