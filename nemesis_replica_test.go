@@ -138,7 +138,7 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 	}
 	var scan *leakscan.Scanner
 	rl, err := mutex.New(nodes, mutex.WithMaxTTL(cfg.MaxTTL),
-		mutex.WithOwnerCheck(func(owner string) error { return scan.Check(owner) }))
+		mutex.WithOwnerCheck(func(owner string, extending bool) error { return scan.Check(owner, extending) }))
 	if err != nil {
 		return nil, nil, err
 	}

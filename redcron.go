@@ -202,7 +202,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	// extension; it is made after the Redlock it scans.
 	var scan *leakscan.Scanner
 	lockOpts := append([]mutex.Option{mutex.WithLogger(cfg.logger),
-		mutex.WithOwnerCheck(func(owner string) error { return scan.Check(owner) })}, cfg.lock...)
+		mutex.WithOwnerCheck(func(owner string, extending bool) error { return scan.Check(owner, extending) })}, cfg.lock...)
 	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger)}, cfg.scheduler...)
 	scanOpts := append([]leakscan.Option{leakscan.WithLogger(cfg.logger)}, cfg.leakscan...)
 	var m *metrics.Collector
@@ -349,7 +349,7 @@ func WithSchedulerOptions(opts ...scheduler.Option) Option {
 
 // WithLeakScanOptions passes options to the leak scanner (leakscan.New):
 // the scan interval (0 turns periodic scans off), the heartbeat interval
-// and TTL, the max age.
+// and TTL, observers.
 func WithLeakScanOptions(opts ...leakscan.Option) Option {
 	return func(c *config) error {
 		c.leakscan = append(c.leakscan, opts...)

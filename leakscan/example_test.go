@@ -26,7 +26,7 @@ func ExampleNew() {
 		nodes = append(nodes, n)
 	}
 	var scan *leakscan.Scanner
-	locks, err := mutex.New(nodes, mutex.WithOwnerCheck(func(owner string) error { return scan.Check(owner) }))
+	locks, err := mutex.New(nodes, mutex.WithOwnerCheck(func(owner string, extending bool) error { return scan.Check(owner, extending) }))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,6 +41,6 @@ func ExampleNew() {
 	}
 	// A replica then runs it beside the scheduler, whose instance id is
 	// "replica-1" too, until it stops: go scan.Run(ctx).
-	fmt.Println(scan.Check("replica-1")) // no heartbeat sent yet: nothing to refuse
+	fmt.Println(scan.Check("replica-1", false)) // no heartbeat sent yet: nothing to refuse
 	// Output: <nil>
 }

@@ -17,6 +17,7 @@ func (s *Scanner) heartbeats(ctx context.Context) {
 	for {
 		hctx, cancel := context.WithTimeout(ctx, s.cfg.beatEvery)
 		err := s.heartbeat(hctx)
+		s.r.LogNodes(hctx) // keeps the nodes' states fresh between jobs, and logs their changes
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			s.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "heartbeat failed", slog.Any("error", err))
@@ -39,17 +40,30 @@ func (s *Scanner) heartbeat(ctx context.Context) error {
 	ttl := s.cfg.beatTTL + s.r.MaxTTL()
 	start := time.Now()
 	errs := make([]error, len(s.nodes))
+	offsets := make([]time.Duration, len(s.nodes))
 	var wg sync.WaitGroup
 	for i, n := range s.nodes {
-		wg.Go(func() { errs[i] = n.Heartbeat(ctx, key, ttl) })
+		wg.Go(func() {
+			// A hung node must not hold the heartbeat: each node gets a
+			// quarter of the interval, so that a success is recorded well
+			// within the heartbeat's TTL (at least two intervals).
+			nctx, cancel := context.WithTimeout(ctx, s.cfg.beatEvery/4)
+			defer cancel()
+			sent := s.now()
+			at, err := n.Heartbeat(nctx, key, ttl)
+			errs[i] = err
+			offsets[i] = sent.Add(s.now().Sub(sent) / 2).Sub(at) // our clock at the node's reading, less the node's
+		})
 	}
 	wg.Wait()
 	yes := 0
 	nodes := make(map[string]error, len(s.nodes))
+	var answered []time.Duration
 	for i, err := range errs {
 		nodes[s.nodes[i].Name()] = err
 		if err == nil {
 			yes++
+			answered = append(answered, offsets[i])
 		}
 	}
 	var err error
@@ -59,21 +73,37 @@ func (s *Scanner) heartbeat(ctx context.Context) error {
 	} else {
 		s.beats.record(start)
 	}
-	s.emit(Event{Nodes: nodes, Duration: time.Since(start), Err: err})
+	offset := s.skew.record(answered)
+	if ctx.Err() != nil {
+		return err // stopped: the nodes' errors say nothing of them
+	}
+	s.warnSkew(ctx, offset)
+	s.emit(Event{Nodes: nodes, Duration: time.Since(start), Offset: offset, Err: err})
 	return err
 }
 
 // Check returns an error when owner is this Scanner's owner and its last
-// successful heartbeat is older than the heartbeat TTL, or it has had
-// none yet while heartbeats failed; nil otherwise. Give it to the Redlock
-// with mutex.WithOwnerCheck: a lease extended while the heartbeat is at
-// most its TTL old ends before the heartbeat key, which lives the max TTL
-// longer, so the scan never calls the owner of a valid lease dead.
-func (s *Scanner) Check(owner string) error {
+// successful heartbeat is older than the heartbeat TTL, or it has had none
+// yet while heartbeats failed; and, unless extending, when the last
+// heartbeat found this replica's clock more than 2 s from the nodes'
+// (see Event.Offset); nil otherwise. Give it to the Redlock with
+// mutex.WithOwnerCheck. A lease extended while the heartbeat is at most its
+// TTL old ends before the heartbeat key, which lives the max TTL longer, so
+// the scan never calls the owner of a valid lease dead; and a replica whose
+// clock is off by more than the 2 s the restart rule allows claims no tick
+// until it is back within them (its leases already won run on: their
+// validity does not depend on the clock).
+func (s *Scanner) Check(owner string, extending bool) error {
 	if s == nil || owner == "" || owner != s.owner {
 		return nil
 	}
-	return s.beats.fresh(owner, s.cfg.beatTTL)
+	if err := s.beats.fresh(owner, s.cfg.beatTTL); err != nil {
+		return err
+	}
+	if !extending {
+		return s.skew.check(owner)
+	}
+	return nil
 }
 
 // beats remembers the owner's last successful heartbeat.

@@ -25,7 +25,7 @@ func pair(t testing.TB, c *redistest.Cluster, owner string, opts ...any) (*mutex
 		nodes = append(nodes, n)
 	}
 	var s *Scanner
-	lockOpts := []mutex.Option{mutex.WithTrustedNodes(), mutex.WithOwnerCheck(func(o string) error { return s.Check(o) })}
+	lockOpts := []mutex.Option{mutex.WithTrustedNodes(), mutex.WithOwnerCheck(func(o string, extending bool) error { return s.Check(o, extending) })}
 	var scanOpts []Option
 	for _, o := range opts {
 		switch o := o.(type) {

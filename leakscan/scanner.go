@@ -25,7 +25,9 @@ type Scanner struct {
 	owner  string
 	cfg    config
 	beats  beats
+	skew   skew
 	leaks  leaks.Scanner
+	now    func() time.Time // the replica's clock, for its offset from the nodes'
 }
 
 // Event is a heartbeat or a scan of a Scanner, for metrics.
@@ -38,6 +40,12 @@ type Event struct {
 	// Leaks counts a scan's leaked locks by class (no_expiry, orphaned,
 	// minority, over_age, unparseable), every class present.
 	Leaks map[string]int
+	// Offset is, for a heartbeat, this replica's clock minus the nodes'
+	// (the median over the nodes that answered, each read with TIME in
+	// the heartbeat's round trip, at the middle of it): positive when the
+	// replica is ahead. Past 1 s it is logged; past 2 s the replica claims
+	// no tick until it is back (see Check).
+	Offset time.Duration
 	// Duration is how long the heartbeat or the scan took.
 	Duration time.Duration
 	// Err says why the heartbeat or the scan failed.
@@ -136,7 +144,7 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg}
+	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg, now: time.Now}
 	for _, n := range r.Nodes() {
 		s.nodes = append(s.nodes, (*engine.Node)(n))
 	}
@@ -187,6 +195,7 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 	start := time.Now()
 	giveBack, err := s.takeTurn(ctx, s.cfg.interval)
 	if errors.Is(err, errNotMyTurn) {
+		s.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "leak scan: another replica's turn")
 		return
 	}
 	var rep *leaks.Report

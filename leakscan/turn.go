@@ -15,8 +15,9 @@ var errNotMyTurn = errors.New("leakscan: another replica is scanning")
 
 // takeTurn sets the scan-turn key on every node if absent, for ttl, and
 // returns a function that gives the turn back, when a majority took it.
-// It returns errNotMyTurn when another replica holds the turn on enough
-// nodes, and an error naming the nodes when too few answered. The turn is
+// It returns errNotMyTurn when a majority answered but the turn is another
+// replica's (or split between contenders), and an error naming the nodes
+// when too few answered. The turn is
 // only there to spare the nodes duplicate scans: two replicas scanning at
 // once would be harmless, as a scan only reads.
 func (s *Scanner) takeTurn(ctx context.Context, ttl time.Duration) (func(), error) {
@@ -49,7 +50,7 @@ func (s *Scanner) takeTurn(ctx context.Context, ttl time.Duration) (func(), erro
 	switch {
 	case taken >= s.quorum:
 		return giveBack, nil
-	case answered-taken >= s.quorum:
+	case answered >= s.quorum: // held elsewhere, or split between contenders
 		giveBack()
 		return nil, errNotMyTurn
 	}

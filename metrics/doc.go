@@ -37,6 +37,7 @@
 //	redcron_leak_scans_total                             counter    result
 //	redcron_leaked_locks                                 gauge      class
 //	redcron_leak_last_scan_success_timestamp_seconds     gauge
+//	redcron_replica_clock_offset_seconds                 gauge
 //
 // Label values:
 //   - job_name: the registered job names. The label is not called "job"

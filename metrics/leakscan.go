@@ -8,16 +8,22 @@ import (
 // LeakObserver returns the hook to pass to leakscan.WithObserver. A failed
 // scan counts as failed and leaves the leak gauges as they were; a
 // successful one sets the gauge of every class to its count. Heartbeats
-// set the nodes' up gauges, so that they stay fresh between jobs.
+// set the nodes' up gauges, so that they stay fresh between jobs, and the
+// replica's clock offset from the nodes'.
 func (c *Collector) LeakObserver() func(leakscan.Event) {
 	return func(e leakscan.Event) {
 		if !e.Scan {
+			answered := false
 			for node, err := range e.Nodes {
 				if err == nil {
 					c.node(node).up.Set(1)
+					answered = true
 				} else {
 					c.node(node).up.Set(0)
 				}
+			}
+			if answered {
+				c.clockOffset.Set(e.Offset.Seconds())
 			}
 			return
 		}

@@ -54,6 +54,7 @@ type Collector struct {
 	leakScans       *prometheus.CounterVec
 	leaked          *prometheus.GaugeVec
 	lastScanSuccess prometheus.Gauge
+	clockOffset     prometheus.Gauge
 
 	// all lists the metrics above, for Describe and Collect.
 	all []prometheus.Collector
@@ -173,6 +174,8 @@ func newCollector(cfg config) *Collector {
 			"Leaked locks found by the last successful leak scan of this replica, by class.", classLabel),
 		lastScanSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: "leak", Name: "last_scan_success_timestamp_seconds",
 			Help: "Unix time of the last successful leak scan of this replica; 0 if none.", ConstLabels: cl}),
+		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: "replica", Name: "clock_offset_seconds",
+			Help: "This replica's clock minus the nodes' (median of their TIME), measured by its last heartbeat; past 2 s in either direction it claims no tick.", ConstLabels: cl}),
 
 		jobs:  map[string]*jobSeries{},
 		nodes: map[string]*nodeSeries{},
@@ -181,7 +184,7 @@ func newCollector(cfg config) *Collector {
 		c.runs, c.skips, c.retries, c.runDuration, c.startDelay, c.lastSuccess, c.inProgress,
 		c.acquires, c.acquireDuration, c.extensions, c.releases, c.leasesLost,
 		c.nodeErrors, c.nodeUp, c.nodeWarmingUp,
-		c.leakScans, c.leaked, c.lastScanSuccess,
+		c.leakScans, c.leaked, c.lastScanSuccess, c.clockOffset,
 	}
 	return c
 }

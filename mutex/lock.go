@@ -70,7 +70,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		l.r.observe(l.event(opExtend, err))
 		return err
 	}
-	if err := l.r.ownerErr(l.owner); err != nil {
+	if err := l.r.ownerErr(l.owner, true); err != nil {
 		err = fmt.Errorf("mutex: extend %q: %w", l.keys.Name, err)
 		l.r.observe(l.event(opExtend, err))
 		return err

@@ -133,10 +133,12 @@ func (r *Redlock) logNode(ctx context.Context, node string, st nodeState, cause 
 	r.cfg.logger.LogAttrs(ctx, level, "redis node "+string(st), attrs...)
 }
 
-// LogNodes asks every node about its server (INFO) and logs one line per
-// node: up, down, refused (with the cause), or warming up, with the time
-// its vote will count from. Later changes are logged as lock calls show
-// them. It takes at most four node timeouts.
+// LogNodes asks every node about its server (INFO), notes its state
+// (NodeStates) and logs it when it changed: the first call one line per
+// node, up, down, refused (with the cause), or warming up, with the time
+// its vote will count from. Lock calls note and log the changes they show;
+// the leak scanner calls LogNodes at every heartbeat, so that the states
+// stay fresh between jobs. It takes at most four node timeouts.
 func (r *Redlock) LogNodes(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 4*r.cfg.nodeTimeout)
 	defer cancel()

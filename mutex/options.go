@@ -34,7 +34,7 @@ type config struct {
 	stateTTL    time.Duration
 	fencing     bool
 	trusted     bool
-	ownerCheck  func(owner string) error
+	ownerChecks []func(owner string, extending bool) error
 	observers   []func(Event)
 	logger      *slog.Logger
 }
@@ -172,16 +172,19 @@ func WithTrustedNodes() Option {
 }
 
 // WithOwnerCheck makes every acquisition attempt and extension of a lock
-// with an owner call check(owner) first: an error refuses the attempt
-// (ErrNoQuorum, no node asked) or fails the extension, which a KeepAlive
-// retries until the lease runs out. leakscan.Scanner.Check is such a check:
-// it refuses an owner whose heartbeat is stale. The default is none.
-func WithOwnerCheck(check func(owner string) error) Option {
+// with an owner call check(owner, extending) first: an error refuses the
+// attempt (ErrNoQuorum, no node asked) or fails the extension, which a
+// KeepAlive retries until the lease runs out. leakscan.Scanner.Check is
+// such a check: it refuses an owner whose heartbeat is stale, and new
+// leases to one whose clock is too far from the nodes'. It may be given
+// more than once: every check must pass, in the order given. The default
+// is none.
+func WithOwnerCheck(check func(owner string, extending bool) error) Option {
 	return func(c *config) error {
 		if check == nil {
 			return optErr("WithOwnerCheck", "nil function")
 		}
-		c.ownerCheck = check
+		c.ownerChecks = append(c.ownerChecks, check)
 		return nil
 	}
 }

@@ -166,7 +166,7 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (en
 // WithOwnerCheck), at every attempt: undecided (ErrNoQuorum), as no node
 // was asked, and worth trying again once the check passes.
 func (r *Redlock) checkOwner(name, owner string) error {
-	if err := r.ownerErr(owner); err != nil {
+	if err := r.ownerErr(owner, false); err != nil {
 		return &QuorumError{Op: "acquire", Name: name, Quorum: r.quorum, Nodes: r.unanswered(), Reason: ErrNoQuorum,
 			Detail: err.Error() + "; no node was asked"}
 	}
@@ -345,11 +345,16 @@ func (r *Redlock) observe(e Event) {
 	}
 }
 
-// ownerErr returns the owner check's error for owner (WithOwnerCheck), or
-// nil without a check or an owner.
-func (r *Redlock) ownerErr(owner string) error {
-	if r.cfg.ownerCheck == nil || owner == "" {
+// ownerErr returns the first owner check's error for owner (WithOwnerCheck),
+// or nil without one or an owner.
+func (r *Redlock) ownerErr(owner string, extending bool) error {
+	if owner == "" {
 		return nil
 	}
-	return r.cfg.ownerCheck(owner)
+	for _, check := range r.cfg.ownerChecks {
+		if err := check(owner, extending); err != nil {
+			return err
+		}
+	}
+	return nil
 }

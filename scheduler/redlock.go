@@ -15,6 +15,12 @@ import (
 // instance id is stored as the lock's owner. AcquireAll makes its attempts
 // in one mutex.Redlock.TryLockAll; Check refuses what the Redlock would.
 // It returns nil for a nil Redlock, which New refuses.
+//
+// The instance id is the owner of every lock: run a leak scanner for it
+// beside the scheduler (leakscan.New with the same id, Run, and its Check
+// given to the Redlock with mutex.WithOwnerCheck), as redcron.New does.
+// Without its heartbeat, any replica's leak scan reports this replica's
+// live locks as orphaned, and the admin command's -fix would delete them.
 func NewRedlockLocker(r *mutex.Redlock) Locker {
 	if r == nil {
 		return nil // New refuses a nil Locker

@@ -192,8 +192,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 
 	// Start every replica. Run blocks until Shutdown.
 	var runWG sync.WaitGroup
+	beatCtx, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
 	for _, r := range reps {
 		runWG.Go(func() { _ = r.sched.Run(context.WithoutCancel(ctx)) })
+		runWG.Go(func() { r.scan.Run(beatCtx) })
 	}
 	t0 := time.Now()
 	end := t0.Add(cfg.duration)
@@ -221,6 +223,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 	}
 	shutWG.Wait()
 	cancel()
+	stopBeats()
 	runWG.Wait()
 	bg.Wait()
 	if interrupted {

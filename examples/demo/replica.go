@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
@@ -24,6 +25,7 @@ type replica struct {
 	gate    *gate
 	clients []*redis.Client
 	sched   *scheduler.Scheduler
+	scan    *leakscan.Scanner // its heartbeat, as redcron.New wires it (no scans)
 }
 
 // replicaName is the id of replica i (0-based).
@@ -70,6 +72,7 @@ func newReplica(id string, cfg config, addrs []string, trusted bool, prefix stri
 		// the jobs' misfire grace and the lead (mutex.MaxReach).
 		mutex.WithStateTTL(10 * time.Minute),
 		mutex.WithObserver(func(ev mutex.Event) { rec.lockEvent(id, ev) }),
+		mutex.WithOwnerCheck(func(owner string, extending bool) error { return r.scan.Check(owner, extending) }),
 	}
 	if trusted {
 		// miniredis does not report its uptime, so the restart check cannot
@@ -78,6 +81,10 @@ func newReplica(id string, cfg config, addrs []string, trusted bool, prefix stri
 	}
 	rl, err := mutex.New(nodes, opts...)
 	if err != nil {
+		r.close()
+		return nil, err
+	}
+	if r.scan, err = leakscan.New(rl, id, leakscan.WithInterval(0)); err != nil {
 		r.close()
 		return nil, err
 	}

@@ -137,10 +137,17 @@ func parseInfo(uptime, runID string) (Info, error) {
 	return Info{RunID: runID, Uptime: time.Duration(sec) * time.Second}, nil
 }
 
-// Heartbeat sets key to the current unix time in milliseconds with a TTL.
-func (n *Node) Heartbeat(ctx context.Context, key string, ttl time.Duration) error {
-	if err := n.client.Set(ctx, key, time.Now().UnixMilli(), ttl).Err(); err != nil {
-		return n.fail("heartbeat", key, err)
+// Heartbeat sets key to the current unix time in milliseconds with a TTL,
+// and returns the server's clock (TIME), read in the same round trip.
+func (n *Node) Heartbeat(ctx context.Context, key string, ttl time.Duration) (time.Time, error) {
+	var now *redis.TimeCmd
+	_, err := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, key, time.Now().UnixMilli(), ttl)
+		now = p.Time(ctx)
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, n.fail("heartbeat", key, err)
 	}
-	return nil
+	return now.Val(), nil
 }

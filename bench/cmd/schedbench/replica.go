@@ -40,7 +40,7 @@ func newReplica(id int, addrs []string, prefix string, jobs int, ahead time.Dura
 	var err error
 	rep.rl, err = locks.NewRedlock(rep.clients, mutex.WithTrustedNodes(), mutex.WithKeyPrefix(prefix),
 		mutex.WithObserver(col.lockObserver(id)),
-		mutex.WithOwnerCheck(func(owner string) error { return rep.scan.Check(owner) }))
+		mutex.WithOwnerCheck(func(owner string, extending bool) error { return rep.scan.Check(owner, extending) }))
 	if err != nil {
 		rep.close()
 		return nil, err
