@@ -48,9 +48,9 @@
 //   - result of runs: success, failure, panic, lock_lost, timeout, canceled
 //     (string).
 //   - reason of skips: held, already_run (both normal: another
-//     replica ran the tick), overlap, misfire, no_quorum, lease_lost
+//     replica ran the tick), overlap, misfire, no_quorum, lease_lost, paused
 //     (string).
-//   - result of acquire attempts: acquired, held, already_run, no_quorum;
+//   - result of acquire attempts: acquired, held, already_run, no_quorum, paused;
 //     of extensions: extended, lost, no_quorum; of releases: released, lost,
 //     no_quorum.
 //   - node: the node names given to store.NewNode, learned from the nodes'

@@ -15,11 +15,12 @@ const (
 	acquireHeld
 	acquireAlreadyRun
 	acquireNoQuorum
+	acquirePaused
 	numAcquireResults
 )
 
 func acquireResultName(i int) string {
-	return [...]string{"acquired", "held", "already_run", "no_quorum"}[i]
+	return [...]string{"acquired", "held", "already_run", "no_quorum", "paused"}[i]
 }
 
 // Results of an extension or a release, as indexes.
@@ -139,6 +140,15 @@ func acquireResult(err error) int {
 	reason := err
 	if qe, ok := err.(*mutex.QuorumError); ok {
 		reason = qe.Reason
+		paused := 0
+		for _, n := range qe.Nodes {
+			if n.Vote == "paused" {
+				paused++
+			}
+		}
+		if qe.Quorum > 0 && paused >= qe.Quorum {
+			return acquirePaused
+		}
 	}
 	switch {
 	case errors.Is(reason, mutex.ErrAlreadyRun):

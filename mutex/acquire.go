@@ -205,6 +205,9 @@ func acquireReason(rs []NodeResult, quorum int) (holder string, reason error) {
 	if count(rs, voteAlreadyRun) >= quorum {
 		return "", ErrAlreadyRun
 	}
+	if count(rs, votePaused) >= quorum {
+		return "", errPaused
+	}
 	counts := func(r NodeResult) bool { return r.Vote == voteHeld && !r.unproven }
 	for i, a := range rs {
 		if !counts(a) {
@@ -298,7 +301,7 @@ func (s *stragglers) abandon(rs []NodeResult) []bool {
 // or whose call was never sent.
 func mayHold(res NodeResult) bool {
 	switch res.Vote {
-	case "", voteHeld, voteAlreadyRun:
+	case "", voteHeld, voteAlreadyRun, votePaused:
 		return false
 	}
 	return !errors.Is(res.Err, engine.ErrNotSent)

@@ -8,7 +8,10 @@ import (
 )
 
 // Sentinel errors. Every failed acquisition matches ErrNotAcquired and
-// exactly one of ErrHeld, ErrAlreadyRun and ErrNoQuorum.
+// exactly one of ErrHeld, ErrAlreadyRun and ErrNoQuorum; but for a claim
+// of an occurrence refused because the lock is paused (the votes of a
+// quorum are "paused"; the admin command pauses and resumes), which
+// matches ErrNotAcquired only.
 var (
 	// ErrNotAcquired is matched by every failed acquisition.
 	ErrNotAcquired = errors.New("mutex: lock not acquired")
@@ -42,6 +45,10 @@ var (
 	ErrInvalidOption = errors.New("mutex: invalid option")
 )
 
+// errPaused is the reason of a claim refused by a quorum of nodes on
+// which the lock is paused.
+var errPaused = fmt.Errorf("%w: paused", ErrNotAcquired)
+
 // errNodeRefused is matched by the error of a node whose answer cannot be
 // counted whatever it says: its server's run id or uptime cannot be read,
 // or one server answers under two node names; the tally shows it.
@@ -52,6 +59,7 @@ const (
 	voteYes         = "yes"         // granted, extended or released
 	voteHeld        = "held"        // the lock holds another owner's value
 	voteAlreadyRun  = "already_run" // the occurrence is at or below the node's mark
+	votePaused      = "paused"      // the lock is paused and an occurrence was claimed
 	voteNotOwner    = "not_owner"   // extend/release/commit: our value is not there
 	voteWarmingUp   = "warming_up"  // the node's server started too recently to vouch (new or restarted): not counted
 	voteTimeout     = "timeout"     // no answer within the per-node timeout
@@ -70,7 +78,8 @@ func failedVote(v string) bool {
 type NodeResult struct {
 	Node string // the node's name
 	// Vote is what it answered: yes, held (another owner's value),
-	// already_run (the occurrence is marked as run), not_owner (our value
+	// already_run (the occurrence is marked as run), paused (the lock is
+	// paused, and an occurrence was claimed), not_owner (our value
 	// is not there), warming_up (its server started too recently to
 	// vouch: not counted), timeout, canceled, unreachable or error (an
 	// error reply); "" if it had not answered when the operation was
@@ -164,6 +173,8 @@ func reasonText(err error) string {
 		return "held by another owner"
 	case ErrAlreadyRun:
 		return "occurrence already run"
+	case errPaused:
+		return "paused"
 	case ErrNoQuorum:
 		return "no quorum"
 	}

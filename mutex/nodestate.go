@@ -47,7 +47,7 @@ const flapWindow = 10 * time.Second
 // that show nothing of the node (pending, canceled, a bad key).
 func stateOf(res NodeResult) (nodeState, bool) {
 	switch res.Vote {
-	case voteYes, voteHeld, voteAlreadyRun, voteNotOwner:
+	case voteYes, voteHeld, voteAlreadyRun, votePaused, voteNotOwner:
 		return nodeUp, true
 	case voteWarmingUp:
 		return nodeWarming, true

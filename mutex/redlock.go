@@ -203,9 +203,9 @@ func (r *Redlock) maxReach() time.Duration {
 
 // Lock acquires the lock called name for ttl, retrying after a random delay
 // (WithRetryDelay) while it is held elsewhere or no quorum is reached, until
-// it succeeds or ctx is done. It gives up at once on ErrAlreadyRun and on
-// invalid arguments. When ctx ends the wait, the error matches both the last
-// attempt's reason and ctx's error.
+// it succeeds or ctx is done. It gives up at once on ErrAlreadyRun, on a
+// paused lock and on invalid arguments. When ctx ends the wait, the error
+// matches both the last attempt's reason and ctx's error.
 func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	keys, lc, err := r.prepare(name, ttl, opts)
 	if err != nil {
@@ -234,7 +234,7 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 		}
 		l, err := res.Lock, res.Err
 		switch {
-		case err == nil, errors.Is(err, ErrAlreadyRun):
+		case err == nil, errors.Is(err, ErrAlreadyRun), errors.Is(err, errPaused):
 			return l, err
 		case ctx.Err() != nil && last != nil:
 			// This attempt was cut short by ctx: the previous one says why

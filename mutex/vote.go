@@ -29,6 +29,9 @@ func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence int64) (
 		// A mark is written only by a winner's commit: it is a refusal
 		// whatever the server's history, and a refusal cannot run a tick.
 		return NodeResult{Vote: voteAlreadyRun, fence: rep.Fence}
+	case rep.Status == engine.Paused:
+		// A refusal too, whatever the server's history.
+		return NodeResult{Vote: votePaused, Holder: rep.Holder, fence: rep.Fence}
 	case err != nil:
 		return NodeResult{Vote: voteError, fence: rep.Fence, Err: err}
 	}

@@ -78,7 +78,7 @@ func attemptTimeout(ttl time.Duration) time.Duration {
 // refused reports whether err is a definite refusal of a lock attempt,
 // which is not retried.
 func refused(err error) bool {
-	return errors.Is(err, ErrHeld) || errors.Is(err, ErrAlreadyRun) || errors.Is(err, ErrOverlap)
+	return errors.Is(err, ErrHeld) || errors.Is(err, ErrAlreadyRun) || errors.Is(err, ErrOverlap) || errors.Is(err, errPaused)
 }
 
 // retryDelay returns a random delay before the attempt after attempt.

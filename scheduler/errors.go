@@ -18,6 +18,10 @@ var (
 	ErrNoQuorum = errors.New("scheduler: no lock quorum")
 )
 
+// errPaused is a Locker's refusal of a tick of a paused job (over Redis, the
+// admin command's pause): a skip with reason paused.
+var errPaused = errors.New("scheduler: job paused")
+
 // Context causes a job can read with context.Cause.
 var (
 	// ErrLockLost is the cause when the job's lease can no longer be proven.

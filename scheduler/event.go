@@ -52,7 +52,9 @@ type Event struct {
 	// misfire grace, or before the job's next tick was handled; Err says
 	// why), or lease_lost (the lease was won but lost before the run
 	// started, or given up by a hard stop; Err says why: the tick is
-	// normally claimed by the lost lease, so that no replica runs it).
+	// normally claimed by the lost lease, so that no replica runs it), or
+	// paused (the job is paused on a majority of the nodes: the admin
+	// command's pause, until its resume).
 	Skip string
 	// StartDelay is the run's start minus its tick, by the scheduler's
 	// clock (run_started of a scheduled run).
@@ -104,4 +106,5 @@ const (
 	skipMisfire    = "misfire"     // noticed later than the misfire grace
 	skipNoQuorum   = "no_quorum"   // no lock attempt reached a decision in time
 	skipLeaseLost  = "lease_lost"  // the lease was lost before the run started
+	skipPaused     = "paused"      // the job is paused cluster-wide
 )

@@ -83,6 +83,8 @@ func leaseOf(l *mutex.Lock, err error, req LockRequest) (Lease, error) {
 // keeping it as the cause.
 func lockError(err error, req LockRequest) error {
 	switch {
+	case paused(err):
+		return fmt.Errorf("%w: %w", errPaused, err)
 	case errors.Is(err, mutex.ErrAlreadyRun):
 		return fmt.Errorf("%w: %w", ErrAlreadyRun, err)
 	case errors.Is(err, mutex.ErrHeld):
@@ -106,6 +108,22 @@ func lockError(err error, req LockRequest) error {
 		return fmt.Errorf("%w: %w", ErrNoQuorum, err)
 	}
 	return err
+}
+
+// paused reports whether a Redlock error is a claim refused by a quorum of
+// nodes on which the lock is paused.
+func paused(err error) bool {
+	var qe *mutex.QuorumError
+	if !errors.As(err, &qe) || qe.Quorum == 0 {
+		return false
+	}
+	n := 0
+	for _, r := range qe.Nodes {
+		if r.Vote == "paused" {
+			n++
+		}
+	}
+	return n >= qe.Quorum
 }
 
 // holderOf returns the owner and occurrence (unix ms, 0 if none) of the

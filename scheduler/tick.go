@@ -271,6 +271,8 @@ func (s *Scheduler) lockFailed(rn *session, d dueTick, attempts int, err error) 
 		reason = skipAlreadyRun
 	case errors.Is(err, ErrOverlap):
 		reason = skipOverlap
+	case errors.Is(err, errPaused):
+		reason = skipPaused
 	case rn.loopCtx.Err() != nil:
 		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick abandoned: scheduler stopping",
 			tickAttrs(e.name, tick, slog.Any("error", err))...)

@@ -21,9 +21,17 @@
 // over-age locks whose owner is alive: a job running longer than -max-age
 // loses its lease (its context is cancelled with mutex.ErrLost).
 //
+// It also pauses and resumes a job cluster-wide: pause JOB sets the job's
+// pause key (no TTL) on every node, and no replica wins a tick of the job
+// while a majority has it (each replica reports the tick skipped, reason
+// paused; a manual run is not refused); resume JOB deletes it. Both need
+// a majority of the nodes, and say when some node missed the change.
+//
 // Usage:
 //
 //	leakscan -addrs redis-a:6379,redis-b:6379,redis-c:6379 [flags]
+//	leakscan -addrs ... [flags] pause JOB
+//	leakscan -addrs ... [flags] resume JOB
 //
 //	-addrs host:port,...   the independent masters, all of them (or REDCRON_ADDRS)
 //	-prefix p              key prefix of the locks (default "redcron")
@@ -51,7 +59,8 @@
 //	   and what was deleted)
 //	2  an error: bad flags, no node could be scanned, or some node could
 //	   not be scanned and no leak was found on the others (a partial scan
-//	   is not a clean bill of health)
+//	   is not a clean bill of health); for pause and resume, fewer than a
+//	   majority of the nodes changed (0 when a majority did)
 //
 // With -json, stdout is one JSON document (stdout is empty when no node
 // could be scanned). Fields are never removed or renamed; arrays are [],
@@ -156,6 +165,8 @@ type config struct {
 	timeout  time.Duration
 	json     bool
 	fix      bool
+	command  string // "" (the leak scan), "pause" or "resume"
+	job      string // the job of pause and resume
 }
 
 // usageError is a problem with the flags or the environment; its message
@@ -169,6 +180,27 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// parseCommand reads the command after the flags: none (the leak scan), or
+// pause JOB, or resume JOB.
+func parseCommand(cfg *config, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	switch args[0] {
+	case "pause", "resume":
+	default:
+		return usagef("unexpected argument %q: the commands are pause JOB and resume JOB; every setting is a flag, given before them", args[0])
+	}
+	if len(args) != 2 {
+		return usagef("%s takes one job name, after the flags", args[0])
+	}
+	if err := engine.CheckName(args[1]); err != nil {
+		return usagef("%s: %v", args[0], err)
+	}
+	cfg.command, cfg.job = args[0], args[1]
+	return nil
 }
 
 // parseConfig parses args and reads the environment through env. It
@@ -204,9 +236,10 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.BoolVar(&cfg.json, "json", false, "print a JSON document (see the README) instead of a table")
 	fs.BoolVar(&cfg.fix, "fix", false, "delete the leaks found, by compare-and-delete (default: dry run)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: leakscan -addrs host:port,host:port,... [flags]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: leakscan -addrs host:port,host:port,... [flags] [pause JOB | resume JOB]\n\n"+
 			"Scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
-			"Exit status: 0 clean, 1 leaks found, 2 error.\n\nFlags:\n")
+			"pause JOB stops every replica from running the job's ticks until resume JOB.\n"+
+			"Exit status: 0 clean (or done), 1 leaks found, 2 error.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	err := fs.Parse(args)
@@ -219,8 +252,8 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		}
 		return nil, &usageError{msg: err.Error(), printed: true}
 	}
-	if fs.NArg() > 0 {
-		return nil, usagef("unexpected argument %q: every setting is a flag, given before any argument", fs.Arg(0))
+	if err := parseCommand(&cfg, fs.Args()); err != nil {
+		return nil, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

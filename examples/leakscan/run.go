@@ -94,6 +94,9 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
 		return exitError
 	}
+	if cfg.command != "" {
+		return pause(ctx, cfg, nodes, keys, stdout, stderr, hide)
+	}
 	scanner := &leaks.Scanner{Nodes: nodes, Keys: keys, Quorum: len(nodes)/2 + 1, MaxAge: cfg.maxAge}
 	rep, scanErr := scanner.Scan(ctx)
 	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix}

@@ -24,6 +24,7 @@ type LockKeys struct {
 	Name  string // the lock's name
 	Lock  string // the lock key: a string holding the owner's value
 	State string // the state hash: fence counter and occurrence mark
+	Pause string // present (no TTL) while the lock's occurrences are paused
 }
 
 // NewKeyspace returns the keyspace under prefix ("" means DefaultPrefix).
@@ -66,7 +67,7 @@ func (k Keyspace) Lock(name string) (LockKeys, error) {
 		return LockKeys{}, err
 	}
 	tag := k.prefix + ":{" + name + "}:"
-	return LockKeys{Name: name, Lock: tag + "lock", State: tag + "state"}, nil
+	return LockKeys{Name: name, Lock: tag + "lock", State: tag + "state", Pause: tag + "paused"}, nil
 }
 
 // Heartbeat returns the heartbeat key of owner.

@@ -20,6 +20,9 @@ const (
 	Held
 	// AlreadyRun: the requested occurrence is at or below the node's mark.
 	AlreadyRun
+	// Paused: the lock is paused (Holder is the pause key's value) and an
+	// occurrence was claimed.
+	Paused
 )
 
 // String returns the status's name.
@@ -31,6 +34,8 @@ func (s AcquireStatus) String() string {
 		return "held"
 	case AlreadyRun:
 		return "already_run"
+	case Paused:
+		return "paused"
 	}
 	return "AcquireStatus(" + strconv.Itoa(int(s)) + ")"
 }
@@ -98,11 +103,11 @@ func (n *Node) AcquireAll(ctx context.Context, reqs []AcquireRequest) []AcquireR
 func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done func([]AcquireResult)) {
 	out := make([]AcquireResult, len(reqs))
 	n.submitAll(ctx, acquireScript, len(reqs), func(lo, hi int) ([]string, []any) {
-		keys := make([]string, 0, 2*(hi-lo))
+		keys := make([]string, 0, 3*(hi-lo))
 		args := make([]any, 1, 1+3*(hi-lo))
 		args[0] = "0"
 		for _, r := range reqs[lo:hi] {
-			keys = append(keys, r.Keys.Lock, r.Keys.State)
+			keys = append(keys, r.Keys.Lock, r.Keys.State, r.Keys.Pause)
 			args = append(args, r.Value, millis(r.TTL), r.Occurrence)
 			if r.WantInfo {
 				args[0] = "1"
@@ -182,6 +187,8 @@ func parseAcquire(res []any) (AcquireReply, error) {
 		if rep.Mark, err = strconv.ParseInt(detail, 10, 64); err != nil {
 			return AcquireReply{}, fmt.Errorf("occurrence mark %q: %w", detail, err)
 		}
+	case 3:
+		rep.Status, rep.Holder = Paused, detail
 	default:
 		return AcquireReply{}, fmt.Errorf("unexpected status %d", status)
 	}

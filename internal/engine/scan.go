@@ -32,6 +32,7 @@ const (
 	KindState                    // p:{name}:state
 	KindHeartbeat                // p:hb:<owner>
 	KindScanTurn                 // p:scan
+	KindPause                    // p:{name}:paused
 )
 
 // String returns the kind's name.
@@ -45,6 +46,8 @@ func (k KeyKind) String() string {
 		return "heartbeat"
 	case KindScanTurn:
 		return "scan_turn"
+	case KindPause:
+		return "paused"
 	}
 	return "foreign"
 }
@@ -74,6 +77,8 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 		return KindLock, name
 	case "state":
 		return KindState, name
+	case "paused":
+		return KindPause, name
 	}
 	return KindForeign, name
 }

@@ -114,6 +114,9 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 			rep.Scanned += len(copies)
 			for _, c := range copies {
 				kind, name := s.Keys.Parse(c.Key)
+				if kind == engine.KindPause {
+					continue // a pause lasts until it is resumed: no TTL, no leak
+				}
 				if c.TTL > 0 && (kind == engine.KindHeartbeat || kind == engine.KindScanTurn) {
 					if kind == engine.KindHeartbeat {
 						live[name] = true
