@@ -66,6 +66,7 @@ func TestLockResults(t *testing.T) {
 		redcron_lock_acquire_attempts_total{result="already_run"} 1
 		redcron_lock_acquire_attempts_total{result="held"} 1
 		redcron_lock_acquire_attempts_total{result="no_quorum"} 0
+		redcron_lock_acquire_attempts_total{result="paused"} 0
 		redcron_lock_extensions_total{result="extended"} 1
 		redcron_lock_extensions_total{result="lost"} 1
 		redcron_lock_extensions_total{result="no_quorum"} 0
@@ -118,6 +119,7 @@ func TestWarmingUpNodes(t *testing.T) {
 			redcron_lock_acquire_attempts_total{result="already_run"} 0
 			redcron_lock_acquire_attempts_total{result="held"} 0
 			redcron_lock_acquire_attempts_total{result="no_quorum"} %d
+			redcron_lock_acquire_attempts_total{result="paused"} 0
 		`, noQuorum)+nodeSeries(c.names, always(1), always(1), noErrors),
 			append(nodeNames, "redcron_lock_acquire_attempts_total")...)
 	}

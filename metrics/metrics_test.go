@@ -91,6 +91,7 @@ redcron_lock_acquire_attempts_total{result="acquired"} 0
 redcron_lock_acquire_attempts_total{result="already_run"} 0
 redcron_lock_acquire_attempts_total{result="held"} 0
 redcron_lock_acquire_attempts_total{result="no_quorum"} 0
+redcron_lock_acquire_attempts_total{result="paused"} 0
 # HELP redcron_lock_extensions_total Lease extensions, by result (lost: a majority no longer holds the lock or the validity ran out).
 # TYPE redcron_lock_extensions_total counter
 redcron_lock_extensions_total{result="extended"} 0
@@ -144,6 +145,7 @@ redcron_scheduler_skips_total{job_name="j",reason="lease_lost"} 0
 redcron_scheduler_skips_total{job_name="j",reason="misfire"} 0
 redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 0
 redcron_scheduler_skips_total{job_name="j",reason="overlap"} 0
+redcron_scheduler_skips_total{job_name="j",reason="paused"} 0
 `), nonHistograms(want)...)
 	if err != nil {
 		t.Error(err)
@@ -407,6 +409,7 @@ func TestEventMapping(t *testing.T) {
 		redcron_scheduler_skips_total{job_name="j",reason="overlap"} 3
 		redcron_scheduler_skips_total{job_name="j",reason="misfire"} 4
 		redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 5
+		redcron_scheduler_skips_total{job_name="j",reason="paused"} 0
 		redcron_scheduler_lock_retries_total{job_name="j"} 1
 		redcron_scheduler_runs_in_progress{job_name="j"} 1
 	`, "redcron_scheduler_runs_total", "redcron_scheduler_skips_total", "redcron_scheduler_lock_retries_total",
