@@ -87,7 +87,7 @@ type NodeResult struct {
 	Vote    string
 	Err     error         // the error, for timeouts, network and server errors
 	Latency time.Duration // time to the node's answer
-	Holder  string        // the value holding the lock, for held
+	Holder  string        // the value holding the lock, for held; the pause key's, for paused
 	// WarmingUp says the node answered an acquisition while warming up:
 	// its server, brand new or restarted, started less than the max TTL
 	// ago (or too recently to vouch for the occurrence claimed) and is not
