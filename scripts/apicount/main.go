@@ -152,16 +152,4 @@ func recvName(t ast.Expr) string {
 }
 
 // receiverExported reports whether a method's receiver type is exported.
-func receiverExported(t ast.Expr) bool {
-	switch r := t.(type) {
-	case *ast.StarExpr:
-		return receiverExported(r.X)
-	case *ast.IndexExpr:
-		return receiverExported(r.X)
-	case *ast.IndexListExpr:
-		return receiverExported(r.X)
-	case *ast.Ident:
-		return r.IsExported()
-	}
-	return false
-}
+func receiverExported(t ast.Expr) bool { return ast.IsExported(recvName(t)) }
