@@ -21,6 +21,11 @@
 // over-age locks whose owner is alive: a job running longer than -max-age
 // loses its lease (its context is cancelled with mutex.ErrLost).
 //
+// status lists every job whose lock or state is on the nodes: paused or
+// not (on how many nodes), the value holding its lock on the most nodes
+// (its owner, the replica, and the tick it claims), and the replicas with a
+// live heartbeat; a table, or with -json a document.
+//
 // It also pauses and resumes a job cluster-wide: pause JOB sets the job's
 // pause key (no TTL) on every node, and no replica wins a tick of the job
 // while a majority has it (each replica reports the tick skipped, reason
@@ -30,6 +35,7 @@
 // Usage:
 //
 //	leakscan -addrs redis-a:6379,redis-b:6379,redis-c:6379 [flags]
+//	leakscan -addrs ... [flags] status
 //	leakscan -addrs ... [flags] pause JOB
 //	leakscan -addrs ... [flags] resume JOB
 //
@@ -165,7 +171,7 @@ type config struct {
 	timeout  time.Duration
 	json     bool
 	fix      bool
-	command  string // "" (the leak scan), "pause" or "resume"
+	command  string // "" (the leak scan), "status", "pause" or "resume"
 	job      string // the job of pause and resume
 }
 
@@ -182,16 +188,22 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// parseCommand reads the command after the flags: none (the leak scan), or
-// pause JOB, or resume JOB.
+// parseCommand reads the command after the flags: none (the leak scan),
+// status, pause JOB, or resume JOB.
 func parseCommand(cfg *config, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
 	switch args[0] {
+	case "status":
+		if len(args) != 1 {
+			return usagef("status takes no argument")
+		}
+		cfg.command = "status"
+		return nil
 	case "pause", "resume":
 	default:
-		return usagef("unexpected argument %q: the commands are pause JOB and resume JOB; every setting is a flag, given before them", args[0])
+		return usagef("unexpected argument %q: the commands are status, pause JOB and resume JOB; every setting is a flag, given before them", args[0])
 	}
 	if len(args) != 2 {
 		return usagef("%s takes one job name, after the flags", args[0])
@@ -236,8 +248,9 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.BoolVar(&cfg.json, "json", false, "print a JSON document (see the README) instead of a table")
 	fs.BoolVar(&cfg.fix, "fix", false, "delete the leaks found, by compare-and-delete (default: dry run)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: leakscan -addrs host:port,host:port,... [flags] [pause JOB | resume JOB]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: leakscan -addrs host:port,host:port,... [flags] [status | pause JOB | resume JOB]\n\n"+
 			"Scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
+			"status lists every job's lock: paused or not, its holder and the tick it claims; and the live replicas.\n"+
 			"pause JOB stops every replica from running the job's ticks until resume JOB.\n"+
 			"Exit status: 0 clean (or done), 1 leaks found, 2 error.\n\nFlags:\n")
 		fs.PrintDefaults()

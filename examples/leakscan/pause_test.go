@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -98,14 +99,30 @@ func TestPauseEndToEnd(t *testing.T) {
 	if paused < 6 {
 		t.Errorf("%d paused skips in 6 s of two replicas", paused)
 	}
+	if o := exe(t, bin, nil, "-addrs", addrs, "status"); o.code != 0 || !strings.Contains(o.stdout, "yes (3/3)") ||
+		!strings.Contains(o.stdout, "live replicas: [replica-a replica-b]") {
+		t.Errorf("status while paused: %s", o)
+	}
 
 	if o := exe(t, bin, nil, "-addrs", addrs, "resume", "tick"); o.code != 0 || !strings.Contains(o.stdout, "resumed tick on 3 of 3 nodes") {
 		t.Fatalf("resume: %s", o)
 	}
 	resumedAt := time.Now()
 	waitUntil(t, 10*time.Second, "runs after the resume", func() bool { return f.ranAfter(resumedAt) >= 2 })
+	o := exe(t, bin, nil, "-addrs", addrs, "-json", "status")
+	var doc struct {
+		Jobs []struct {
+			Name     string `json:"name"`
+			PausedOn int    `json:"paused_on"`
+		} `json:"jobs"`
+		Replicas []string `json:"replicas"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil || o.code != 0 || len(doc.Jobs) != 1 ||
+		doc.Jobs[0].Name != "tick" || doc.Jobs[0].PausedOn != 0 || len(doc.Replicas) != 2 {
+		t.Errorf("status -json after the resume: %+v, %v: %s", doc, err, o)
+	}
 
-	for _, args := range [][]string{{"pause"}, {"pause", "a", "b"}, {"pause", "bad{name}"}, {"stop", "tick"}} {
+	for _, args := range [][]string{{"pause"}, {"pause", "a", "b"}, {"pause", "bad{name}"}, {"stop", "tick"}, {"status", "x"}} {
 		if o := exe(t, bin, nil, append([]string{"-addrs", addrs}, args...)...); o.code != 2 || o.stderr == "" {
 			t.Errorf("bad command %v: %s", args, o)
 		}

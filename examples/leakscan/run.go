@@ -94,10 +94,13 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
 		return exitError
 	}
-	if cfg.command != "" {
-		return pause(ctx, cfg, nodes, keys, stdout, stderr, hide)
-	}
 	scanner := &leaks.Scanner{Nodes: nodes, Keys: keys, Quorum: len(nodes)/2 + 1, MaxAge: cfg.maxAge}
+	switch cfg.command {
+	case "pause", "resume":
+		return pause(ctx, cfg, nodes, keys, stdout, stderr, hide)
+	case "status":
+		return status(ctx, cfg, scanner, stdout, stderr, hide)
+	}
 	rep, scanErr := scanner.Scan(ctx)
 	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix}
 	for _, e := range rep.Errors {

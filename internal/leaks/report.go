@@ -12,6 +12,7 @@ type Report struct {
 	Quorum   int
 	Findings []Finding      // by name; locks, states and foreign keys
 	Live     []string       // owners with a live heartbeat on some node scanned
+	Paused   map[string]int // paused locks: the nodes scanned that have their pause key
 	Errors   []error        // nodes that could not be scanned, one error each
 	Counts   map[string]int // leaked findings by class name, every class present
 	Scanned  int            // keys read, over all nodes
@@ -35,10 +36,11 @@ type Copy struct {
 	Type  string        // the Redis type
 	Value string        // the value, for strings
 	TTL   time.Duration // -1: no expiry
-	// Owner and Acquired are read from a lock's value, when Key is a lock
-	// key holding one.
-	Owner    string
-	Acquired time.Time
+	// Owner, Acquired and Occurrence are read from a lock's value, when Key
+	// is a lock key holding one (Occurrence: the tick it claims, or zero).
+	Owner      string
+	Acquired   time.Time
+	Occurrence time.Time
 	// Classes are the classes of leak this copy falls in, judged by its
 	// own value: a live lock's copies fall in none, even next to a dead
 	// owner's leftover under the same name.

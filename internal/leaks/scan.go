@@ -43,7 +43,7 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	start := time.Now()
-	rep := &Report{Prefix: s.Keys.Prefix(), Nodes: len(s.Nodes), Quorum: s.Quorum, Counts: map[string]int{}}
+	rep := &Report{Prefix: s.Keys.Prefix(), Nodes: len(s.Nodes), Quorum: s.Quorum, Counts: map[string]int{}, Paused: map[string]int{}}
 	for _, c := range AllClasses() {
 		rep.Counts[c.String()] = 0
 	}
@@ -115,7 +115,8 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 			for _, c := range copies {
 				kind, name := s.Keys.Parse(c.Key)
 				if kind == engine.KindPause {
-					continue // a pause lasts until it is resumed: no TTL, no leak
+					rep.Paused[name]++ // a pause lasts until it is resumed: no TTL, no leak
+					continue
 				}
 				if c.TTL > 0 && (kind == engine.KindHeartbeat || kind == engine.KindScanTurn) {
 					if kind == engine.KindHeartbeat {
@@ -157,6 +158,9 @@ func (s *Scanner) classify(f *Finding, rep *Report, now time.Time) {
 				continue
 			}
 			c.Owner, c.Acquired = v.Owner, v.Acquired
+			if v.Occurrence > 0 {
+				c.Occurrence = time.UnixMilli(v.Occurrence)
+			}
 			copiesOf[c.Value]++
 		case f.Kind == "state" && c.Type != "hash", f.Kind == "foreign":
 			c.Classes = append(c.Classes, Unparseable)

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redcron/redcron/internal/leaks"
+)
+
+// jobStatus is one job's lock as the nodes hold it.
+type jobStatus struct {
+	Name     string    `json:"name"`
+	PausedOn int       `json:"paused_on"`         // nodes with its pause key
+	Holder   string    `json:"holder,omitempty"`  // the owner holding its lock on the most nodes
+	Tick     time.Time `json:"tick,omitzero"`     // the tick that value claims
+	HeldOn   int       `json:"held_on,omitempty"` // nodes with that value
+}
+
+// status prints every job's lock, and the replicas with a live heartbeat.
+// It exits 2 when no node could be scanned, naming the nodes that failed.
+func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, stderr io.Writer, hide func(string) string) int {
+	rep, err := scanner.Scan(ctx)
+	for _, e := range rep.Errors {
+		fmt.Fprintf(stderr, "leakscan: node not scanned: %s\n", hide(e.Error()))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "leakscan: no node could be scanned; nothing to report\n")
+		return exitError
+	}
+	jobs := jobsOf(rep)
+	if cfg.json {
+		doc := struct {
+			Prefix   string      `json:"prefix"`
+			Nodes    int         `json:"nodes"`
+			Scanned  int         `json:"scanned"`
+			Jobs     []jobStatus `json:"jobs"`
+			Replicas []string    `json:"replicas"`
+		}{rep.Prefix, rep.Nodes, rep.Nodes - len(rep.Errors), jobs, append([]string{}, rep.Live...)}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			return exitError
+		}
+		return exitClean
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "JOB\tPAUSED\tHELD BY\tTICK\tHELD ON\n")
+	for _, j := range jobs {
+		paused, holder, tick, on := "no", "-", "-", "-"
+		if j.PausedOn > 0 {
+			paused = fmt.Sprintf("yes (%d/%d)", j.PausedOn, rep.Nodes)
+		}
+		if j.HeldOn > 0 {
+			holder, on = printable(j.Holder), fmt.Sprintf("%d/%d", j.HeldOn, rep.Nodes)
+		}
+		if !j.Tick.IsZero() {
+			tick = j.Tick.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(j.Name), paused, holder, tick, on)
+	}
+	if err := tw.Flush(); err != nil {
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%d jobs under prefix %q on %d/%d nodes; live replicas: %v\n",
+		len(jobs), rep.Prefix, rep.Nodes-len(rep.Errors), rep.Nodes, rep.Live)
+	return exitClean
+}
+
+// jobsOf returns every job that has a lock, a state or a pause key on the
+// nodes, by name.
+func jobsOf(rep *leaks.Report) []jobStatus {
+	byName := map[string]*jobStatus{}
+	get := func(name string) *jobStatus {
+		if byName[name] == nil {
+			byName[name] = &jobStatus{Name: name}
+		}
+		return byName[name]
+	}
+	for _, f := range rep.Findings {
+		if f.Kind != "lock" && f.Kind != "state" {
+			continue
+		}
+		j := get(f.Name)
+		held := map[string]int{}
+		for _, c := range f.Copies {
+			if !c.Acquired.IsZero() {
+				held[c.Value]++
+			}
+		}
+		for _, c := range f.Copies {
+			if n := held[c.Value]; n > j.HeldOn {
+				j.Holder, j.Tick, j.HeldOn = c.Owner, c.Occurrence, n
+			}
+		}
+	}
+	for name, n := range rep.Paused {
+		get(name).PausedOn = n
+	}
+	out := make([]jobStatus, 0, len(byName))
+	for _, j := range byName {
+		out = append(out, *j)
+	}
+	slices.SortFunc(out, func(a, b jobStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
