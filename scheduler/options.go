@@ -230,9 +230,10 @@ const maxAttempts = 100
 // WithRetry runs a failed run of the job again, under the same lease and
 // with the same fence, up to attempts tries in all: after backoff, then
 // twice as long after each failure. It tries again only while the run's
-// context is live (not after a lost lease, a run timeout or a shutdown), not
-// after a panic, and only if the next try would start within the misfire
-// grace of the tick (of the run's start, for a manual run). Each try sees
+// context is live (not after a lost lease, a run timeout or a shutdown,
+// graceful or not), not after a panic, and only if the next try would start
+// within the misfire grace of the tick, or its catch-up window (of the
+// run's start, for a manual run). Each try sees
 // its number in RunInfo.Try; a failure tried again is reported (run_retry)
 // and logged. attempts must be between 1 and 100, backoff not negative; the
 // default, 1, never retries.

@@ -1,22 +1,26 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 )
 
 // tryJob runs r's job, and, with WithRetry, runs it again after a failure
-// while tries are left, the run's context is live, the failure was not a
-// panic and the next try would start within the misfire grace of the tick
-// (of the first try's start, for a manual run). Each try gets its number in
-// RunInfo.Try; each failure tried again is reported and logged.
-func (s *Scheduler) tryJob(r *run) error {
+// while tries are left, the run's context is live, the scheduler is not
+// stopping (stopping is its session's loop context), the failure was not a
+// panic and the next try would start within the job's late limit of the
+// tick (the misfire grace, or the catch-up window: a tick caught up after
+// an outage keeps its retries), or of the first try's start for a manual
+// run. Each try gets its number in RunInfo.Try; each failure tried again is
+// reported and logged.
+func (s *Scheduler) tryJob(stopping context.Context, r *run) error {
 	cfg := r.e.cfg
 	from := r.info.Tick
 	if from.IsZero() {
 		from = s.cfg.clock()
 	}
-	deadline, backoff := from.Add(cfg.misfireGrace), cfg.backoff
+	deadline, backoff := from.Add(cfg.lateLimit()), cfg.backoff
 	for try := 1; ; try++ {
 		r.tries.Store(int32(try))
 		ctx, info := r.ctx, r.info
@@ -27,14 +31,19 @@ func (s *Scheduler) tryJob(r *run) error {
 		err := callJob(ctx, r.e.job, info)
 		var panicked *PanicError
 		if err == nil || try >= cfg.attempts || errors.As(err, &panicked) || r.ctx.Err() != nil ||
-			!s.cfg.clock().Add(backoff).Before(deadline) {
+			stopping.Err() != nil || !s.cfg.clock().Add(backoff).Before(deadline) {
 			return err
 		}
 		s.emit(Event{Kind: eventRunRetry, Job: info.Job, Tick: info.Tick, RunID: info.RunID, Fence: info.Fence,
 			Attempts: r.attempts, Try: try, Err: err})
 		s.log.LogAttrs(r.ctx, slog.LevelWarn, "run failed; trying again",
 			r.attrs(slog.Int("try", try), slog.Duration("backoff", backoff), slog.Any("error", err))...)
-		if !sleep(r.ctx, backoff) {
+		wait, stop := context.WithCancel(r.ctx)
+		unhook := context.AfterFunc(stopping, stop) // a Shutdown ends the wait too
+		slept := sleep(wait, backoff)
+		unhook()
+		stop()
+		if !slept {
 			return err
 		}
 		backoff *= 2

@@ -150,3 +150,31 @@ func TestRetryBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryStopsAtShutdown: a graceful Shutdown ends a run's retries: the
+// run waiting out its backoff ends at once with its last failure.
+func TestRetryStopsAtShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		s := newScheduler(t, locker(), scheduler.WithObserver(rec.Observe))
+		failed := make(chan struct{}, 10)
+		mustAdd(t, s, "job", "* * * * *", func(context.Context, scheduler.RunInfo) error {
+			failed <- struct{}{}
+			return errors.New("down")
+		}, scheduler.WithRetry(5, 10*time.Second))
+		go func() { _ = s.Run(context.Background()) }()
+		<-failed // the first try failed; the run waits 10 s for the next
+		synctest.Wait()
+		start := time.Now()
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d >= 10*time.Second {
+			t.Errorf("Shutdown waited %v, the run's backoff", d)
+		}
+		fin := rec.finished()
+		if len(fin) != 1 || fin[0].Try != 1 || fin[0].Result != "failure" {
+			t.Errorf("run_finished %+v, want one failure after one try", fin)
+		}
+	})
+}

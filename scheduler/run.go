@@ -161,7 +161,7 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 			s.end(r, out, nil, false)
 			r.done <- out
 		}()
-		out.err = s.tryJob(r)
+		out.err = s.tryJob(rn.loopCtx, r)
 	}()
 }
 
