@@ -73,7 +73,7 @@ func (s *Scanner) heartbeat(ctx context.Context) error {
 	} else {
 		s.beats.record(start)
 	}
-	offset := s.skew.record(answered)
+	offset := s.skew.record(answered, s.quorum)
 	if ctx.Err() != nil {
 		return err // stopped: the nodes' errors say nothing of them
 	}

@@ -62,3 +62,23 @@ func TestClockSkew(t *testing.T) {
 	}
 	_ = l.Release(ctx)
 }
+
+// TestSkewMedian: of an even number of answers, the middle value closer to
+// zero counts, so that one node's bad clock never decides alone; fewer
+// answers than a quorum change nothing.
+func TestSkewMedian(t *testing.T) {
+	var k skew
+	for _, tc := range []struct {
+		offsets []time.Duration
+		want    time.Duration
+	}{
+		{[]time.Duration{0, 5 * time.Second}, 0},
+		{[]time.Duration{-5 * time.Second, 0}, 0},
+		{[]time.Duration{3 * time.Second, -time.Second, 3 * time.Second}, 3 * time.Second},
+		{[]time.Duration{9 * time.Second}, 3 * time.Second}, // below the quorum of 2: the last stays
+	} {
+		if got := k.record(tc.offsets, 2); got != tc.want {
+			t.Errorf("record(%v) = %v, want %v", tc.offsets, got, tc.want)
+		}
+	}
+}

@@ -18,25 +18,34 @@ const (
 )
 
 // skew keeps the replica's clock offset from the nodes', as the last
-// heartbeat measured it.
+// heartbeat that a quorum answered measured it.
 type skew struct {
 	mu       sync.Mutex
 	offset   time.Duration
 	measured bool
-	warned   time.Time // when an offset past skewWarn was last logged
+	level    int       // 0 within skewWarn, 1 past it, 2 past skewRefuse: as last logged
+	logged   time.Time // when a level above 0 was last logged
 }
 
-// record keeps the median of offsets (the nodes that answered a heartbeat)
-// and returns it; with no answer it keeps the last one.
-func (k *skew) record(offsets []time.Duration) time.Duration {
+// record keeps the median of offsets, the answers of a heartbeat, when at
+// least quorum nodes answered (else the last one stays), and returns the
+// offset kept. With an even count, of the two middle values the one closer
+// to zero: one node's bad clock never decides alone.
+func (k *skew) record(offsets []time.Duration, quorum int) time.Duration {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if len(offsets) == 0 {
+	if len(offsets) < quorum || len(offsets) == 0 {
 		return k.offset
 	}
 	slices.Sort(offsets)
-	k.offset, k.measured = offsets[len(offsets)/2], true
-	return k.offset
+	m := offsets[len(offsets)/2]
+	if len(offsets)%2 == 0 {
+		if lo := offsets[len(offsets)/2-1]; lo.Abs() < m.Abs() {
+			m = lo
+		}
+	}
+	k.offset, k.measured = m, true
+	return m
 }
 
 // check returns an error when the last offset measured is past skewRefuse.
@@ -51,22 +60,35 @@ func (k *skew) check(owner string) error {
 	return nil
 }
 
-// warnSkew logs an offset past skewWarn, at most once a minute while it
-// lasts, and its return within the bound.
+// warnSkew logs each change of the offset's level (within 1 s, past it,
+// past 2 s), and a level above 0 again at most once a minute while it
+// lasts. It decides under the lock and logs after.
 func (s *Scanner) warnSkew(ctx context.Context, offset time.Duration) {
-	s.skew.mu.Lock()
-	defer s.skew.mu.Unlock()
+	level := 0
 	switch {
-	case offset.Abs() > skewWarn && time.Since(s.skew.warned) >= time.Minute:
-		s.skew.warned = time.Now()
-		level, what := slog.LevelWarn, "clock off the nodes'"
-		if offset.Abs() > skewRefuse {
-			level, what = slog.LevelError, "clock off the nodes': claiming no ticks"
-		}
-		s.cfg.logger.LogAttrs(ctx, level, what, slog.String("owner", s.owner), slog.Duration("offset", offset))
-	case offset.Abs() <= skewWarn && !s.skew.warned.IsZero():
-		s.skew.warned = time.Time{}
-		s.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "clock back within a second of the nodes'",
-			slog.String("owner", s.owner), slog.Duration("offset", offset))
+	case offset.Abs() > skewRefuse:
+		level = 2
+	case offset.Abs() > skewWarn:
+		level = 1
+	}
+	s.skew.mu.Lock()
+	changed := level != s.skew.level
+	log := changed || level > 0 && time.Since(s.skew.logged) >= time.Minute
+	s.skew.level = level
+	if log && level > 0 {
+		s.skew.logged = time.Now()
+	}
+	s.skew.mu.Unlock()
+	if !log {
+		return
+	}
+	attrs := []slog.Attr{slog.String("owner", s.owner), slog.Duration("offset", offset)}
+	switch level {
+	case 2:
+		s.cfg.logger.LogAttrs(ctx, slog.LevelError, "clock off the nodes': claiming no ticks", attrs...)
+	case 1:
+		s.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "clock off the nodes'", attrs...)
+	default:
+		s.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "clock back within a second of the nodes'", attrs...)
 	}
 }
