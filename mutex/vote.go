@@ -31,7 +31,8 @@ func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence int64) (
 		return NodeResult{Vote: voteAlreadyRun, fence: rep.Fence}
 	case rep.Status == engine.Paused:
 		// A refusal too, whatever the server's history.
-		return NodeResult{Vote: votePaused, Holder: rep.Holder, fence: rep.Fence}
+		return NodeResult{Vote: votePaused, Holder: rep.Holder, fence: rep.Fence,
+			WarmingUp: err == nil && !r.cfg.trusted && r.warmingUp(start, now)}
 	case err != nil:
 		return NodeResult{Vote: voteError, fence: rep.Fence, Err: err}
 	}

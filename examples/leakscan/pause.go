@@ -48,7 +48,16 @@ func pause(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine.K
 		done++
 	}
 	if done < len(nodes)/2+1 {
-		fmt.Fprintf(stderr, "leakscan: %s %s reached %d of %d nodes, not a majority: run it again\n", cfg.command, cfg.job, done, len(nodes))
+		if cfg.command == "pause" {
+			// A pause on a minority is not in effect but costs votes:
+			// take it back where it was set.
+			for i, n := range nodes {
+				if errs[i] == nil {
+					_ = n.Client().Del(context.WithoutCancel(ctx), lk.Pause).Err()
+				}
+			}
+		}
+		fmt.Fprintf(stderr, "leakscan: %s %s reached %d of %d nodes, not a majority (a pause is taken back): run it again\n", cfg.command, cfg.job, done, len(nodes))
 		return exitError
 	}
 	verb := map[string]string{"pause": "paused", "resume": "resumed"}[cfg.command]

@@ -53,8 +53,11 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 	fmt.Fprintf(tw, "JOB\tPAUSED\tHELD BY\tTICK\tHELD ON\n")
 	for _, j := range jobs {
 		paused, holder, tick, on := "no", "-", "-", "-"
-		if j.PausedOn > 0 {
+		switch {
+		case j.PausedOn >= rep.Quorum:
 			paused = fmt.Sprintf("yes (%d/%d)", j.PausedOn, rep.Nodes)
+		case j.PausedOn > 0: // not in effect, but those nodes refuse its ticks
+			paused = fmt.Sprintf("partial (%d/%d)", j.PausedOn, rep.Nodes)
 		}
 		if j.HeldOn > 0 {
 			holder, on = printable(j.Holder), fmt.Sprintf("%d/%d", j.HeldOn, rep.Nodes)
