@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
@@ -30,7 +31,13 @@ func ExampleNewRedlockLocker() {
 		}
 		nodes = append(nodes, node)
 	}
-	locks, err := mutex.New(nodes)
+	// The leak scanner keeps this replica's heartbeat, without which other
+	// replicas' scans would take its locks for orphans; the Redlock asks it
+	// whether the heartbeat is fresh (and the clock close to the nodes').
+	var scan *leakscan.Scanner
+	locks, err := mutex.New(nodes, mutex.WithOwnerCheck(func(owner string, extending bool) error {
+		return scan.Check(owner, extending)
+	}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,6 +45,12 @@ func ExampleNewRedlockLocker() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	if scan, err = leakscan.New(locks, s.InstanceID(), leakscan.WithLogger(slog.Default())); err != nil {
+		log.Fatal(err)
+	}
+	scanCtx, stopScan := context.WithCancel(context.Background())
+	defer stopScan()
+	go scan.Run(scanCtx)
 
 	err = s.Add("invoice-run", "*/15 * * * *", scheduler.JobFunc(func(ctx context.Context, run scheduler.RunInfo) error {
 		// ctx is cancelled if the lock is lost (context.Cause matches
@@ -66,6 +79,7 @@ func ExampleNewRedlockLocker() {
 	if err := s.Shutdown(ctx); err != nil {
 		log.Print(err)
 	}
+	_ = locks.Flush(ctx) // releases still under way on slow nodes
 }
 
 func sendInvoices(ctx context.Context, tick time.Time, fence uint64) error { return ctx.Err() }
