@@ -36,12 +36,6 @@ type Scanner struct {
 // lock is a minority, or its owner dead, only if it would be whatever they
 // hold. Locks without an owner are never orphaned.
 func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
-	if s.Settle <= 0 {
-		s.Settle = 10 * time.Second
-	}
-	if s.Logger == nil {
-		s.Logger = slog.New(slog.DiscardHandler)
-	}
 	start := time.Now()
 	rep := &Report{Prefix: s.Keys.Prefix(), Nodes: len(s.Nodes), Quorum: s.Quorum, Counts: map[string]int{}, Paused: map[string]int{}}
 	for _, c := range AllClasses() {
@@ -80,7 +74,7 @@ func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 		for i, c := range f.Copies {
 			nodes[i] = c.Node
 		}
-		s.Logger.LogAttrs(ctx, slog.LevelWarn, "leaked lock", slog.String("lock", f.Name),
+		s.logger().LogAttrs(ctx, slog.LevelWarn, "leaked lock", slog.String("lock", f.Name),
 			slog.Any("classes", f.Classes), slog.Any("nodes", nodes))
 	}
 	return rep, nil
@@ -176,7 +170,7 @@ func (s *Scanner) classify(f *Finding, rep *Report, now time.Time) {
 		if c.Owner != "" && unscanned == 0 && !slices.Contains(rep.Live, c.Owner) {
 			c.Classes = append(c.Classes, Orphaned)
 		}
-		if copiesOf[c.Value]+unscanned < s.Quorum && age > s.Settle {
+		if copiesOf[c.Value]+unscanned < s.Quorum && age > s.settle() {
 			c.Classes = append(c.Classes, Minority)
 		}
 		if s.MaxAge > 0 && age > s.MaxAge {
@@ -188,4 +182,20 @@ func (s *Scanner) classify(f *Finding, rep *Report, now time.Time) {
 			f.Classes = append(f.Classes, class)
 		}
 	}
+}
+
+// settle returns Settle, or its default, 10 s.
+func (s *Scanner) settle() time.Duration {
+	if s.Settle <= 0 {
+		return 10 * time.Second
+	}
+	return s.Settle
+}
+
+// logger returns Logger, or a silent one.
+func (s *Scanner) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
 }
