@@ -182,7 +182,7 @@ func TestFixLeaksSparesLiveCopies(t *testing.T) {
 			if len(results) != 1 || !results[0].Deleted {
 				t.Errorf("fix results %+v, want one: the leftover, deleted", results)
 			}
-			if got := keysOn(t, c, k.Lock); !slices.Equal(got, []bool{false, true, true}) {
+			if got := c.KeyOn(t, k.Lock); !slices.Equal(got, []bool{false, true, true}) {
 				t.Errorf("lock key on nodes after the fix: %v, want only the leftover's gone", got)
 			}
 			if err := live.Extend(ctx); err != nil {
@@ -314,7 +314,7 @@ func TestCutOffOwnerNotOrphaned(t *testing.T) {
 			t.Errorf("fix deleted a copy of a live lease on %s", fix.Node)
 		}
 	}
-	if got := keysOn(t, c, lockKey(t, s, "job").Lock); slices.Contains(got, false) {
+	if got := c.KeyOn(t, lockKey(t, s, "job").Lock); slices.Contains(got, false) {
 		t.Errorf("live lease's copies after the fix: %v", got)
 	}
 }

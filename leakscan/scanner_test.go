@@ -109,7 +109,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	for _, owner := range []string{"a", "b", "c"} {
-		if keysOn(t, c, "redcron:hb:"+owner)[0] != true {
+		if c.KeyOn(t, "redcron:hb:"+owner)[0] != true {
 			t.Errorf("no heartbeat of %s", owner)
 		}
 	}

@@ -128,7 +128,7 @@ func TestCommitFailureReleasesVotes(t *testing.T) {
 	if !errors.As(err, &qe) || qe.Op != "commit" {
 		t.Fatalf("TryLock = %v, %v; want a commit QuorumError", l, err)
 	}
-	if held := keysOn(t, c, lockKey(t, r, "victim").Lock); slices.Contains(held, true) {
+	if held := c.KeyOn(t, lockKey(t, r, "victim").Lock); slices.Contains(held, true) {
 		t.Errorf("lock key left on nodes %v after the failed acquisition", held)
 	}
 }

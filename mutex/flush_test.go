@@ -47,7 +47,7 @@ func TestReleaseAtQuorumThenFlush(t *testing.T) {
 
 	// The paused node's release is under way: Flush waits for it.
 	flushWaitsFor(ctx, t, r, slow, "a release")
-	if held := keysOn(t, c, lockKey(t, r, "job").Lock); slices.Contains(held, true) {
+	if held := c.KeyOn(t, lockKey(t, r, "job").Lock); slices.Contains(held, true) {
 		t.Errorf("lock key left after Flush: %v", held)
 	}
 	// Nothing under way: Flush returns at once, even with a done context.
@@ -105,7 +105,7 @@ func TestFlushWaitsForLateAcquisitions(t *testing.T) {
 		t.Fatalf("TryLock = %v, want ErrHeld", err)
 	}
 	flushWaitsFor(ctx, t, r, slow, "an acquisition")
-	if held := keysOn(t, c, key); held[3] || held[4] {
+	if held := c.KeyOn(t, key); held[3] || held[4] {
 		t.Errorf("the refused attempt's key left on nodes 3 or 4: %v", held)
 	}
 }

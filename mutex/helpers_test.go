@@ -102,20 +102,6 @@ func (r *recorder) last(op string) (mutex.Event, bool) {
 	return mutex.Event{}, false
 }
 
-// keysOn reports, for every server of c, whether the key exists.
-func keysOn(t testing.TB, c *redistest.Cluster, key string) []bool {
-	t.Helper()
-	var out []bool
-	for _, s := range c.Nodes() {
-		n, err := s.Client(t).Exists(context.Background(), key).Result()
-		if err != nil {
-			t.Fatalf("EXISTS %s on %s: %v", key, s.Addr(), err)
-		}
-		out = append(out, n == 1)
-	}
-	return out
-}
-
 func lockKey(t testing.TB, r *mutex.Redlock, name string) engine.LockKeys {
 	t.Helper()
 	ks, err := engine.NewKeyspace(r.KeyPrefix())

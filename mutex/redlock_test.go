@@ -386,11 +386,11 @@ func TestReleaseAfterTakeover(t *testing.T) {
 	// The nodes the new holder's key is on: a quorum at least (a call to
 	// the last node may have been dropped once a quorum answered).
 	k := lockKey(t, r, "handover")
-	before := keysOn(t, c, k.Lock)
+	before := c.KeyOn(t, k.Lock)
 	if err := old.Release(ctx); !errors.Is(err, mutex.ErrLost) {
 		t.Fatalf("releasing the expired lease: %v, want ErrLost", err)
 	}
-	for i, ok := range keysOn(t, c, k.Lock) {
+	for i, ok := range c.KeyOn(t, k.Lock) {
 		if before[i] && !ok {
 			t.Errorf("node %d: the new holder's key was deleted", i)
 		}

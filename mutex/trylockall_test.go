@@ -83,7 +83,7 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 			t.Fatalf("request %d: %+v", j, rs)
 		}
 		// (Calls still queued when a quorum answered are dropped unsent.)
-		held := keysOn(t, c, lockKey(t, r, reqs[j].Name).Lock)
+		held := c.KeyOn(t, lockKey(t, r, reqs[j].Name).Lock)
 		if on := len(held) - len(slices.DeleteFunc(held, func(b bool) bool { return b })); on < len(r.Nodes())/2+1 {
 			t.Fatalf("lock %d is on %v, want a quorum", j, held)
 		}

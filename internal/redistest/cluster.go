@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -83,4 +84,19 @@ func (c *Cluster) Addrs() []string {
 		addrs[i] = s.Addr()
 	}
 	return addrs
+}
+
+// KeyOn reports, for every server in start order, whether key exists on
+// it; t fails if a server cannot be asked.
+func (c *Cluster) KeyOn(t testing.TB, key string) []bool {
+	t.Helper()
+	out := make([]bool, len(c.nodes))
+	for i, s := range c.nodes {
+		n, err := s.Client(t).Exists(context.Background(), key).Result()
+		if err != nil {
+			t.Fatalf("redistest: EXISTS %s on %s: %v", key, s.Addr(), err)
+		}
+		out[i] = n == 1
+	}
+	return out
 }
