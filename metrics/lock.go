@@ -86,22 +86,19 @@ func (c *Collector) observeNode(r mutex.NodeResult, uptimeVotes bool) {
 		return // no answer, or the caller gave up: nothing about the node
 	}
 	n := c.node(r.Node)
-	failed := r.Vote == "timeout" || r.Vote == "unreachable" || r.Vote == "error"
-	if !failed {
-		n.up.Set(1)
-		if uptimeVotes {
-			if r.WarmingUp {
-				n.warmingUp.Set(1)
-			} else {
-				n.warmingUp.Set(0)
-			}
-		}
-		return
-	}
-	n.up.Set(0)
 	for i := range numFailVotes {
-		if failVote(i) == r.Vote {
+		if failVote(i) == r.Vote { // a failure of the node
+			n.up.Set(0)
 			n.errors[i].Inc()
+			return
+		}
+	}
+	n.up.Set(1)
+	if uptimeVotes {
+		if r.WarmingUp {
+			n.warmingUp.Set(1)
+		} else {
+			n.warmingUp.Set(0)
 		}
 	}
 }
