@@ -51,11 +51,13 @@ func pause(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine.K
 		if cfg.command == "pause" {
 			// A pause on a minority is not in effect but costs votes:
 			// take it back where it was set.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			for i, n := range nodes {
 				if errs[i] == nil {
-					_ = n.Client().Del(context.WithoutCancel(ctx), lk.Pause).Err()
+					_ = n.Client().Del(rctx, lk.Pause).Err()
 				}
 			}
+			cancel()
 		}
 		fmt.Fprintf(stderr, "leakscan: %s %s reached %d of %d nodes, not a majority (a pause is taken back): run it again\n", cfg.command, cfg.job, done, len(nodes))
 		return exitError
