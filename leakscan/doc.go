@@ -9,7 +9,7 @@
 // locks, minority copies left by failed acquisitions, locks held longer
 // than the max hold (over_age), and foreign keys (unparseable). It logs
 // them and reports their counts (WithObserver; the metrics). The admin
-// command (examples/leakscan) lists them and deletes them by
+// command (examples/redcronctl) lists them and deletes them by
 // compare-and-delete.
 //
 // The heartbeat is part of the lease's safety: a replica whose last

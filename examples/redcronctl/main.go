@@ -1,4 +1,4 @@
-// Command leakscan finds, and with -fix removes, leaked redcron locks on
+// Command redcronctl is the admin command of a redcron fleet. It finds, and with -fix removes, leaked redcron locks on
 // the independent Redis masters a fleet of schedulers shares. It runs the
 // replicas' leak scan: every node is read with SCAN (never KEYS) under the key
 // prefix, and each copy of a lock is classified, by its own value, as
@@ -34,10 +34,10 @@
 //
 // Usage:
 //
-//	leakscan -addrs redis-a:6379,redis-b:6379,redis-c:6379 [flags]
-//	leakscan -addrs ... [flags] status
-//	leakscan -addrs ... [flags] pause JOB
-//	leakscan -addrs ... [flags] resume JOB
+//	redcronctl -addrs redis-a:6379,redis-b:6379,redis-c:6379 [flags] [leaks]
+//	redcronctl -addrs ... [flags] status
+//	redcronctl -addrs ... [flags] pause JOB
+//	redcronctl -addrs ... [flags] resume JOB
 //
 //	-addrs host:port,...   the independent masters, all of them (or REDCRON_ADDRS)
 //	-prefix p              key prefix of the locks (default "redcron")
@@ -195,6 +195,11 @@ func parseCommand(cfg *config, args []string) error {
 		return nil
 	}
 	switch args[0] {
+	case "leaks": // the default
+		if len(args) != 1 {
+			return usagef("leaks takes no argument (-fix is a flag, given before it)")
+		}
+		return nil
 	case "status":
 		if len(args) != 1 {
 			return usagef("status takes no argument")
@@ -203,7 +208,7 @@ func parseCommand(cfg *config, args []string) error {
 		return nil
 	case "pause", "resume":
 	default:
-		return usagef("unexpected argument %q: the commands are status, pause JOB and resume JOB; every setting is a flag, given before them", args[0])
+		return usagef("unexpected argument %q: the commands are leaks (the default), status, pause JOB and resume JOB; every setting is a flag, given before them", args[0])
 	}
 	if len(args) != 2 {
 		return usagef("%s takes one job name, after the flags", args[0])
@@ -231,7 +236,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		insecure  bool
 		flagOut   bytes.Buffer
 	)
-	fs := flag.NewFlagSet("leakscan", flag.ContinueOnError)
+	fs := flag.NewFlagSet("redcronctl", flag.ContinueOnError)
 	fs.SetOutput(&flagOut)
 	fs.StringVar(&addrs, "addrs", "", "comma-separated `host:port` of every independent Redis master (or $"+envAddrs+")")
 	fs.StringVar(&cfg.prefix, "prefix", engine.DefaultPrefix, "key `prefix` of the locks")
@@ -248,7 +253,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.BoolVar(&cfg.json, "json", false, "print a JSON document (see the README) instead of a table")
 	fs.BoolVar(&cfg.fix, "fix", false, "delete the leaks found, by compare-and-delete (default: dry run)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: leakscan -addrs host:port,host:port,... [flags] [status | pause JOB | resume JOB]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | pause JOB | resume JOB]\n\n"+
 			"Scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
 			"status lists every job's lock: paused or not, its holder and the tick it claims; and the live replicas.\n"+
 			"pause JOB stops every replica from running the job's ticks until resume JOB.\n"+
@@ -280,7 +285,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		cfg.username = env(envUsername)
 	}
 	if set["password"] {
-		fmt.Fprintf(stderr, "leakscan: warning: -password is visible to other local users in the process list; set %s instead\n", envPassword)
+		fmt.Fprintf(stderr, "redcronctl: warning: -password is visible to other local users in the process list; set %s instead\n", envPassword)
 	} else {
 		cfg.password = env(envPassword)
 	}

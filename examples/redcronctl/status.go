@@ -27,10 +27,10 @@ type jobStatus struct {
 func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, stderr io.Writer, hide func(string) string) int {
 	rep, err := scanner.Scan(ctx)
 	for _, e := range rep.Errors {
-		fmt.Fprintf(stderr, "leakscan: node not scanned: %s\n", hide(e.Error()))
+		fmt.Fprintf(stderr, "redcronctl: node not scanned: %s\n", hide(e.Error()))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "leakscan: no node could be scanned; nothing to report\n")
+		fmt.Fprintf(stderr, "redcronctl: no node could be scanned; nothing to report\n")
 		return exitError
 	}
 	jobs := jobsOf(rep)

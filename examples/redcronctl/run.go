@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	if err != nil {
 		var ue *usageError
 		if !errors.As(err, &ue) || !ue.printed {
-			fmt.Fprintf(stderr, "leakscan: %s\n", redact(err.Error(), env(envPassword)))
+			fmt.Fprintf(stderr, "redcronctl: %s\n", redact(err.Error(), env(envPassword)))
 		}
 		return exitError
 	}
@@ -86,12 +86,12 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	nodes, closeAll, err := dial(cfg)
 	defer closeAll()
 	if err != nil {
-		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
+		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
 	keys, err := engine.NewKeyspace(cfg.prefix)
 	if err != nil {
-		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
+		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
 	scanner := &leaks.Scanner{Nodes: nodes, Keys: keys, Quorum: len(nodes)/2 + 1, MaxAge: cfg.maxAge}
@@ -115,10 +115,10 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		return cmp.Compare(slices.Index(cfg.addrs, a.Node), slices.Index(cfg.addrs, b.Node))
 	})
 	for _, ne := range res.nodeErrors {
-		fmt.Fprintf(stderr, "leakscan: node %s not scanned: %s\n", ne.Node, ne.Err)
+		fmt.Fprintf(stderr, "redcronctl: node %s not scanned: %s\n", ne.Node, ne.Err)
 	}
 	if scanErr != nil {
-		fmt.Fprintf(stderr, "leakscan: no node could be scanned (%d configured); nothing to report\n", len(nodes))
+		fmt.Fprintf(stderr, "redcronctl: no node could be scanned (%d configured); nothing to report\n", len(nodes))
 		return exitError
 	}
 
@@ -133,14 +133,14 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		err = writeTable(stdout, res)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "leakscan: writing the report: %s\n", hide(err.Error()))
+		fmt.Fprintf(stderr, "redcronctl: writing the report: %s\n", hide(err.Error()))
 		return exitError
 	}
 	switch {
 	case len(found) > 0:
 		return exitLeaks
 	case len(rep.Errors) > 0:
-		fmt.Fprintf(stderr, "leakscan: %d of %d nodes not scanned: the scan is incomplete\n", len(rep.Errors), rep.Nodes)
+		fmt.Fprintf(stderr, "redcronctl: %d of %d nodes not scanned: the scan is incomplete\n", len(rep.Errors), rep.Nodes)
 		return exitError
 	}
 	return exitClean

@@ -79,7 +79,7 @@ func buildCommand(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("go not on PATH: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "leakscan")
+	bin := filepath.Join(t.TempDir(), "redcronctl")
 	cmd := exec.Command(goBin, "build", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -95,7 +95,7 @@ type outcome struct {
 }
 
 func (o outcome) String() string {
-	return "leakscan " + strings.Join(o.args, " ") + " → exit " + strconv.Itoa(o.code) +
+	return "redcronctl " + strings.Join(o.args, " ") + " → exit " + strconv.Itoa(o.code) +
 		"\n--- stdout ---\n" + o.stdout + "--- stderr ---\n" + o.stderr
 }
 
@@ -678,7 +678,7 @@ func newPKI(t *testing.T, dir string) pki {
 	}
 	now := time.Now()
 	caKey := newKey()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "leakscan test CA"},
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "redcronctl test CA"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
@@ -701,7 +701,7 @@ func newPKI(t *testing.T, dir string) pki {
 		return der, k
 	}
 	srvDER, srvKey := issue(2, "redis", x509.ExtKeyUsageServerAuth)
-	cliDER, cliKey := issue(3, "leakscan", x509.ExtKeyUsageClientAuth)
+	cliDER, cliKey := issue(3, "redcronctl", x509.ExtKeyUsageClientAuth)
 	return pki{
 		ca:         write("ca.crt", "CERTIFICATE", caDER),
 		serverCert: write("server.crt", "CERTIFICATE", srvDER),
@@ -755,7 +755,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &stdout, &stderr); code != 0 ||
-		!strings.Contains(stderr.String(), "Usage: leakscan -addrs") {
+		!strings.Contains(stderr.String(), "Usage: redcronctl -addrs") {
 		t.Errorf("-h: exit %d, stderr:\n%s", code, stderr.String())
 	}
 }

@@ -23,7 +23,7 @@ import (
 func pause(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine.Keyspace, stdout, stderr io.Writer, hide func(string) string) int {
 	lk, err := keys.Lock(cfg.job)
 	if err != nil {
-		fmt.Fprintf(stderr, "leakscan: %s\n", hide(err.Error()))
+		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
 	value := strconv.FormatInt(time.Now().UnixMilli(), 10) + "|" + who()
@@ -42,7 +42,7 @@ func pause(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine.K
 	done := 0
 	for i, err := range errs {
 		if err != nil {
-			fmt.Fprintf(stderr, "leakscan: %s on node %s: %s\n", cfg.command, nodes[i].Name(), hide(err.Error()))
+			fmt.Fprintf(stderr, "redcronctl: %s on node %s: %s\n", cfg.command, nodes[i].Name(), hide(err.Error()))
 			continue
 		}
 		done++
@@ -59,7 +59,7 @@ func pause(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine.K
 			}
 			cancel()
 		}
-		fmt.Fprintf(stderr, "leakscan: %s %s reached %d of %d nodes, not a majority (a pause is taken back): run it again\n", cfg.command, cfg.job, done, len(nodes))
+		fmt.Fprintf(stderr, "redcronctl: %s %s reached %d of %d nodes, not a majority (a pause is taken back): run it again\n", cfg.command, cfg.job, done, len(nodes))
 		return exitError
 	}
 	verb := map[string]string{"pause": "paused", "resume": "resumed"}[cfg.command]
@@ -67,7 +67,7 @@ func pause(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine.K
 	if done < len(nodes) {
 		// A node left out answers as before: after a resume, its refusals
 		// cost the job a vote until it is resumed too.
-		fmt.Fprintf(stderr, "leakscan: %d node(s) missed the %s: run it again once they are back\n", len(nodes)-done, cfg.command)
+		fmt.Fprintf(stderr, "redcronctl: %d node(s) missed the %s: run it again once they are back\n", len(nodes)-done, cfg.command)
 	}
 	return exitClean
 }
