@@ -35,26 +35,8 @@ func (dropCommits) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-// isCommit reports whether c calls the commit script: "evalsha sha numkeys
-// keys... stateTTL (value fence occurrence)...", a shape the acquire
-// script's matches too, but whose leading argument is "0" or "1".
-func isCommit(c redis.Cmder) bool {
-	lead, nkeys, ok := scriptCall(c)
-	return ok && nkeys > 0 && nkeys%2 == 0 && len(c.Args()) == 3+nkeys+1+3*nkeys/2 && lead != "0" && lead != "1"
-}
-
-// scriptCall reads a script call "evalsha sha numkeys keys... lead args...":
-// its leading argument after the keys and its number of keys.
-func scriptCall(c redis.Cmder) (lead string, nkeys int, ok bool) {
-	args := c.Args()
-	if name := fmt.Sprint(args[0]); (name != "evalsha" && name != "eval") || len(args) < 4 {
-		return "", 0, false
-	}
-	if _, err := fmt.Sscan(fmt.Sprint(args[2]), &nkeys); err != nil || len(args) <= 3+nkeys {
-		return "", 0, false
-	}
-	return fmt.Sprint(args[3+nkeys]), nkeys, true
-}
+// isCommit reports whether c calls the commit script.
+func isCommit(c redis.Cmder) bool { return engine.ScriptName(c) == "commit" }
 
 // slowCommitAnswers is a go-redis hook that delays the answers to every
 // pipeline carrying a commit script call by d: the server has applied

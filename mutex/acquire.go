@@ -48,11 +48,16 @@ type round struct {
 	votes  [][]NodeResult
 	failed []*QuorumError
 	fences []uint64
+	// records and started are each acquisition's ledger record and its
+	// text, as its commit writes it ("" with the ledger off).
+	records []engine.Record
+	started []string
 }
 
 func (r *Redlock) newRound(reqs []attemptReq) *round {
 	rd := &round{r: r, reqs: reqs, start: time.Now(), areqs: make([]engine.AcquireRequest, len(reqs)),
-		strags: make([]*stragglers, len(reqs)), failed: make([]*QuorumError, len(reqs)), fences: make([]uint64, len(reqs))}
+		strags: make([]*stragglers, len(reqs)), failed: make([]*QuorumError, len(reqs)), fences: make([]uint64, len(reqs)),
+		records: make([]engine.Record, len(reqs)), started: make([]string, len(reqs))}
 	for j, q := range reqs {
 		value := engine.Value{Token: q.token, Acquired: rd.start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
 		rd.areqs[j] = engine.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: true}
@@ -106,9 +111,16 @@ func (rd *round) commit(ctx context.Context) {
 			}
 			rd.fences[j] = max(seen+1, uint64(time.Now().UnixMicro()))
 		}
+		rd.records[j], rd.started[j] = r.startRecord(q.lc.owner, q.lc.occurrence, rd.fences[j], rd.start)
 		if rd.fences[j] != 0 || q.lc.occurrence != 0 {
+			// A commit may write the started record on some nodes and
+			// still fail: the attempt's releases take it back.
+			rd.strags[j].ledger = r.ledgerWrite(rd.records[j], rd.started[j], "")
 			commits = append(commits, commitItem{j: j, until: rd.start.Add(q.ttl - r.drift(q.ttl)),
-				req: engine.CommitRequest{Keys: q.keys, Value: rd.areqs[j].Value, Fence: rd.fences[j], Occurrence: q.lc.occurrence}})
+				req: engine.CommitRequest{Keys: q.keys, Value: rd.areqs[j].Value, Fence: rd.fences[j], Occurrence: q.lc.occurrence,
+					Ledger: r.ledgerWrite(rd.records[j], "", rd.started[j])}})
+		} else {
+			rd.started[j] = "" // no commit, so no started record: the release writes the record
 		}
 	}
 	for _, c := range r.commitAll(ctx, commits) {
@@ -139,7 +151,8 @@ func (rd *round) finish(ctx context.Context) []Result {
 			continue
 		}
 		out[j].Lock = &Lock{r: r, keys: q.keys, value: rd.areqs[j].Value, token: q.token, fence: rd.fences[j],
-			occurrence: q.lc.occurrence, owner: q.lc.owner, ttl: q.ttl, acquired: rd.start, until: until}
+			occurrence: q.lc.occurrence, owner: q.lc.owner, ttl: q.ttl, acquired: rd.start, until: until,
+			record: rd.records[j], started: rd.started[j]}
 		ev := out[j].Lock.event(opAcquire, nil)
 		ev.Fence, ev.Duration, ev.Nodes = rd.fences[j], time.Since(rd.start), rd.votes[j]
 		r.observe(ev)
@@ -148,7 +161,7 @@ func (rd *round) finish(ctx context.Context) []Result {
 	for _, j := range abandons {
 		s := rd.strags[j]
 		if targets := s.abandon(rd.votes[j]); targets != nil {
-			releases = append(releases, func() { s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl, allAnswered) })
+			releases = append(releases, func() { s.r.releaseOn(ctx, targets, s.keys, s.value, 0, s.ttl, s.ledger, allAnswered) })
 		}
 	}
 	if len(releases) == 1 {
@@ -244,6 +257,7 @@ type stragglers struct {
 	keys      engine.LockKeys
 	value     string
 	ttl       time.Duration
+	ledger    engine.LedgerWrite // takes back a started record the commit may have written
 	mu        sync.Mutex
 	abandoned bool
 	early     []NodeResult // late answers that came before the attempt was abandoned
@@ -263,7 +277,7 @@ func (s *stragglers) late(res NodeResult) {
 		for _, n := range s.r.nodes {
 			if n.Name() == res.Node {
 				ctx, cancel := context.WithTimeout(context.Background(), s.r.releaseBound(s.ttl))
-				s.r.releaseAsync(ctx, n, s.keys, s.value, 0, func(bool, error) { cancel() })
+				s.r.releaseAsync(ctx, n, s.keys, s.value, 0, s.ledger, func(bool, error) { cancel() })
 			}
 		}
 	}

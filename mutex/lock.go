@@ -22,8 +22,11 @@ type Lock struct {
 	owner      string
 	ttl        time.Duration
 	acquired   time.Time
+	record     engine.Record // its ledger record as started
+	started    string        // that record's text, if its commit wrote it
 
 	mu       sync.Mutex
+	outcome  Outcome   // for its ledger record (SetOutcome)
 	until    time.Time // validity deadline, with a monotonic reading
 	released bool
 	keep     *keeper // the running KeepAlive, if any
@@ -129,7 +132,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	start := time.Now()
 	r := l.r
-	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, releaseDecider(len(r.nodes), r.quorum))
+	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, l.endRecord(), releaseDecider(len(r.nodes), r.quorum))
 	var err error
 	if count(results, voteYes) < r.quorum {
 		qerr := r.ownershipError("release", l.keys.Name, results)

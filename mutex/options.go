@@ -15,6 +15,8 @@ const (
 	defaultMaxTTL      = time.Minute
 	defaultMaxHold     = 24 * time.Hour
 	defaultStateTTL    = 7 * 24 * time.Hour
+	defaultLedgerCap   = 20
+	defaultLedgerTime  = 7 * 24 * time.Hour
 )
 
 // minTTLFactor is how many node timeouts a lock's TTL must span at least:
@@ -32,6 +34,8 @@ type config struct {
 	maxTTL      time.Duration
 	maxHold     time.Duration
 	stateTTL    time.Duration
+	ledgerCap   int
+	ledgerTime  time.Duration
 	fencing     bool
 	trusted     bool
 	ownerChecks []func(owner string, extending bool) error
@@ -47,6 +51,8 @@ func defaults() config {
 		maxTTL:      defaultMaxTTL,
 		maxHold:     defaultMaxHold,
 		stateTTL:    defaultStateTTL,
+		ledgerCap:   defaultLedgerCap,
+		ledgerTime:  defaultLedgerTime,
 		fencing:     true,
 		logger:      slog.New(slog.DiscardHandler),
 	}
@@ -145,6 +151,33 @@ func WithStateTTL(d time.Duration) Option {
 		return nil
 	}
 }
+
+// WithLedger sets how much of each lock's ledger the nodes keep (default
+// the newest 20 records, of the last 7 days; records 0 turns the ledger
+// off). The ledger is a sorted set beside the lock: every acquisition's
+// commit adds a record (owner, occurrence, fence, start), and its release
+// replaces it with the holder's final record (end, and the Outcome given
+// to SetOutcome), on every node, in the same script calls, so that it
+// costs no round trip. records is at most 10,000; window is 1 m to 400
+// days. A record is a few hundred bytes on every node.
+func WithLedger(records int, window time.Duration) Option {
+	return func(c *config) error {
+		switch {
+		case records < 0 || records > maxLedgerCap:
+			return optErr("WithLedger", "%d records: want 0 (off) to %d", records, maxLedgerCap)
+		case records > 0 && (window < time.Minute || window > maxLedgerTime):
+			return optErr("WithLedger", "window %v: want 1m to %v", window, maxLedgerTime)
+		}
+		c.ledgerCap, c.ledgerTime = records, window
+		return nil
+	}
+}
+
+// The bounds of WithLedger.
+const (
+	maxLedgerCap  = 10000
+	maxLedgerTime = 400 * 24 * time.Hour
+)
 
 // minStateTTL is the shortest state TTL: it must outlive the max TTL and
 // the clock skew margin, and leave a few minutes to claim an occurrence in.

@@ -272,7 +272,7 @@ func (r *Redlock) unanswered() []NodeResult {
 // outcome is known, or up to the node timeout. The calls stay queued
 // longer, whatever ctx does (see releaseBound), since a key left behind
 // blocks others; Flush waits for them. Nodes not targeted get no vote.
-func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys engine.LockKeys, value string, occurrence int64, ttl time.Duration, decided decider) []NodeResult {
+func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys engine.LockKeys, value string, occurrence int64, ttl time.Duration, w engine.LedgerWrite, decided decider) []NodeResult {
 	rctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(ttl))
 	var left atomic.Int32
 	left.Store(int32(len(r.nodes)))
@@ -287,15 +287,15 @@ func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys engine.Loc
 			done(NodeResult{})
 			return
 		}
-		r.releaseAsync(rctx, n, keys, value, occurrence, func(ok bool, err error) { done(boolResult(ok, err)) })
+		r.releaseAsync(rctx, n, keys, value, occurrence, w, func(ok bool, err error) { done(boolResult(ok, err)) })
 	}, decided, nil)
 }
 
 // releaseAsync sends a release to n, counted for Flush until it is
 // answered, then passes the answer to done.
-func (r *Redlock) releaseAsync(ctx context.Context, n *engine.Node, keys engine.LockKeys, value string, occurrence int64, done func(bool, error)) {
+func (r *Redlock) releaseAsync(ctx context.Context, n *engine.Node, keys engine.LockKeys, value string, occurrence int64, w engine.LedgerWrite, done func(bool, error)) {
 	r.pending.add(1)
-	n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, func(ok bool, err error) {
+	n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, w, func(ok bool, err error) {
 		r.pending.done()
 		done(ok, err)
 	})

@@ -159,8 +159,15 @@ func (h *infoRewrite) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // asksInfo reports whether c is an acquire script call asking for the
 // server's info: its leading argument, after the keys, is "1".
 func asksInfo(c redis.Cmder) bool {
-	lead, _, ok := scriptCall(c)
-	return ok && lead == "1"
+	if engine.ScriptName(c) != "acquire" {
+		return false
+	}
+	args := c.Args()
+	var nkeys int
+	if _, err := fmt.Sscan(fmt.Sprint(args[2]), &nkeys); err != nil || len(args) <= 3+nkeys {
+		return false
+	}
+	return fmt.Sprint(args[3+nkeys]) == "1"
 }
 
 // hooked returns the nodes of c, each with an infoRewrite hook.

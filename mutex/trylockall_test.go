@@ -31,10 +31,10 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 		if _, err := n.Acquire(ctx, engine.AcquireRequest{Keys: warm, Value: "w", TTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := n.Commit(ctx, warm, "w", 1, 0, time.Second); err != nil {
+		if _, err := n.Commit(ctx, warm, "w", 1, 0, time.Second, engine.LedgerWrite{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := n.Release(ctx, warm, "w", 0, time.Second); err != nil {
+		if _, err := n.Release(ctx, warm, "w", 0, time.Second, engine.LedgerWrite{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,7 +58,7 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 		// Calls to a node are answered in order: once this one is, the
 		// batch's commit (which waited for a quorum, not this node) is too.
 		// (A release: a script call of its own, never merged with the commits.)
-		if _, err := n.Release(ctx, probe, "v", 0, time.Second); err != nil {
+		if _, err := n.Release(ctx, probe, "v", 0, time.Second, engine.LedgerWrite{}); err != nil {
 			t.Fatal(err)
 		}
 		st := n.Stats()

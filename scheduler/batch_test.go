@@ -120,9 +120,9 @@ func TestBatchedLocking(t *testing.T) {
 			}
 			return lease
 		}
-		other("held", tick)                                      // another replica runs this very tick
-		other("overlap", time.Time{})                            // another replica runs a trigger
-		if err := other("done", tick).Release(ctx); err != nil { // another replica ran it
+		other("held", tick)                                                           // another replica runs this very tick
+		other("overlap", time.Time{})                                                 // another replica runs a trigger
+		if err := other("done", tick).Release(ctx, scheduler.Outcome{}); err != nil { // another replica ran it
 			t.Fatal(err)
 		}
 

@@ -168,8 +168,8 @@ func (l *stallingLocker) Acquire(ctx context.Context, req scheduler.LockRequest)
 // error anyway, as a release that reached too few nodes would.
 type failingRelease struct{ scheduler.Lease }
 
-func (l failingRelease) Release(ctx context.Context) error {
-	if err := l.Lease.Release(ctx); err != nil {
+func (l failingRelease) Release(ctx context.Context, _ scheduler.Outcome) error {
+	if err := l.Lease.Release(ctx, scheduler.Outcome{}); err != nil {
 		return err
 	}
 	return errors.New("node down")

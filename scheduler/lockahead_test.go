@@ -122,7 +122,7 @@ func TestLockAheadPreviousRun(t *testing.T) {
 			}
 			go func() {
 				sleepUntil(tick.Add(-100 * time.Millisecond))
-				if err := lease.Release(ctx); err != nil {
+				if err := lease.Release(ctx, scheduler.Outcome{}); err != nil {
 					t.Errorf("Release: %v", err)
 				}
 			}()

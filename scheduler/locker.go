@@ -83,7 +83,21 @@ type Lease interface {
 	// called at most once.
 	Keep(ctx context.Context) context.Context
 	// Release stops keeping the lease alive, records the tick as run and
-	// releases the lock where it is still held. It returns an error
-	// matching ErrLockLost if the lease had been lost before.
-	Release(ctx context.Context) error
+	// releases the lock where it is still held, and records the run's
+	// Outcome in the job's ledger, if the Locker keeps one (the zero
+	// Outcome for a lease no run used). It returns an error matching
+	// ErrLockLost if the lease had been lost before.
+	Release(ctx context.Context, o Outcome) error
+}
+
+// Outcome is how a run ended, as the scheduler passes it to Lease.Release
+// for the job's ledger: the run's id, its result (a result of Event), its
+// error, how many tries it took (WithRetry) and how long after its tick it
+// started.
+type Outcome struct {
+	RunID  string
+	Result string
+	Err    error
+	Try    int
+	Delay  time.Duration
 }

@@ -165,11 +165,14 @@ func (l *redlockLease) Keep(ctx context.Context) context.Context {
 	return out
 }
 
-// Release implements Lease.
-func (l *redlockLease) Release(ctx context.Context) error {
+// Release implements Lease; the Redlock's ledger records o.
+func (l *redlockLease) Release(ctx context.Context, o Outcome) error {
 	if l.stop != nil {
 		l.stop()
 		defer l.cancel(context.Canceled)
+	}
+	if o.RunID != "" {
+		l.l.SetOutcome(mutex.Outcome{Run: o.RunID, Result: o.Result, Err: o.Err, Try: o.Try, Delay: o.Delay})
 	}
 	err := l.l.Release(ctx)
 	if errors.Is(err, mutex.ErrLost) {

@@ -15,16 +15,16 @@ var errGoexit = errors.New("scheduler: job called runtime.Goexit")
 
 // releaseUnused releases a lease that no run will use.
 func (s *Scheduler) releaseUnused(rn *session, job string, tick time.Time, lease Lease) {
-	s.release(rn, lease, func() []slog.Attr { return tickAttrs(job, tick) })
+	s.release(rn, lease, Outcome{}, func() []slog.Attr { return tickAttrs(job, tick) })
 }
 
-// release releases lease, within releaseTimeout whether or not the
-// scheduler is stopping, and returns the error. A failure other than
-// ErrLockLost is logged, with the attributes attrs returns.
-func (s *Scheduler) release(rn *session, lease Lease, attrs func() []slog.Attr) error {
+// release releases lease, recording o, within releaseTimeout whether or
+// not the scheduler is stopping, and returns the error. A failure other
+// than ErrLockLost is logged, with the attributes attrs returns.
+func (s *Scheduler) release(rn *session, lease Lease, o Outcome, attrs func() []slog.Attr) error {
 	ctx := context.WithoutCancel(rn.jobCtx)
 	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
-	err := lease.Release(rctx)
+	err := lease.Release(rctx, o)
 	cancel()
 	if err != nil && !errors.Is(err, ErrLockLost) {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "lease release failed; the lock expires with its TTL",
@@ -40,9 +40,10 @@ type run struct {
 	lease    Lease
 	info     RunInfo
 	attempts int
-	start    time.Time    // by the monotonic clock
-	batch    *startGroup  // the group it starts with, or nil
-	state    atomic.Int32 // runWaiting, runClaimed or runWithdrawn, if batch is not nil
+	start    time.Time     // by the monotonic clock
+	delay    time.Duration // from its tick to its start, by the scheduler's clock
+	batch    *startGroup   // the group it starts with, or nil
+	state    atomic.Int32  // runWaiting, runClaimed or runWithdrawn, if batch is not nil
 	ctx      context.Context
 	stopCtx  context.CancelFunc // releases ctx's run timeout
 	started  chan struct{}      // closed once the job has started
@@ -181,6 +182,7 @@ func (s *Scheduler) markStart(rn *session, r *run, base context.Context) {
 		}
 		startDelay = wall.Sub(tick)
 	}
+	r.delay = startDelay
 	s.emit(Event{Kind: eventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
 		StartDelay: startDelay, Attempts: r.attempts})
 	if s.log.Enabled(rn.jobCtx, slog.LevelDebug) {
@@ -220,7 +222,9 @@ func (s *Scheduler) finishRun(rn *session, r *run) {
 	if !out.returned.IsZero() {
 		duration = out.returned.Sub(r.start) // the job's own time, without waiting for its group
 	}
-	relErr := s.release(rn, r.lease, func() []slog.Attr { return r.attrs() })
+	ledger, ledgerErr := classify(out, nil) // the lease's own loss is the ledger's to tell
+	relErr := s.release(rn, r.lease, Outcome{RunID: r.info.RunID, Result: ledger, Err: ledgerErr, Try: int(r.tries.Load()), Delay: r.delay},
+		func() []slog.Attr { return r.attrs() })
 	result, err := s.end(r, out, relErr, true)
 	s.emit(Event{Kind: eventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
 		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Try: int(r.tries.Load()), Err: err})

@@ -70,7 +70,7 @@ func TestBadStateFailsItsLockAlone(t *testing.T) {
 		k engine.LockKeys
 		v string
 	}{{badMark, "v0"}, {good, "v2"}} { // adjacent releases are merged into one call
-		n.ReleaseAsync(ctx, r.k, r.v, 7000, time.Hour, func(ok bool, err error) { answers <- answer{ok, err} })
+		n.ReleaseAsync(ctx, r.k, r.v, 7000, time.Hour, engine.LedgerWrite{}, func(ok bool, err error) { answers <- answer{ok, err} })
 	}
 	bad, ok := <-answers, <-answers
 	if bad.err == nil || !strings.Contains(bad.err.Error(), badMark.State) {

@@ -21,10 +21,11 @@ type Keyspace struct {
 
 // LockKeys are the keys of one lock.
 type LockKeys struct {
-	Name  string // the lock's name
-	Lock  string // the lock key: a string holding the owner's value
-	State string // the state hash: fence counter and occurrence mark
-	Pause string // present (no TTL) while the lock's occurrences are paused
+	Name   string // the lock's name
+	Lock   string // the lock key: a string holding the owner's value
+	State  string // the state hash: fence counter and occurrence mark
+	Pause  string // present (no TTL) while the lock's occurrences are paused
+	Ledger string // the sorted set of the lock's records (see Record)
 }
 
 // NewKeyspace returns the keyspace under prefix ("" means DefaultPrefix).
@@ -67,7 +68,7 @@ func (k Keyspace) Lock(name string) (LockKeys, error) {
 		return LockKeys{}, err
 	}
 	tag := k.prefix + ":{" + name + "}:"
-	return LockKeys{Name: name, Lock: tag + "lock", State: tag + "state", Pause: tag + "paused"}, nil
+	return LockKeys{Name: name, Lock: tag + "lock", State: tag + "state", Pause: tag + "paused", Ledger: tag + "ledger"}, nil
 }
 
 // Heartbeat returns the heartbeat key of owner.

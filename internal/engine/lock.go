@@ -202,6 +202,9 @@ type CommitRequest struct {
 	// Fence and Occurrence are raised to (0 leaves either unchanged).
 	Fence      uint64
 	Occurrence int64
+	// Ledger is the acquisition's record, written with the commit (its
+	// Old is unused).
+	Ledger LedgerWrite
 }
 
 // CommitResult is a node's answer to one request of CommitAll.
@@ -213,15 +216,16 @@ type CommitResult struct {
 // Commit runs the commit script, the second phase of an acquisition: while
 // the lock still holds value, it raises the fence counter to fence and the
 // occurrence mark to occurrence (0 leaves either unchanged; neither is ever
-// lowered) and, when it raised either, gives the state a TTL of stateTTL.
-// It reports whether the lock held value.
-func (n *Node) Commit(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration) (bool, error) {
-	return wait(func(done func(bool, error)) { n.CommitAsync(ctx, k, value, fence, occurrence, stateTTL, done) })
+// lowered) and, when it raised either, gives the state a TTL of stateTTL;
+// and it writes w's New to the lock's ledger. It reports whether the lock
+// held value.
+func (n *Node) Commit(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration, w LedgerWrite) (bool, error) {
+	return wait(func(done func(bool, error)) { n.CommitAsync(ctx, k, value, fence, occurrence, stateTTL, w, done) })
 }
 
 // CommitAsync is Commit, with the answer passed to done (see AcquireAsync).
-func (n *Node) CommitAsync(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration, done func(bool, error)) {
-	req := CommitRequest{Keys: k, Value: value, Fence: fence, Occurrence: occurrence}
+func (n *Node) CommitAsync(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration, w LedgerWrite, done func(bool, error)) {
+	req := CommitRequest{Keys: k, Value: value, Fence: fence, Occurrence: occurrence, Ledger: w}
 	n.CommitAllAsync(ctx, []CommitRequest{req}, stateTTL, func(rs []CommitResult) { done(rs[0].Held, rs[0].Err) })
 }
 
@@ -231,12 +235,13 @@ func (n *Node) CommitAsync(ctx context.Context, k LockKeys, value string, fence 
 func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTTL time.Duration, done func([]CommitResult)) {
 	out := make([]CommitResult, len(reqs))
 	n.submitAll(ctx, commitScript, len(reqs), func(lo, hi int) ([]string, []any) {
-		keys := make([]string, 0, 2*(hi-lo))
-		args := make([]any, 1, 1+3*(hi-lo))
+		keys := make([]string, 0, 3*(hi-lo))
+		args := make([]any, 1, 1+7*(hi-lo))
 		args[0] = millis(stateTTL)
 		for _, r := range reqs[lo:hi] {
-			keys = append(keys, r.Keys.Lock, r.Keys.State)
-			args = append(args, r.Value, r.Fence, r.Occurrence)
+			w := r.Ledger
+			keys = append(keys, r.Keys.Lock, r.Keys.State, r.Keys.Ledger)
+			args = append(args, r.Value, r.Fence, r.Occurrence, w.New, w.Score, w.Cap, millis(w.Window))
 		}
 		return keys, args
 	}, func(lo, hi int, res []any, err error) {
@@ -278,10 +283,11 @@ func (n *Node) ExtendAsync(ctx context.Context, k LockKeys, value string, ttl ti
 }
 
 // Release deletes the lock while it holds value (compare and delete),
-// raising the occurrence mark to occurrence first (0 leaves it). It reports
+// raising the occurrence mark to occurrence first (0 leaves it), and writes
+// w to the lock's ledger whether or not the lock held value. It reports
 // whether the lock held value.
-func (n *Node) Release(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration) (bool, error) {
-	return wait(func(done func(bool, error)) { n.ReleaseAsync(ctx, k, value, occurrence, stateTTL, done) })
+func (n *Node) Release(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration, w LedgerWrite) (bool, error) {
+	return wait(func(done func(bool, error)) { n.ReleaseAsync(ctx, k, value, occurrence, stateTTL, w, done) })
 }
 
 // ReleaseAsync is Release, with the answer passed to done (see
@@ -291,9 +297,9 @@ func (n *Node) Release(ctx context.Context, k LockKeys, value string, occurrence
 // Calls to one node are sent in the order they were made, so a release
 // made after an acquisition that timed out still removes what that
 // acquisition may have set.
-func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration, done func(bool, error)) {
-	n.boolCall(ctx, "release", true, releaseScript, []string{k.Lock, k.State},
-		[]any{millis(stateTTL), value, occurrence}, done)
+func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration, w LedgerWrite, done func(bool, error)) {
+	n.boolCall(ctx, "release", true, releaseScript, []string{k.Lock, k.State, k.Ledger},
+		[]any{millis(stateTTL), value, occurrence, w.Old, w.New, w.Score, w.Cap, millis(w.Window)}, done)
 }
 
 // DeleteIfValue deletes the string key while it holds value, and reports
@@ -301,7 +307,8 @@ func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occur
 // changed since it was scanned is never touched.
 func (n *Node) DeleteIfValue(ctx context.Context, key, value string) (bool, error) {
 	return wait(func(done func(bool, error)) {
-		n.boolCall(ctx, "delete", true, releaseScript, []string{key, key}, []any{millis(time.Millisecond), value, 0}, done)
+		n.boolCall(ctx, "delete", true, releaseScript, []string{key, key, key},
+			[]any{millis(time.Millisecond), value, 0, "", "", 0, 0, 0}, done)
 	})
 }
 

@@ -44,8 +44,8 @@ func TestMergedCallsFailAlone(t *testing.T) {
 		if i == 3 {
 			value = "not ours"
 		}
-		calls[i] = &call{ctx: ctx, script: releaseScript, keys: []string{keys[i].Lock, keys[i].State},
-			args: []any{int64(60000), value, int64(1000)}, items: 1, done: func(cmd *redis.Cmd) {
+		calls[i] = &call{ctx: ctx, script: releaseScript, keys: []string{keys[i].Lock, keys[i].State, keys[i].Ledger},
+			args: []any{int64(60000), value, int64(1000), "", "", 0, 0, 0}, items: 1, done: func(cmd *redis.Cmd) {
 				res, err := releaseScript.answer(cmd, 1)
 				var ok bool
 				if err == nil {

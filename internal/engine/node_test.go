@@ -44,13 +44,13 @@ func TestNodeLockScripts(t *testing.T) {
 	if err != nil || rep.Status != engine.Held || rep.Holder != a {
 		t.Fatalf("other value: %+v, %v", rep, err)
 	}
-	if ok, err := n.Commit(ctx, k, b, 99, 5000, time.Hour); ok || err != nil {
+	if ok, err := n.Commit(ctx, k, b, 99, 5000, time.Hour, engine.LedgerWrite{}); ok || err != nil {
 		t.Fatalf("commit by a non-holder: %v, %v", ok, err)
 	}
-	if ok, err := n.Commit(ctx, k, a, 42, 1000, time.Hour); !ok || err != nil {
+	if ok, err := n.Commit(ctx, k, a, 42, 1000, time.Hour, engine.LedgerWrite{}); !ok || err != nil {
 		t.Fatalf("commit: %v, %v", ok, err)
 	}
-	if ok, err := n.Commit(ctx, k, a, 41, 999, time.Hour); !ok || err != nil {
+	if ok, err := n.Commit(ctx, k, a, 41, 999, time.Hour, engine.LedgerWrite{}); !ok || err != nil {
 		t.Fatalf("lower commit: %v, %v", ok, err)
 	}
 	st, _ := s.Client(t).HGetAll(ctx, k.State).Result()
@@ -69,10 +69,10 @@ func TestNodeLockScripts(t *testing.T) {
 	if ttl, _ := s.Client(t).PTTL(ctx, k.Lock).Result(); ttl < 59*time.Minute {
 		t.Fatalf("TTL after extend: %v", ttl)
 	}
-	if ok, err := n.Release(ctx, k, b, 0, time.Hour); ok || err != nil {
+	if ok, err := n.Release(ctx, k, b, 0, time.Hour, engine.LedgerWrite{}); ok || err != nil {
 		t.Fatalf("release by a non-holder: %v, %v", ok, err)
 	}
-	if ok, err := n.Release(ctx, k, a, 2000, time.Hour); !ok || err != nil {
+	if ok, err := n.Release(ctx, k, a, 2000, time.Hour, engine.LedgerWrite{}); !ok || err != nil {
 		t.Fatalf("release: %v, %v", ok, err)
 	}
 	rep, err = n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: b, TTL: time.Minute, Occurrence: 2000})
@@ -229,7 +229,7 @@ func TestNodePipelining(t *testing.T) {
 		t.Errorf("stats %+v: %d concurrent calls should share round trips and script calls", st, calls)
 	}
 	run(func(i int) error {
-		ok, err := n.Release(ctx, keys[i], value(i), 0, time.Hour)
+		ok, err := n.Release(ctx, keys[i], value(i), 0, time.Hour, engine.LedgerWrite{})
 		if err == nil && ok != (i%3 != 0) {
 			err = fmt.Errorf("release of lock %d: %v", i, ok)
 		}

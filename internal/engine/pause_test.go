@@ -31,7 +31,7 @@ func TestPausedLock(t *testing.T) {
 	if rep, err := n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: manual, TTL: time.Minute}); err != nil || rep.Status != engine.Acquired {
 		t.Fatalf("a lock without an occurrence on a paused job: %+v, %v; want acquired", rep, err)
 	}
-	if _, err := n.Release(ctx, k, manual, 0, time.Hour); err != nil {
+	if _, err := n.Release(ctx, k, manual, 0, time.Hour, engine.LedgerWrite{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Del(ctx, k.Pause).Err(); err != nil {

@@ -33,6 +33,7 @@ const (
 	KindHeartbeat                // p:hb:<owner>
 	KindScanTurn                 // p:scan
 	KindPause                    // p:{name}:paused
+	KindLedger                   // p:{name}:ledger
 )
 
 // String returns the kind's name.
@@ -48,6 +49,8 @@ func (k KeyKind) String() string {
 		return "scan_turn"
 	case KindPause:
 		return "paused"
+	case KindLedger:
+		return "ledger"
 	}
 	return "foreign"
 }
@@ -79,6 +82,8 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 		return KindState, name
 	case "paused":
 		return KindPause, name
+	case "ledger":
+		return KindLedger, name
 	}
 	return KindForeign, name
 }

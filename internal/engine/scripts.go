@@ -36,6 +36,7 @@ var (
 type script struct {
 	*redis.Script
 	name        string
+	src         string
 	head, width int
 }
 
@@ -43,7 +44,7 @@ type script struct {
 // the lock scripts share (lua/prelude.lua).
 func newScript(name, src string, head, width int) *script {
 	src = preludeSrc + src
-	return &script{Script: redis.NewScript(src), name: name, head: head, width: width}
+	return &script{Script: redis.NewScript(src), name: name, src: src, head: head, width: width}
 }
 
 // answer returns the answer of a call of s carrying items locks: head
@@ -54,4 +55,21 @@ func (s *script) answer(cmd *redis.Cmd, items int) ([]any, error) {
 		err = fmt.Errorf("unexpected %s reply of %d values for %d locks: %v", s.name, len(res), items, res)
 	}
 	return res, err
+}
+
+// ScriptName returns the name of the lock script ("acquire", "commit",
+// "extend" or "release") that cmd calls, by EVALSHA or EVAL, or "" for
+// any other command. Tests that fault one phase of the protocol use it.
+func ScriptName(cmd redis.Cmder) string {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return ""
+	}
+	id := fmt.Sprint(args[1])
+	for _, s := range []*script{acquireScript, commitScript, extendScript, releaseScript} {
+		if id == s.Hash() || id == s.src {
+			return s.name
+		}
+	}
+	return ""
 }

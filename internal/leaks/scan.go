@@ -112,6 +112,9 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 					rep.Paused[name]++ // a pause lasts until it is resumed: no TTL, no leak
 					continue
 				}
+				if kind == engine.KindLedger && c.Type == "zset" && c.TTL > 0 {
+					continue // a ledger expires by itself
+				}
 				if c.TTL > 0 && (kind == engine.KindHeartbeat || kind == engine.KindScanTurn) {
 					if kind == engine.KindHeartbeat {
 						live[name] = true
@@ -156,7 +159,7 @@ func (s *Scanner) classify(f *Finding, rep *Report, now time.Time) {
 				c.Occurrence = time.UnixMilli(v.Occurrence)
 			}
 			copiesOf[c.Value]++
-		case f.Kind == "state" && c.Type != "hash", f.Kind == "foreign":
+		case f.Kind == "state" && c.Type != "hash", f.Kind == "ledger" && c.Type != "zset", f.Kind == "foreign":
 			c.Classes = append(c.Classes, Unparseable)
 		}
 	}

@@ -25,7 +25,7 @@ func Example() {
 	_, err = l.Acquire(ctx, req)
 	fmt.Println("b while a runs:", errors.Is(err, scheduler.ErrHeld))
 
-	fmt.Println("a releases:", lease.Release(ctx))
+	fmt.Println("a releases:", lease.Release(ctx, scheduler.Outcome{}))
 	_, err = l.Acquire(ctx, req)
 	fmt.Println("b after a ran:", errors.Is(err, scheduler.ErrAlreadyRun))
 
@@ -51,7 +51,7 @@ func ExampleLocker_LoseLease() {
 	l.LoseLease("report")
 	<-jobCtx.Done()
 	fmt.Println(errors.Is(context.Cause(jobCtx), scheduler.ErrLockLost))
-	fmt.Println(errors.Is(lease.Release(ctx), scheduler.ErrLockLost))
+	fmt.Println(errors.Is(lease.Release(ctx, scheduler.Outcome{}), scheduler.ErrLockLost))
 	// Output:
 	// true
 	// true

@@ -315,8 +315,8 @@ func (h *lease) Keep(ctx context.Context) context.Context {
 
 // Release implements scheduler.Lease. It fails with ctx's error, releasing
 // nothing, if ctx is done, and with an error matching scheduler.ErrLockLost
-// if the lease was lost. Releasing again returns nil.
-func (h *lease) Release(ctx context.Context) error {
+// if the lease was lost. Releasing again returns nil. It keeps no ledger.
+func (h *lease) Release(ctx context.Context, _ scheduler.Outcome) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("schedulertest: release job %q: %w", h.job, err)
 	}

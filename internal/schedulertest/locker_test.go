@@ -66,7 +66,7 @@ func TestMarkAndFence(t *testing.T) {
 	if got := l.Mark("job"); !got.Equal(t2) {
 		t.Errorf("mark after acquisition = %v, want %v", got, t2)
 	}
-	if err := a.Release(ctx); err != nil {
+	if err := a.Release(ctx, scheduler.Outcome{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tick := range []time.Time{t1, t2} {
@@ -76,7 +76,7 @@ func TestMarkAndFence(t *testing.T) {
 	}
 	// A trigger ignores and keeps the mark.
 	b := mustAcquire(t, l, req("job", time.Time{}))
-	if err := b.Release(ctx); err != nil {
+	if err := b.Release(ctx, scheduler.Outcome{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := l.Mark("job"); !got.Equal(t2) {
@@ -110,7 +110,7 @@ func TestExpiry(t *testing.T) {
 			t.Error("lease held past its TTL")
 		}
 		b := mustAcquire(t, l, req("job", now.Add(time.Minute)))
-		if err := a.Release(ctx); !errors.Is(err, scheduler.ErrLockLost) {
+		if err := a.Release(ctx, scheduler.Outcome{}); !errors.Is(err, scheduler.ErrLockLost) {
 			t.Errorf("Release of the expired lease = %v, want ErrLockLost", err)
 		}
 		if g, held := l.Held("job"); !held || g.Fence != b.Fence() {
@@ -129,7 +129,7 @@ func TestExpiry(t *testing.T) {
 		if _, held := l.Held("job"); !held || kctx.Err() != nil {
 			t.Error("kept lease expired")
 		}
-		if err := b.Release(ctx); err != nil {
+		if err := b.Release(ctx, scheduler.Outcome{}); err != nil {
 			t.Errorf("Release: %v", err)
 		}
 		if kctx.Err() == nil {
@@ -159,7 +159,7 @@ func TestLoseLease(t *testing.T) {
 		t.Errorf("the lost tick = %v, want ErrAlreadyRun: the mark stays", err)
 	}
 	mustAcquire(t, l, req("job", t2))
-	if err := a.Release(context.Background()); !errors.Is(err, scheduler.ErrLockLost) {
+	if err := a.Release(context.Background(), scheduler.Outcome{}); !errors.Is(err, scheduler.ErrLockLost) {
 		t.Errorf("Release = %v, want ErrLockLost", err)
 	}
 	if _, held := l.Held("job"); !held {
@@ -172,14 +172,14 @@ func TestRelease(t *testing.T) {
 	a := mustAcquire(t, l, req("job", t1))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := a.Release(ctx); !errors.Is(err, context.Canceled) {
+	if err := a.Release(ctx, scheduler.Outcome{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Release with a cancelled context = %v, want context.Canceled", err)
 	}
 	if _, held := l.Held("job"); !held {
 		t.Error("Release with a cancelled context released")
 	}
 	for range 2 {
-		if err := a.Release(context.Background()); err != nil {
+		if err := a.Release(context.Background(), scheduler.Outcome{}); err != nil {
 			t.Errorf("Release: %v", err)
 		}
 	}
@@ -255,7 +255,7 @@ func TestAcquireAll(t *testing.T) {
 	ctx := context.Background()
 	mustAcquire(t, l, req("held", t1))
 	mustAcquire(t, l, req("overlap", t1))
-	if err := mustAcquire(t, l, req("done", t1)).Release(ctx); err != nil {
+	if err := mustAcquire(t, l, req("done", t1)).Release(ctx, scheduler.Outcome{}); err != nil {
 		t.Fatal(err)
 	}
 	l.FailNext(1)

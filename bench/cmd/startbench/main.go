@@ -351,7 +351,7 @@ func (l *freeLease) Keep(ctx context.Context) context.Context {
 	return ctx
 }
 
-func (l *freeLease) Release(context.Context) error {
+func (l *freeLease) Release(context.Context, scheduler.Outcome) error {
 	if l.stop != nil {
 		l.stop()
 	}

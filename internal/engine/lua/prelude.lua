@@ -24,3 +24,24 @@ local function badState(key, st)
   end
   return nil
 end
+
+-- record writes one record to a lock's ledger, a sorted set of record
+-- texts by score (a tick, or a start, in unix ms): it removes the text
+-- old (unless ""), adds new at score, keeps the newest cap records and
+-- those within window ms of score, and gives the ledger a TTL of window.
+-- The ledger is a log, not the lock: its errors (a key of another type)
+-- are ignored, so that they never fail the lock's own answer.
+local function record(key, old, new, score, cap, window)
+  if new == "" and old == "" then
+    return
+  end
+  if old ~= "" then
+    redis.pcall("ZREM", key, old)
+  end
+  if new == "" or failed(redis.pcall("ZADD", key, score, new)) then
+    return
+  end
+  redis.pcall("ZREMRANGEBYRANK", key, 0, -cap - 1)
+  redis.pcall("ZREMRANGEBYSCORE", key, "-inf", "(" .. (score - window))
+  redis.pcall("PEXPIRE", key, window)
+end

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A lock's ledger is a sorted set beside the lock (LockKeys.Ledger): the
+// records of its recent acquisitions, scored by their tick (or, without
+// one, their start) in unix ms. An acquisition's commit adds its record
+// as started; its release replaces it by the holder's final record, on
+// every node, whether or not the lock still held there. The ledger keeps
+// its newest records (a count and a time window) and expires by itself.
+
+// Record is one entry of a lock's ledger, stored as JSON. Zero fields are
+// left out, so that a record costs a few dozen bytes.
+type Record struct {
+	Owner string `json:"owner,omitempty"` // who held the lock
+	Tick  int64  `json:"tick,omitempty"`  // the occurrence claimed, unix ms
+	Fence uint64 `json:"fence,omitempty"` // the acquisition's fence
+	Start int64  `json:"start,omitempty"` // when the acquisition started, unix ms
+	End   int64  `json:"end,omitempty"`   // when the holder released it, unix ms
+	// Run, Result, Error and Try are the holder's: a scheduler's run id,
+	// its result, error (at most MaxRecordError bytes) and tries.
+	Run    string `json:"run,omitempty"`
+	Result string `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Try    int    `json:"try,omitempty"`
+	// Delay is how long after its tick the run started, in ms.
+	Delay int64 `json:"delay,omitempty"`
+}
+
+// MaxRecordError is the longest error text a record keeps, in bytes.
+const MaxRecordError = 200
+
+// RecordState is how a record reached a node's ledger.
+type RecordState byte
+
+// The prefixes the scripts put before a record's JSON.
+const (
+	// RecordStarted: written by the acquisition's commit; no release came
+	// (yet) to this node.
+	RecordStarted RecordState = 's'
+	// RecordReleased: the release deleted the lock here.
+	RecordReleased RecordState = 'r'
+	// RecordLost: the release found the lock gone or taken here.
+	RecordLost RecordState = 'l'
+	// RecordMissed: a tick that ran nowhere, written by the missed-tick
+	// check.
+	RecordMissed RecordState = 'm'
+)
+
+// Text returns r as the scripts store it, without its state prefix.
+func (r Record) Text() string {
+	if len(r.Error) > MaxRecordError {
+		cut := MaxRecordError
+		for cut > 0 && !utf8.RuneStart(r.Error[cut]) {
+			cut--
+		}
+		r.Error = r.Error[:cut]
+	}
+	b, _ := json.Marshal(r) // a struct of strings and numbers always encodes
+	return string(b)
+}
+
+// LedgerWrite is a write to a lock's ledger that a commit or a release
+// carries: it removes the started record Old (a Text, "" for none) and
+// adds New, at Score, keeping the newest Cap records within Window of it.
+// A zero LedgerWrite writes nothing.
+type LedgerWrite struct {
+	Old, New string
+	Score    int64
+	Cap      int
+	Window   time.Duration
+}
+
+// Entry is one record as a node's ledger holds it.
+type Entry struct {
+	State  RecordState
+	Record Record
+	Score  int64
+}
+
+// Ledger returns up to count of the newest records of the lock's ledger on
+// the node, newest first. A member that is not a record is skipped.
+func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, error) {
+	zs, err := n.client.ZRevRangeWithScores(ctx, k.Ledger, 0, int64(count)-1).Result()
+	if err != nil {
+		return nil, n.fail("ledger", k.Ledger, err)
+	}
+	out := make([]Entry, 0, len(zs))
+	for _, z := range zs {
+		s, _ := z.Member.(string)
+		e, err := ParseEntry(s)
+		if err != nil {
+			continue
+		}
+		e.Score = int64(z.Score)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// ParseEntry decodes a ledger member: a state prefix, "|" and a Record's
+// JSON.
+func ParseEntry(s string) (Entry, error) {
+	state, text, ok := strings.Cut(s, "|")
+	if !ok || len(state) != 1 || !strings.Contains("srlm", state) {
+		return Entry{}, fmt.Errorf("redcron: ledger member %.40q: no state prefix", s)
+	}
+	var e Entry
+	e.State = RecordState(state[0])
+	if err := json.Unmarshal([]byte(text), &e.Record); err != nil {
+		return Entry{}, fmt.Errorf("redcron: ledger member %.40q: %w", s, err)
+	}
+	return e, nil
+}
+
+// AddMissed adds r to the lock's ledger as a missed tick (RecordMissed),
+// at its tick, keeping the newest capacity records within window.
+func (n *Node) AddMissed(ctx context.Context, k LockKeys, r Record, capacity int, window time.Duration) error {
+	member := string(RecordMissed) + "|" + r.Text()
+	_, err := n.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, k.Ledger, redis.Z{Score: float64(r.Tick), Member: member})
+		p.ZRemRangeByRank(ctx, k.Ledger, 0, int64(-capacity-1))
+		p.ZRemRangeByScore(ctx, k.Ledger, "-inf", "("+strconv.FormatInt(r.Tick-window.Milliseconds(), 10))
+		p.PExpire(ctx, k.Ledger, window)
+		return nil
+	})
+	if err != nil {
+		return n.fail("ledger", k.Ledger, err)
+	}
+	return nil
+}

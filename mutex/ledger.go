@@ -1,0 +1,67 @@
+package mutex
+
+import (
+	"time"
+
+	"github.com/redcron/redcron/internal/engine"
+)
+
+// Outcome is what a lock's holder did with it, as Release records it in
+// the lock's ledger (WithLedger). The scheduler gives its run's.
+type Outcome struct {
+	Run    string        // the holder's id for its work (a scheduler's run id)
+	Result string        // how the work ended, in a word ("success", "failed"...)
+	Err    error         // its error, if any; the ledger keeps its first 200 bytes
+	Try    int           // the tries it took, from 1
+	Delay  time.Duration // how long after the lock's occurrence the work started
+}
+
+// SetOutcome sets the Outcome that Release records in the lock's ledger;
+// the last call before Release counts. Without it, the record says only
+// when the lock was released.
+func (l *Lock) SetOutcome(o Outcome) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.outcome = o
+}
+
+// startRecord returns the record an acquisition's commit writes to the
+// lock's ledger, and its text ("" with the ledger off).
+func (r *Redlock) startRecord(owner string, occurrence int64, fence uint64, start time.Time) (engine.Record, string) {
+	if r.cfg.ledgerCap == 0 {
+		return engine.Record{}, ""
+	}
+	rec := engine.Record{Owner: owner, Tick: occurrence, Fence: fence, Start: start.UnixMilli()}
+	return rec, rec.Text()
+}
+
+// ledgerWrite returns the ledger write that replaces the started record
+// old by rec (either "" for none), scored by rec's occurrence or start.
+func (r *Redlock) ledgerWrite(rec engine.Record, old, text string) engine.LedgerWrite {
+	if r.cfg.ledgerCap == 0 || (old == "" && text == "") {
+		return engine.LedgerWrite{}
+	}
+	score := rec.Tick
+	if score == 0 {
+		score = rec.Start
+	}
+	return engine.LedgerWrite{Old: old, New: text, Score: score, Cap: r.cfg.ledgerCap, Window: r.cfg.ledgerTime}
+}
+
+// endRecord returns the lock's final record: its started record with the
+// holder's outcome and the release's time.
+func (l *Lock) endRecord() engine.LedgerWrite {
+	if l.r.cfg.ledgerCap == 0 {
+		return engine.LedgerWrite{}
+	}
+	l.mu.Lock()
+	o := l.outcome
+	l.mu.Unlock()
+	rec := l.record
+	rec.End = time.Now().UnixMilli()
+	rec.Run, rec.Result, rec.Try, rec.Delay = o.Run, o.Result, o.Try, o.Delay.Milliseconds()
+	if o.Err != nil {
+		rec.Error = o.Err.Error()
+	}
+	return l.r.ledgerWrite(l.record, l.started, rec.Text())
+}
