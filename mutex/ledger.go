@@ -10,7 +10,7 @@ import (
 // the lock's ledger (WithLedger). The scheduler gives its run's.
 type Outcome struct {
 	Run    string        // the holder's id for its work (a scheduler's run id)
-	Result string        // how the work ended, in a word ("success", "failed"...)
+	Result string        // how the work ended, in a word ("success", "failure"...)
 	Err    error         // its error, if any; the ledger keeps its first 200 bytes
 	Try    int           // the tries it took, from 1
 	Delay  time.Duration // how long after the lock's occurrence the work started

@@ -171,8 +171,9 @@ type config struct {
 	timeout  time.Duration
 	json     bool
 	fix      bool
-	command  string // "" (the leak scan), "status", "pause" or "resume"
-	job      string // the job of pause and resume
+	last     int    // history: how many records
+	command  string // "" (the leak scan), "status", "history", "pause" or "resume"
+	job      string // the job of history, pause and resume
 }
 
 // usageError is a problem with the flags or the environment; its message
@@ -206,9 +207,9 @@ func parseCommand(cfg *config, args []string) error {
 		}
 		cfg.command = "status"
 		return nil
-	case "pause", "resume":
+	case "pause", "resume", "history":
 	default:
-		return usagef("unexpected argument %q: the commands are leaks (the default), status, pause JOB and resume JOB; every setting is a flag, given before them", args[0])
+		return usagef("unexpected argument %q: the commands are leaks (the default), status, history JOB, pause JOB and resume JOB; every setting is a flag, given before them", args[0])
 	}
 	if len(args) != 2 {
 		return usagef("%s takes one job name, after the flags", args[0])
@@ -251,9 +252,10 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.DurationVar(&cfg.maxAge, "max-age", 24*time.Hour, "report locks acquired longer ago than this as over_age; 0 turns the check off")
 	fs.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "bound on the whole run: scan and fix")
 	fs.BoolVar(&cfg.json, "json", false, "print a JSON document (see the README) instead of a table")
+	fs.IntVar(&cfg.last, "last", 20, "history: how many of the newest records to print")
 	fs.BoolVar(&cfg.fix, "fix", false, "delete the leaks found, by compare-and-delete (default: dry run)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | pause JOB | resume JOB]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | history JOB | pause JOB | resume JOB]\n\n"+
 			"Scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
 			"status lists every job's lock: paused or not, its holder and the tick it claims; and the live replicas.\n"+
 			"pause JOB stops every replica from running the job's ticks until resume JOB.\n"+
@@ -320,6 +322,9 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	}
 	if cfg.maxAge < 0 {
 		return nil, usagef("-max-age: %v is negative (0 turns the over-age check off)", cfg.maxAge)
+	}
+	if cfg.last < 1 {
+		return nil, usagef("-last: %d: must be at least 1", cfg.last)
 	}
 	if cfg.timeout <= 0 {
 		return nil, usagef("-timeout: %v: must be positive", cfg.timeout)

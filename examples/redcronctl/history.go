@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/ledger"
+)
+
+// historyRun is one run of history's JSON document.
+type historyRun struct {
+	Tick     time.Time `json:"tick,omitzero"` // zero for a manual run
+	State    string    `json:"state"`         // started, released, lost or missed
+	Result   string    `json:"result,omitempty"`
+	Replica  string    `json:"replica,omitempty"`
+	RunID    string    `json:"run_id,omitempty"`
+	Fence    uint64    `json:"fence,omitempty"`
+	Start    time.Time `json:"start,omitzero"` // when the lease's acquisition started
+	DelayMS  int64     `json:"start_delay_ms"`
+	Duration float64   `json:"duration_s,omitempty"` // from the start to the release
+	Try      int       `json:"try,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Nodes    int       `json:"nodes"` // nodes holding the record
+}
+
+// history prints the job's ledger, merged over the nodes, newest first:
+// a table, or with -json a document. It exits 2 when fewer than a majority
+// of the nodes could be read (the history could miss runs).
+func history(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine.Keyspace, stdout, stderr io.Writer, hide func(string) string) int {
+	lk, err := keys.Lock(cfg.job)
+	if err != nil {
+		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
+		return exitError
+	}
+	runs, errs := ledger.Read(ctx, nodes, lk, cfg.last)
+	read := 0
+	for i, err := range errs {
+		if err != nil {
+			fmt.Fprintf(stderr, "redcronctl: node %s not read: %s\n", nodes[i].Name(), hide(err.Error()))
+			continue
+		}
+		read++
+	}
+	if read < len(nodes)/2+1 {
+		fmt.Fprintf(stderr, "redcronctl: %d of %d nodes read, not a majority: the history could miss runs\n", read, len(nodes))
+		return exitError
+	}
+	out := make([]historyRun, len(runs))
+	for i, r := range runs {
+		out[i] = historyRun{Tick: ledger.Time(r.Tick), State: r.State, Result: r.Result, Replica: r.Owner, RunID: r.Run,
+			Fence: r.Fence, Start: ledger.Time(r.Start), DelayMS: r.Delay, Try: r.Try, Error: r.Error, Nodes: r.Nodes}
+		began := r.Start // a manual run starts with its lease
+		if r.Tick != 0 {
+			began = r.Tick + r.Delay
+		}
+		if r.End != 0 && began != 0 && r.End > began {
+			out[i].Duration = float64(r.End-began) / 1000
+		}
+	}
+	if cfg.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		doc := struct {
+			Job  string       `json:"job"`
+			Runs []historyRun `json:"runs"`
+		}{cfg.job, out}
+		if enc.Encode(doc) != nil {
+			return exitError
+		}
+		return exitClean
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "TICK\tRESULT\tREPLICA\tFENCE\tDELAY\tDURATION\tTRY\tERROR\n")
+	for _, r := range out {
+		tick := "manual"
+		if !r.Tick.IsZero() {
+			tick = r.Tick.UTC().Format(time.RFC3339)
+		}
+		result := r.Result
+		switch {
+		case r.State == ledger.StateLost:
+			result = "lock_lost"
+		case r.State != ledger.StateReleased || result == "":
+			result = r.State
+		}
+		dur := "-"
+		if r.Duration > 0 {
+			dur = (time.Duration(r.Duration * float64(time.Second))).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\t%d\t%s\n", tick, result, printable(orDash(r.Replica)), r.Fence,
+			time.Duration(r.DelayMS)*time.Millisecond, dur, r.Try, printable(orDash(r.Error)))
+	}
+	if err := tw.Flush(); err != nil {
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%d runs of %q on %d/%d nodes\n", len(out), cfg.job, read, len(nodes))
+	return exitClean
+}
+
+// orDash returns s, or "-" for "".
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// TestHistoryEndToEnd: the runs of a job over two replicas, each tick on
+// one of them, are in history as they ran: replica, run id, fence, tick,
+// result and error, every record on every node.
+func TestHistoryEndToEnd(t *testing.T) {
+	t.Parallel()
+	bin := buildCommand(t)
+	c := redistest.Start(t, 3)
+	addrs := strings.Join(c.Addrs(), ",")
+	var mu sync.Mutex
+	ran := map[string]scheduler.RunInfo{} // by run id
+	var stops []func()
+	for _, id := range []string{"replica-a", "replica-b"} {
+		s, err := redcron.New(c.Addrs(), redcron.WithLockOptions(mutex.WithTrustedNodes()),
+			redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Add("flaky", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
+			mu.Lock()
+			ran[run.RunID] = run
+			mu.Unlock()
+			if run.Tick.Unix()%2 == 1 {
+				return errors.New("odd second")
+			}
+			return nil
+		}, scheduler.WithLockTTL(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); _ = s.Run(context.Background()) }()
+		stops = append(stops, func() { _ = s.Shutdown(context.Background()); <-done })
+	}
+	waitUntil(t, 15*time.Second, "4 runs", func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) >= 4 })
+	for _, stop := range stops {
+		stop() // releases flushed: every record is final
+	}
+
+	o := exe(t, bin, nil, "-addrs", addrs, "-json", "-last", "100", "history", "flaky")
+	var doc struct {
+		Job  string       `json:"job"`
+		Runs []historyRun `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil || o.code != 0 || doc.Job != "flaky" {
+		t.Fatalf("history -json: %v: %s", err, o)
+	}
+	if len(doc.Runs) != len(ran) {
+		t.Errorf("history has %d runs; %d ran", len(doc.Runs), len(ran))
+	}
+	for i, r := range doc.Runs {
+		want, ok := ran[r.RunID]
+		switch {
+		case !ok:
+			t.Errorf("history has run %+v, which did not run", r)
+			continue
+		case r.State != "released" || r.Nodes != 3:
+			t.Errorf("run %s: state %q on %d nodes; want released on 3", r.RunID, r.State, r.Nodes)
+		case r.Replica != want.Instance || r.Fence != want.Fence || !r.Tick.Equal(want.Tick):
+			t.Errorf("run %s: replica %q fence %d tick %v; ran on %q with %d at %v", r.RunID, r.Replica, r.Fence, r.Tick,
+				want.Instance, want.Fence, want.Tick)
+		}
+		odd := want.Tick.Unix()%2 == 1
+		if odd && (r.Result != "failure" || r.Error != "odd second") || !odd && (r.Result != "success" || r.Error != "") {
+			t.Errorf("run of tick %v: result %q, error %q", want.Tick, r.Result, r.Error)
+		}
+		if i > 0 && !r.Tick.Before(doc.Runs[i-1].Tick) {
+			t.Errorf("runs not newest first: %v after %v", r.Tick, doc.Runs[i-1].Tick)
+		}
+	}
+
+	if o := exe(t, bin, nil, "-addrs", addrs, "history", "flaky"); o.code != 0 ||
+		!strings.Contains(o.stdout, "TICK") || !strings.Contains(o.stdout, "odd second") || !strings.Contains(o.stdout, "replica-") {
+		t.Errorf("history table: %s", o)
+	}
+	if o := exe(t, bin, nil, "-addrs", addrs, "history"); o.code != 2 {
+		t.Errorf("history without a job: %s", o)
+	}
+}

@@ -1,0 +1,146 @@
+// Package ledger reads the jobs' ledgers from the nodes and merges them
+// into one history: each node keeps its own copy of a lock's records
+// (internal/engine), written by the commits and releases that reached it.
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/internal/engine"
+)
+
+// Run is one record of a job's history, merged over the nodes.
+type Run struct {
+	engine.Record
+	// State is "started" (no release reached a node: running, or its
+	// replica died), "released", "lost" (the lock had gone on more nodes
+	// than held it at the release) or "missed" (a tick that ran nowhere,
+	// with the reasons in Error).
+	State string `json:"state"`
+	// Nodes is how many nodes hold the record.
+	Nodes int `json:"nodes"`
+}
+
+// The states of a Run.
+const (
+	StateStarted  = "started"
+	StateReleased = "released"
+	StateLost     = "lost"
+	StateMissed   = "missed"
+)
+
+// Read returns up to count of the newest records of the lock's ledger,
+// merged over nodes, newest first, and the errors of the nodes that could
+// not be read (one per node, in their order; nil for a node that was).
+func Read(ctx context.Context, nodes []*engine.Node, k engine.LockKeys, count int) ([]Run, []error) {
+	entries := make([][]engine.Entry, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { entries[i], errs[i] = n.Ledger(ctx, k, count) })
+	}
+	wg.Wait()
+	runs := Merge(entries)
+	return runs[:min(len(runs), count)], errs
+}
+
+// Merge merges the entries of several nodes' copies of one ledger, newest
+// first (by tick or start, then fence).
+func Merge(nodes [][]engine.Entry) []Run {
+	type acc struct {
+		best   engine.Entry
+		counts map[engine.RecordState]int
+		nodes  int
+	}
+	byID := map[string]*acc{}
+	for _, es := range nodes {
+		seen := map[string]bool{}
+		for _, e := range es {
+			id := identity(e)
+			a := byID[id]
+			if a == nil {
+				a = &acc{best: e, counts: map[engine.RecordState]int{}}
+				byID[id] = a
+			}
+			a.counts[e.State]++
+			if !seen[id] {
+				seen[id] = true
+				a.nodes++
+			}
+			if rank(e.State) > rank(a.best.State) {
+				a.best = e
+			}
+		}
+	}
+	out := make([]Run, 0, len(byID))
+	for _, a := range byID {
+		r := Run{Record: a.best.Record, Nodes: a.nodes}
+		switch a.best.State {
+		case engine.RecordStarted:
+			r.State = StateStarted
+		case engine.RecordMissed:
+			r.State = StateMissed
+		default:
+			r.State = StateReleased
+			if a.counts[engine.RecordLost] > a.counts[engine.RecordReleased] {
+				r.State = StateLost
+			}
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Run) int {
+		return cmp.Or(cmp.Compare(score(b), score(a)), cmp.Compare(b.Fence, a.Fence), cmp.Compare(b.Start, a.Start))
+	})
+	return out
+}
+
+// identity is what makes copies of one record the same record on several
+// nodes: an acquisition's fence (unique to it when fencing is on) or its
+// owner, tick and start; a missed tick's tick.
+func identity(e engine.Entry) string {
+	r := e.Record
+	switch {
+	case e.State == engine.RecordMissed:
+		return "m" + strconv.FormatInt(r.Tick, 10)
+	case r.Fence != 0:
+		return "f" + strconv.FormatUint(r.Fence, 10)
+	}
+	return "o" + r.Owner + "\x00" + strconv.FormatInt(r.Tick, 10) + "\x00" + strconv.FormatInt(r.Start, 10)
+}
+
+// rank orders the states of one record's copies: a final record tells
+// more than a started one, and a release that found the lock more than
+// one that did not.
+func rank(s engine.RecordState) int {
+	switch s {
+	case engine.RecordReleased:
+		return 3
+	case engine.RecordLost:
+		return 2
+	case engine.RecordMissed:
+		return 1
+	}
+	return 0
+}
+
+// score is where a record stands in the history: its tick, or for a
+// run without one (a trigger), its start.
+func score(r Run) int64 {
+	if r.Tick != 0 {
+		return r.Tick
+	}
+	return r.Start
+}
+
+// Time returns a record's unix ms as a time, the zero time for 0.
+func Time(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
