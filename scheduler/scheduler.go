@@ -54,6 +54,7 @@ type entry struct {
 	sched schedule
 	job   JobFunc
 	cfg   jobConfig
+	added time.Time // when Add registered it, by the scheduler's clock
 
 	// Read without Scheduler.mu, so that the runs starting at a tick do not
 	// queue on it. running is decremented under Scheduler.mu, with
@@ -184,7 +185,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	if err := s.locker.Check(req); err != nil {
 		return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
 	}
-	e := &entry{name: name, spec: spec, sched: sched, job: job, cfg: cfg}
+	e := &entry{name: name, spec: spec, sched: sched, job: job, cfg: cfg, added: s.cfg.clock()}
 	e.gone, e.leave = context.WithCancel(context.Background())
 
 	s.mu.Lock()

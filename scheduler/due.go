@@ -1,0 +1,41 @@
+package scheduler
+
+import "time"
+
+// maxDue bounds the ticks Due returns for one job.
+const maxDue = 1000
+
+// Due returns, by job name, the ticks of each job in [from, to) that no
+// replica may claim any more at to: those whose misfire grace (or catch-up
+// window, whichever is longer) ended by to, and none from before the job
+// was added here. Ticks are oldest first, at most the newest 1,000 of a
+// job. A tick that no replica ran by then never runs: the missed-tick
+// check compares these with the job's ledger.
+func (s *Scheduler) Due(from, to time.Time) map[string][]time.Time {
+	s.mu.Lock()
+	jobs := make([]*entry, 0, len(s.jobs))
+	for _, e := range s.jobs {
+		jobs = append(jobs, e)
+	}
+	s.mu.Unlock()
+	out := make(map[string][]time.Time, len(jobs))
+	for _, e := range jobs {
+		start := from
+		if e.added.After(start) {
+			start = e.added
+		}
+		end := to.Add(-e.cfg.lateLimit())
+		var ticks []time.Time
+		// Next is strictly after its argument: start a millisecond early,
+		// so that a tick at start counts.
+		for t := e.sched.Next(start.Add(-time.Millisecond)); !t.IsZero() && t.Before(end); t = e.sched.Next(t) {
+			if ticks = append(ticks, t); len(ticks) > maxDue {
+				ticks = ticks[1:]
+			}
+		}
+		if len(ticks) > 0 {
+			out[e.name] = ticks
+		}
+	}
+	return out
+}
