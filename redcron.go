@@ -250,6 +250,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { s.scan.Run(scanCtx) })
+	wg.Go(func() { s.takeTriggers(scanCtx) })
 	err := s.s.Run(ctx)
 	stopScan()
 	wg.Wait()

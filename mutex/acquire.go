@@ -111,14 +111,14 @@ func (rd *round) commit(ctx context.Context) {
 			}
 			rd.fences[j] = max(seen+1, uint64(time.Now().UnixMicro()))
 		}
-		rd.records[j], rd.started[j] = r.startRecord(q.lc.owner, q.lc.occurrence, rd.fences[j], rd.start)
-		if rd.fences[j] != 0 || q.lc.occurrence != 0 {
+		rd.records[j], rd.started[j] = r.startRecord(q.lc, rd.fences[j], rd.start)
+		if rd.fences[j] != 0 || q.lc.occurrence != 0 || q.lc.ticket != "" {
 			// A commit may write the started record on some nodes and
 			// still fail: the attempt's releases take it back.
 			rd.strags[j].ledger = r.ledgerWrite(rd.records[j], rd.started[j], "")
 			commits = append(commits, commitItem{j: j, until: rd.start.Add(q.ttl - r.drift(q.ttl)),
 				req: engine.CommitRequest{Keys: q.keys, Value: rd.areqs[j].Value, Fence: rd.fences[j], Occurrence: q.lc.occurrence,
-					Ledger: r.ledgerWrite(rd.records[j], "", rd.started[j])}})
+					Ledger: r.ledgerWrite(rd.records[j], "", rd.started[j]), Ticket: q.lc.ticket}})
 		} else {
 			rd.started[j] = "" // no commit, so no started record: the release writes the record
 		}

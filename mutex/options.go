@@ -254,6 +254,7 @@ type LockOption func(*lockConfig)
 type lockConfig struct {
 	occurrence int64
 	owner      string
+	ticket     string
 }
 
 // Occurrence makes the acquisition claim the occurrence at: it is refused
@@ -268,6 +269,17 @@ func Occurrence(at time.Time) LockOption {
 		if !at.IsZero() {
 			c.occurrence = max(at.UnixMilli(), 1)
 		}
+	}
+}
+
+// Ticket makes the acquisition take a trigger's request: ticket must be in
+// the lock's trigger key on a majority of nodes, and the acquisition's
+// commit takes it there, so that one acquisition at most ever has it;
+// otherwise the acquisition fails (a QuorumError of Op "commit"). The
+// ledger's record of the acquisition carries the ticket. "" means none.
+func Ticket(ticket string) LockOption {
+	return func(c *lockConfig) {
+		c.ticket = ticket
 	}
 }
 

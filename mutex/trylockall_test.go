@@ -31,7 +31,7 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 		if _, err := n.Acquire(ctx, engine.AcquireRequest{Keys: warm, Value: "w", TTL: time.Second}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := n.Commit(ctx, warm, "w", 1, 0, time.Second, engine.LedgerWrite{}); err != nil {
+		if _, err := n.Commit(ctx, engine.CommitRequest{Keys: warm, Value: "w", Fence: 1}, time.Second); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := n.Release(ctx, warm, "w", 0, time.Second, engine.LedgerWrite{}); err != nil {

@@ -68,7 +68,7 @@ func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 // lockOptions returns the Redlock options of req: its owner and its tick
 // as the lock's occurrence.
 func lockOptions(req LockRequest) []mutex.LockOption {
-	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick)}
+	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick), mutex.Ticket(req.Ticket)}
 }
 
 // leaseOf maps the outcome of a Redlock attempt for req to Acquire's.

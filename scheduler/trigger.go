@@ -16,8 +16,15 @@ import (
 // Errors: ErrUnknownJob at once for a name no job has (or one removed
 // meanwhile); ErrOverlap if this replica runs the job or holds its lock;
 // ErrHeld if another replica holds it; ErrNoQuorum if no decision was
-// reached; ErrClosed once the Scheduler is closed.
-func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
+// reached (or, with WithTicket, the ticket was taken by another replica or
+// withdrawn); ErrClosed once the Scheduler is closed.
+func (s *Scheduler) Trigger(ctx context.Context, name string, opts ...TriggerOption) (RunInfo, error) {
+	var tc triggerConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&tc)
+		}
+	}
 	rn, e, err := s.triggerable(ctx, name)
 	if err != nil {
 		return RunInfo{}, err
@@ -29,8 +36,12 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	defer context.AfterFunc(rn.loopCtx, cancel)()
 	defer context.AfterFunc(e.gone, cancel)()
 	removed := fmt.Errorf("%w: %q: removed while it was being triggered", ErrUnknownJob, name)
-	req := LockRequest{Job: name, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID}
-	lease, attempts, err := s.acquire(ctx, e, req, s.cfg.clock().Add(e.cfg.misfireGrace), nil)
+	req := LockRequest{Job: name, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID, Ticket: tc.ticket}
+	deadline := s.cfg.clock().Add(e.cfg.misfireGrace)
+	if tc.ticket != "" {
+		deadline = s.cfg.clock() // one attempt: a request not taken now is tried again by its taker
+	}
+	lease, attempts, err := s.acquire(ctx, e, req, deadline, nil)
 	if err != nil {
 		switch {
 		case rn.loopCtx.Err() != nil:
@@ -91,4 +102,19 @@ func (s *Scheduler) triggerable(ctx context.Context, name string) (*session, *en
 		return nil, nil, fmt.Errorf("scheduler: trigger job %q: %w", name, ErrOverlap)
 	}
 	return rn, e, nil
+}
+
+// TriggerOption configures one Trigger.
+type TriggerOption func(*triggerConfig)
+
+type triggerConfig struct {
+	ticket string
+}
+
+// WithTicket makes the trigger take a request placed on the nodes (a
+// ticket): the run starts only if its lease takes the ticket, which one
+// lease at most, on any replica, ever does. The front door takes the
+// requests of the admin command's trigger this way.
+func WithTicket(ticket string) TriggerOption {
+	return func(c *triggerConfig) { c.ticket = ticket }
 }

@@ -172,8 +172,8 @@ type config struct {
 	json     bool
 	fix      bool
 	last     int    // history: how many records
-	command  string // "" (the leak scan), "status", "history", "pause" or "resume"
-	job      string // the job of history, pause and resume
+	command  string // "" (the leak scan), "status", "history", "pause", "resume" or "trigger"
+	job      string // the job of history, pause, resume and trigger
 }
 
 // usageError is a problem with the flags or the environment; its message
@@ -207,9 +207,9 @@ func parseCommand(cfg *config, args []string) error {
 		}
 		cfg.command = "status"
 		return nil
-	case "pause", "resume", "history":
+	case "pause", "resume", "history", "trigger":
 	default:
-		return usagef("unexpected argument %q: the commands are leaks (the default), status, history JOB, pause JOB and resume JOB; every setting is a flag, given before them", args[0])
+		return usagef("unexpected argument %q: the commands are leaks (the default), status, history JOB, pause JOB, resume JOB and trigger JOB; every setting is a flag, given before them", args[0])
 	}
 	if len(args) != 2 {
 		return usagef("%s takes one job name, after the flags", args[0])
@@ -255,10 +255,12 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.IntVar(&cfg.last, "last", 20, "history: how many of the newest records to print")
 	fs.BoolVar(&cfg.fix, "fix", false, "delete the leaks found, by compare-and-delete (default: dry run)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | history JOB | pause JOB | resume JOB]\n\n"+
-			"Scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
+		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | history JOB | pause JOB | resume JOB | trigger JOB]\n\n"+
+			"leaks (the default) scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
 			"status lists every job's lock: paused or not, its holder and the tick it claims; and the live replicas.\n"+
+			"history JOB prints the job's last runs (-last N): replica, tick, result, error, fence.\n"+
 			"pause JOB stops every replica from running the job's ticks until resume JOB.\n"+
+			"trigger JOB has one replica run the job once, now, and waits for it to start.\n"+
 			"Exit status: 0 clean (or done), 1 leaks found, 2 error.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

@@ -102,6 +102,8 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		return status(ctx, cfg, scanner, stdout, stderr, hide)
 	case "history":
 		return history(ctx, cfg, nodes, keys, stdout, stderr, hide)
+	case "trigger":
+		return trigger(ctx, cfg, nodes, keys, stdout, stderr, hide)
 	}
 	rep, scanErr := scanner.Scan(ctx)
 	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix}

@@ -26,6 +26,9 @@ type LockKeys struct {
 	State  string // the state hash: fence counter and occurrence mark
 	Pause  string // present (no TTL) while the lock's occurrences are paused
 	Ledger string // the sorted set of the lock's records (see Record)
+	// Trigger holds a trigger's request (a ticket) while no replica has
+	// taken it; a commit with the ticket takes it.
+	Trigger string
 }
 
 // NewKeyspace returns the keyspace under prefix ("" means DefaultPrefix).
@@ -68,7 +71,8 @@ func (k Keyspace) Lock(name string) (LockKeys, error) {
 		return LockKeys{}, err
 	}
 	tag := k.prefix + ":{" + name + "}:"
-	return LockKeys{Name: name, Lock: tag + "lock", State: tag + "state", Pause: tag + "paused", Ledger: tag + "ledger"}, nil
+	return LockKeys{Name: name, Lock: tag + "lock", State: tag + "state", Pause: tag + "paused", Ledger: tag + "ledger",
+		Trigger: tag + "trigger"}, nil
 }
 
 // Heartbeat returns the heartbeat key of owner.
@@ -79,6 +83,10 @@ func (k Keyspace) Heartbeat(owner string) string {
 // ScanTurn returns the key that gives one replica at a time its turn to
 // scan for leaks.
 func (k Keyspace) ScanTurn() string { return k.prefix + ":scan" }
+
+// Triggers returns the key of the set of the names of the locks that have
+// a trigger's request: replicas look there for requests to take.
+func (k Keyspace) Triggers() string { return k.prefix + ":triggers" }
 
 // HeartbeatPattern returns the SCAN pattern matching every heartbeat key.
 func (k Keyspace) HeartbeatPattern() string { return k.prefix + ":hb:*" }

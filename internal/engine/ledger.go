@@ -35,6 +35,8 @@ type Record struct {
 	Try    int    `json:"try,omitempty"`
 	// Delay is how long after its tick the run started, in ms.
 	Delay int64 `json:"delay,omitempty"`
+	// Ticket is the trigger's request the acquisition took, if any.
+	Ticket string `json:"ticket,omitempty"`
 }
 
 // MaxRecordError is the longest error text a record keeps, in bytes.

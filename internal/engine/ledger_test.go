@@ -27,7 +27,7 @@ func TestLedgerCommitAndRelease(t *testing.T) {
 		}
 		rec := engine.Record{Owner: "r1", Tick: tick, Fence: uint64(tick), Start: tick}
 		w := engine.LedgerWrite{New: rec.Text(), Score: tick, Cap: 3, Window: window}
-		if ok, err := n.Commit(ctx, k, v, uint64(tick), tick, time.Hour, w); !ok || err != nil {
+		if ok, err := n.Commit(ctx, engine.CommitRequest{Keys: k, Value: v, Fence: uint64(tick), Occurrence: tick, Ledger: w}, time.Hour); !ok || err != nil {
 			t.Fatalf("commit %d: %v, %v", tick, ok, err)
 		}
 		return v, rec

@@ -205,6 +205,9 @@ type CommitRequest struct {
 	// Ledger is the acquisition's record, written with the commit (its
 	// Old is unused).
 	Ledger LedgerWrite
+	// Ticket, unless "", is a trigger's request the acquisition must take
+	// (see LockKeys.Trigger): the commit fails where another took it.
+	Ticket string
 }
 
 // CommitResult is a node's answer to one request of CommitAll.
@@ -214,19 +217,16 @@ type CommitResult struct {
 }
 
 // Commit runs the commit script, the second phase of an acquisition: while
-// the lock still holds value, it raises the fence counter to fence and the
-// occurrence mark to occurrence (0 leaves either unchanged; neither is ever
-// lowered) and, when it raised either, gives the state a TTL of stateTTL;
-// and it writes w's New to the lock's ledger. It reports whether the lock
-// held value.
-func (n *Node) Commit(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration, w LedgerWrite) (bool, error) {
-	return wait(func(done func(bool, error)) { n.CommitAsync(ctx, k, value, fence, occurrence, stateTTL, w, done) })
-}
-
-// CommitAsync is Commit, with the answer passed to done (see AcquireAsync).
-func (n *Node) CommitAsync(ctx context.Context, k LockKeys, value string, fence uint64, occurrence int64, stateTTL time.Duration, w LedgerWrite, done func(bool, error)) {
-	req := CommitRequest{Keys: k, Value: value, Fence: fence, Occurrence: occurrence, Ledger: w}
-	n.CommitAllAsync(ctx, []CommitRequest{req}, stateTTL, func(rs []CommitResult) { done(rs[0].Held, rs[0].Err) })
+// the lock still holds req.Value (and, with req.Ticket, the acquisition
+// has the ticket), it raises the fence counter and the occurrence mark
+// (0 leaves either unchanged; neither is ever lowered), when it raised
+// either gives the state a TTL of stateTTL, and writes req.Ledger's New to
+// the lock's ledger. It reports whether the lock held the value (and the
+// ticket was had).
+func (n *Node) Commit(ctx context.Context, req CommitRequest, stateTTL time.Duration) (bool, error) {
+	return wait(func(done func(bool, error)) {
+		n.CommitAllAsync(ctx, []CommitRequest{req}, stateTTL, func(rs []CommitResult) { done(rs[0].Held, rs[0].Err) })
+	})
 }
 
 // CommitAllAsync is Commit for many locks at once, as AcquireAll is for
@@ -235,13 +235,13 @@ func (n *Node) CommitAsync(ctx context.Context, k LockKeys, value string, fence 
 func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTTL time.Duration, done func([]CommitResult)) {
 	out := make([]CommitResult, len(reqs))
 	n.submitAll(ctx, commitScript, len(reqs), func(lo, hi int) ([]string, []any) {
-		keys := make([]string, 0, 3*(hi-lo))
-		args := make([]any, 1, 1+7*(hi-lo))
+		keys := make([]string, 0, 4*(hi-lo))
+		args := make([]any, 1, 1+8*(hi-lo))
 		args[0] = millis(stateTTL)
 		for _, r := range reqs[lo:hi] {
 			w := r.Ledger
-			keys = append(keys, r.Keys.Lock, r.Keys.State, r.Keys.Ledger)
-			args = append(args, r.Value, r.Fence, r.Occurrence, w.New, w.Score, w.Cap, millis(w.Window))
+			keys = append(keys, r.Keys.Lock, r.Keys.State, r.Keys.Ledger, r.Keys.Trigger)
+			args = append(args, r.Value, r.Fence, r.Occurrence, w.New, w.Score, w.Cap, millis(w.Window), r.Ticket)
 		}
 		return keys, args
 	}, func(lo, hi int, res []any, err error) {

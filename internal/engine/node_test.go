@@ -44,13 +44,13 @@ func TestNodeLockScripts(t *testing.T) {
 	if err != nil || rep.Status != engine.Held || rep.Holder != a {
 		t.Fatalf("other value: %+v, %v", rep, err)
 	}
-	if ok, err := n.Commit(ctx, k, b, 99, 5000, time.Hour, engine.LedgerWrite{}); ok || err != nil {
+	if ok, err := n.Commit(ctx, engine.CommitRequest{Keys: k, Value: b, Fence: 99, Occurrence: 5000}, time.Hour); ok || err != nil {
 		t.Fatalf("commit by a non-holder: %v, %v", ok, err)
 	}
-	if ok, err := n.Commit(ctx, k, a, 42, 1000, time.Hour, engine.LedgerWrite{}); !ok || err != nil {
+	if ok, err := n.Commit(ctx, engine.CommitRequest{Keys: k, Value: a, Fence: 42, Occurrence: 1000}, time.Hour); !ok || err != nil {
 		t.Fatalf("commit: %v, %v", ok, err)
 	}
-	if ok, err := n.Commit(ctx, k, a, 41, 999, time.Hour, engine.LedgerWrite{}); !ok || err != nil {
+	if ok, err := n.Commit(ctx, engine.CommitRequest{Keys: k, Value: a, Fence: 41, Occurrence: 999}, time.Hour); !ok || err != nil {
 		t.Fatalf("lower commit: %v, %v", ok, err)
 	}
 	st, _ := s.Client(t).HGetAll(ctx, k.State).Result()

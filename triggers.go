@@ -1,0 +1,113 @@
+package redcron
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// triggerPoll is how often a replica looks for trigger requests.
+const triggerPoll = time.Second
+
+// takeTriggers looks for trigger requests on the nodes (the admin
+// command's trigger) every second until ctx is done, and runs each request
+// for a job of this replica through Trigger WithTicket: the lease that
+// takes the request's ticket on a majority runs it, so it runs once, on one
+// replica, under the job's lock. A request whose job is running, or whose
+// attempt reached no decision, is tried again at the next look.
+func (s *Scheduler) takeTriggers(ctx context.Context) {
+	keys, err := engine.NewKeyspace(s.locks.KeyPrefix())
+	if err != nil {
+		return // the Redlock checked its prefix
+	}
+	var nodes []*engine.Node
+	for _, n := range s.locks.Nodes() {
+		nodes = append(nodes, (*engine.Node)(n))
+	}
+	var (
+		mu     sync.Mutex
+		trying = map[string]bool{} // tickets being tried here
+		wg     sync.WaitGroup
+	)
+	defer wg.Wait()
+	timer := time.NewTimer(rand.N(triggerPoll)) // replicas started together look at different moments
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		for name, ticket := range pendingTriggers(ctx, nodes, keys) {
+			mu.Lock()
+			busy := trying[ticket]
+			trying[ticket] = true
+			mu.Unlock()
+			if busy {
+				continue
+			}
+			wg.Go(func() {
+				defer func() { mu.Lock(); delete(trying, ticket); mu.Unlock() }()
+				s.takeTrigger(ctx, name, ticket)
+			})
+		}
+		timer.Reset(triggerPoll)
+	}
+}
+
+// takeTrigger tries to run the request ticket for the job called name.
+func (s *Scheduler) takeTrigger(ctx context.Context, name, ticket string) {
+	info, err := s.s.Trigger(ctx, name, scheduler.WithTicket(ticket))
+	switch {
+	case err == nil:
+		s.log.LogAttrs(ctx, slog.LevelInfo, "trigger request taken", slog.String("job", name),
+			slog.String("ticket", ticket), slog.String("run_id", info.RunID), slog.Uint64("fence", info.Fence))
+	case errors.Is(err, scheduler.ErrUnknownJob), errors.Is(err, scheduler.ErrClosed), ctx.Err() != nil:
+	default:
+		s.log.LogAttrs(ctx, slog.LevelDebug, "trigger request not taken", slog.String("job", name),
+			slog.String("ticket", ticket), slog.Any("error", err))
+	}
+}
+
+// pendingTriggers returns the trigger requests on the nodes: the ticket of
+// each job whose trigger key holds the same ticket on a majority. Nodes
+// that fail or answer late are left out.
+func pendingTriggers(ctx context.Context, nodes []*engine.Node, keys engine.Keyspace) map[string]string {
+	ctx, cancel := context.WithTimeout(ctx, triggerPoll/2)
+	defer cancel()
+	names := map[string]bool{}
+	for _, n := range nodes {
+		ns, err := n.PendingTriggers(ctx, keys)
+		if err != nil {
+			continue
+		}
+		for _, name := range ns {
+			names[name] = true
+		}
+	}
+	out := map[string]string{}
+	for name := range names {
+		lk, err := keys.Lock(name)
+		if err != nil {
+			continue
+		}
+		votes := map[string]int{}
+		for _, n := range nodes {
+			if t, err := n.Ticket(ctx, lk); err == nil && t != "" {
+				votes[t]++
+			}
+		}
+		for t, v := range votes {
+			if v >= len(nodes)/2+1 {
+				out[name] = t
+			}
+		}
+	}
+	return out
+}
