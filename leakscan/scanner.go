@@ -18,16 +18,17 @@ import (
 // the nodes of a Redlock for leaked locks. Create it with New; it is safe
 // for concurrent use.
 type Scanner struct {
-	r      *mutex.Redlock
-	nodes  []*engine.Node
-	keys   engine.Keyspace
-	quorum int
-	owner  string
-	cfg    config
-	beats  beats
-	skew   skew
-	leaks  leaks.Scanner
-	now    func() time.Time // the replica's clock, for its offset from the nodes'
+	r       *mutex.Redlock
+	nodes   []*engine.Node
+	keys    engine.Keyspace
+	quorum  int
+	owner   string
+	cfg     config
+	beats   beats
+	skew    skew
+	leaks   leaks.Scanner
+	now     func() time.Time // the replica's clock, for its offset from the nodes'
+	started time.Time        // when New made it: the replica's start, as its heartbeat says
 }
 
 // Event is a heartbeat or a scan of a Scanner, for metrics.
@@ -65,6 +66,8 @@ type config struct {
 	beatTTL   time.Duration
 	logger    *slog.Logger
 	observers []func(Event)
+	version   string        // the replica's, in its heartbeat
+	jobTable  func() string // the digest of its job table, in its heartbeat; nil: none
 }
 
 // WithInterval sets how often Run scans (one replica at a time: the one
@@ -111,6 +114,31 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// WithReplicaInfo sets what the replica's heartbeat says about it besides
+// its instance id, start and clock offset: version, its build (by default
+// the main module's version in the build info, or "(devel)"; at most 100
+// bytes), and jobTable, which returns a short digest of its job table and
+// is called at every heartbeat (by default none is published). The scan
+// reports live replicas whose digests differ (Event.JobTables), as during
+// a deploy or when a replica misses a job. An empty version or a nil
+// jobTable keeps what was set before: redcron.New sets the digest of its
+// scheduler's jobs, and WithReplicaInfo(v, nil), passed through its
+// WithLeakScanOptions, sets the version alone.
+func WithReplicaInfo(version string, jobTable func() string) Option {
+	return func(c *config) error {
+		if len(version) > 100 {
+			return fmt.Errorf("%w: WithReplicaInfo: version %.20q... is longer than 100 bytes", ErrInvalidOption, version)
+		}
+		if version != "" {
+			c.version = version
+		}
+		if jobTable != nil {
+			c.jobTable = jobTable
+		}
+		return nil
+	}
+}
+
 // WithObserver adds a function called with every heartbeat and scan of
 // Run, from Run's goroutines; it must not block. The default is none.
 func WithObserver(f func(Event)) Option {
@@ -131,7 +159,7 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 		return nil, fmt.Errorf("%w: New: nil Redlock", ErrInvalidOption)
 	}
 	cfg := config{interval: 5 * time.Minute, beatEvery: 5 * time.Second, beatTTL: 15 * time.Second,
-		logger: slog.New(slog.DiscardHandler)}
+		logger: slog.New(slog.DiscardHandler), version: engine.MainVersion()}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: New: option %d is nil", ErrInvalidOption, i)
@@ -144,7 +172,7 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg, now: time.Now}
+	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg, now: time.Now, started: time.Now()}
 	for _, n := range r.Nodes() {
 		s.nodes = append(s.nodes, (*engine.Node)(n))
 	}
