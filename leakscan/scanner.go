@@ -47,6 +47,12 @@ type Event struct {
 	// replica is ahead. Past 1 s it is logged; past 2 s the replica claims
 	// no tick until it is back (see Check).
 	Offset time.Duration
+	// JobTables is, for a scan, how many distinct job tables the live
+	// replicas publish in their heartbeats (WithReplicaInfo): 1 when they
+	// all run the same jobs; more during a deploy, or when a replica
+	// misses a job or runs it on another schedule (logged, naming the
+	// replicas and their digests); 0 when none publishes one.
+	JobTables int
 	// Duration is how long the heartbeat or the scan took.
 	Duration time.Duration
 	// Err says why the heartbeat or the scan failed.
@@ -252,7 +258,7 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 		level = slog.LevelWarn
 	}
 	s.cfg.logger.LogAttrs(ctx, level, "leak scan", append(attrs, slog.Int("leaked", total))...)
-	s.emit(Event{Scan: true, Duration: time.Since(start), Leaks: rep.Counts})
+	s.emit(Event{Scan: true, Duration: time.Since(start), Leaks: rep.Counts, JobTables: s.jobTables(ctx, rep)})
 }
 
 func (s *Scanner) emit(e Event) {
