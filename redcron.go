@@ -41,6 +41,7 @@ type Scheduler struct {
 	s       *scheduler.Scheduler
 	locks   *mutex.Redlock
 	scan    *leakscan.Scanner
+	table   *jobTable // the digest its heartbeat publishes
 	log     *slog.Logger
 	owned   []*redis.Client // the clients New made
 	started atomic.Bool     // Run was called
@@ -50,11 +51,15 @@ type Scheduler struct {
 
 // Add registers a job: see scheduler.Scheduler.Add.
 func (s *Scheduler) Add(name, spec string, job scheduler.JobFunc, opts ...scheduler.JobOption) error {
+	defer s.table.changed()
 	return s.s.Add(name, spec, job, opts...)
 }
 
 // Remove unregisters a job: see scheduler.Scheduler.Remove.
-func (s *Scheduler) Remove(name string) error { return s.s.Remove(name) }
+func (s *Scheduler) Remove(name string) error {
+	defer s.table.changed()
+	return s.s.Remove(name)
+}
 
 // Trigger runs a job now, under its lock: see scheduler.Scheduler.Trigger.
 func (s *Scheduler) Trigger(ctx context.Context, name string) (scheduler.RunInfo, error) {
@@ -204,7 +209,10 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	lockOpts := append([]mutex.Option{mutex.WithLogger(cfg.logger),
 		mutex.WithOwnerCheck(func(owner string, extending bool) error { return scan.Check(owner, extending) })}, cfg.lock...)
 	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger)}, cfg.scheduler...)
-	scanOpts := append([]leakscan.Option{leakscan.WithLogger(cfg.logger)}, cfg.leakscan...)
+	// The heartbeat publishes the digest of the scheduler's jobs (made
+	// below); options given with WithLeakScanOptions come after.
+	table := &jobTable{}
+	scanOpts := append([]leakscan.Option{leakscan.WithLogger(cfg.logger), leakscan.WithReplicaInfo("", table.get)}, cfg.leakscan...)
 	var m *metrics.Collector
 	if cfg.registerer != nil {
 		var err error
@@ -223,6 +231,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	if err != nil {
 		return nil, invalid(err)
 	}
+	table.s = s
 	if scan, err = leakscan.New(locks, s.InstanceID(), scanOpts...); err != nil {
 		return nil, invalid(err)
 	}
@@ -231,7 +240,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
 		}
 	}
-	return &Scheduler{s: s, locks: locks, scan: scan, log: cfg.logger}, nil
+	return &Scheduler{s: s, locks: locks, scan: scan, table: table, log: cfg.logger}, nil
 }
 
 // Run runs the scheduler until ctx is done or Shutdown is called (see
@@ -350,7 +359,9 @@ func WithSchedulerOptions(opts ...scheduler.Option) Option {
 
 // WithLeakScanOptions passes options to the leak scanner (leakscan.New):
 // the scan interval (0 turns periodic scans off), the heartbeat interval
-// and TTL, observers.
+// and TTL, observers, the version the heartbeat publishes
+// (leakscan.WithReplicaInfo(version, nil); the job table's digest is the
+// scheduler's).
 func WithLeakScanOptions(opts ...leakscan.Option) Option {
 	return func(c *config) error {
 		c.leakscan = append(c.leakscan, opts...)

@@ -12,6 +12,12 @@
 // command (examples/redcronctl) lists them and deletes them by
 // compare-and-delete.
 //
+// A heartbeat also says who the replica is: its version, a digest of its
+// job table (WithReplicaInfo), its start and its clock offset from the
+// nodes'. Each scan counts the distinct job tables of the live replicas
+// and logs them when they differ (a deploy in progress, a replica that
+// misses a job): Event.JobTables. The admin command's status lists them.
+//
 // The heartbeat is part of the lease's safety: a replica whose last
 // successful heartbeat is older than its TTL neither wins nor extends
 // leases (Check, given to the Redlock with mutex.WithOwnerCheck), so that a

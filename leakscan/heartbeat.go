@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // heartbeats publishes the owner's heartbeat at once and then every
@@ -36,7 +38,7 @@ func (s *Scanner) heartbeats(ctx context.Context) {
 // so an owner cut off from the nodes is taken for dead only once none of
 // its leases can still be valid.
 func (s *Scanner) heartbeat(ctx context.Context) error {
-	key := s.keys.Heartbeat(s.owner)
+	key, value := s.keys.Heartbeat(s.owner), s.beat().String()
 	ttl := s.cfg.beatTTL + s.r.MaxTTL()
 	start := time.Now()
 	errs := make([]error, len(s.nodes))
@@ -50,7 +52,7 @@ func (s *Scanner) heartbeat(ctx context.Context) error {
 			nctx, cancel := context.WithTimeout(ctx, s.cfg.beatEvery/4)
 			defer cancel()
 			sent := s.now()
-			at, err := n.Heartbeat(nctx, key, ttl)
+			at, err := n.Heartbeat(nctx, key, value, ttl)
 			errs[i] = err
 			offsets[i] = sent.Add(s.now().Sub(sent) / 2).Sub(at) // our clock at the node's reading, less the node's
 		})
@@ -80,6 +82,21 @@ func (s *Scanner) heartbeat(ctx context.Context) error {
 	s.warnSkew(ctx, offset)
 	s.emit(Event{Nodes: nodes, Duration: time.Since(start), Offset: offset, Err: err})
 	return err
+}
+
+// beat returns the heartbeat to send now: the replica's instance id,
+// version, job table and clock offset as last measured.
+func (s *Scanner) beat() engine.Beat {
+	b := engine.Beat{Format: engine.BeatFormat, Instance: s.owner, Version: s.cfg.version,
+		StartMS: s.started.UnixMilli(), SentMS: s.now().UnixMilli()}
+	if s.cfg.jobTable != nil {
+		b.JobTable = s.cfg.jobTable()
+	}
+	if offset, ok := s.skew.last(); ok {
+		ms := offset.Milliseconds()
+		b.OffsetMS = &ms
+	}
+	return b
 }
 
 // Check returns an error when owner is this Scanner's owner and its last

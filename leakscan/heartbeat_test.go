@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 )
@@ -80,5 +81,86 @@ func TestSkewMedian(t *testing.T) {
 		if got := k.record(tc.offsets, 2); got != tc.want {
 			t.Errorf("record(%v) = %v, want %v", tc.offsets, got, tc.want)
 		}
+	}
+}
+
+// TestHeartbeatDocument: the heartbeat key holds the replica's instance
+// id, version, job-table digest, start and send time, and, from the second
+// heartbeat on, the clock offset the first measured.
+func TestHeartbeatDocument(t *testing.T) {
+	c := redistest.Start(t, 3)
+	_, s := pair(t, c, "replica-1", WithReplicaInfo("v1.4.2", func() string { return "3f2a9c1b7d4e" }))
+	s.now = func() time.Time { return time.Now().Add(1500 * time.Millisecond) } // ahead: logged, not refused
+	ctx := ctxTimeout(t, time.Minute)
+	read := func() engine.Beat {
+		t.Helper()
+		v, err := c.Node(1).Client(t).Get(ctx, "redcron:hb:replica-1").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v) > 200 {
+			t.Errorf("heartbeat of %d bytes, want it small: %s", len(v), v)
+		}
+		return engine.ParseBeat(v)
+	}
+	before := time.Now()
+	if err := s.heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := read()
+	if !b.Details() || b.Instance != "replica-1" || b.Version != "v1.4.2" || b.JobTable != "3f2a9c1b7d4e" ||
+		b.StartMS != s.started.UnixMilli() || b.Sent().Before(before.Add(time.Second)) {
+		t.Errorf("first heartbeat %+v", b)
+	}
+	if _, ok := b.Offset(); ok {
+		t.Errorf("first heartbeat carries an offset before any was measured: %+v", b)
+	}
+	if err := s.heartbeat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if off, ok := read().Offset(); !ok || off < 1300*time.Millisecond || off > 1700*time.Millisecond {
+		t.Errorf("second heartbeat's offset %v (%v), want the 1.5 s the first measured", off, ok)
+	}
+}
+
+// TestParseBeat: an older replica's plain number is a heartbeat without
+// details, sent then; so is anything else; a document of the format gives
+// its fields, unknown ones ignored.
+func TestParseBeat(t *testing.T) {
+	if b := engine.ParseBeat("1764140005000"); b.Details() || b.SentMS != 1764140005000 {
+		t.Errorf("old value: %+v", b)
+	}
+	for _, v := range []string{"", "junk", `{"v":2,"id":"x","jobs":"y"}`, `{"v":1,"sent_ms":"x"}`} {
+		if b := engine.ParseBeat(v); b.Details() || b.JobTable != "" {
+			t.Errorf("ParseBeat(%q) = %+v, want no details", v, b)
+		}
+	}
+	b := engine.ParseBeat(`{"v":1,"id":"a","ver":"v2","jobs":"d1","off_ms":-12,"start_ms":5,"sent_ms":9,"skips":[{"job":"j"}]}`)
+	if off, ok := b.Offset(); !b.Details() || b.Instance != "a" || b.Version != "v2" || b.JobTable != "d1" ||
+		!ok || off != -12*time.Millisecond || b.StartMS != 5 || b.SentMS != 9 {
+		t.Errorf("document: %+v", b)
+	}
+	if again := engine.ParseBeat(b.String()); again.String() != b.String() {
+		t.Errorf("round trip: %s, then %s", b, again)
+	}
+}
+
+// TestWithReplicaInfo: an empty version or a nil function keeps what was
+// set before; the default version is the build's; a long version is
+// refused.
+func TestWithReplicaInfo(t *testing.T) {
+	c := redistest.Start(t, 1)
+	_, s := pair(t, c, "x")
+	if s.cfg.version != engine.MainVersion() || s.cfg.version == "" || s.cfg.jobTable != nil {
+		t.Errorf("defaults: version %q, job table set %v", s.cfg.version, s.cfg.jobTable != nil)
+	}
+	_, s = pair(t, c, "x", WithReplicaInfo("", func() string { return "d" }), WithReplicaInfo("v9", nil))
+	if s.cfg.version != "v9" || s.cfg.jobTable == nil || s.cfg.jobTable() != "d" {
+		t.Errorf("after two options: version %q, job table set %v", s.cfg.version, s.cfg.jobTable != nil)
+	}
+	r, _ := pair(t, c, "")
+	if _, err := New(r, "x", WithReplicaInfo(strings.Repeat("v", 101), nil)); !errors.Is(err, ErrInvalidOption) ||
+		!strings.Contains(err.Error(), "WithReplicaInfo") {
+		t.Errorf("a 101-byte version: %v", err)
 	}
 }

@@ -18,16 +18,17 @@ import (
 // the nodes of a Redlock for leaked locks. Create it with New; it is safe
 // for concurrent use.
 type Scanner struct {
-	r      *mutex.Redlock
-	nodes  []*engine.Node
-	keys   engine.Keyspace
-	quorum int
-	owner  string
-	cfg    config
-	beats  beats
-	skew   skew
-	leaks  leaks.Scanner
-	now    func() time.Time // the replica's clock, for its offset from the nodes'
+	r       *mutex.Redlock
+	nodes   []*engine.Node
+	keys    engine.Keyspace
+	quorum  int
+	owner   string
+	cfg     config
+	beats   beats
+	skew    skew
+	leaks   leaks.Scanner
+	now     func() time.Time // the replica's clock, for its offset from the nodes'
+	started time.Time        // when New made it: the replica's start, as its heartbeat says
 }
 
 // Event is a heartbeat or a scan of a Scanner, for metrics.
@@ -46,6 +47,12 @@ type Event struct {
 	// replica is ahead. Past 1 s it is logged; past 2 s the replica claims
 	// no tick until it is back (see Check).
 	Offset time.Duration
+	// JobTables is, for a scan, how many distinct job tables the live
+	// replicas publish in their heartbeats (WithReplicaInfo): 1 when they
+	// all run the same jobs; more during a deploy, or when a replica
+	// misses a job or runs it on another schedule (logged, naming the
+	// replicas and their digests); 0 when none publishes one.
+	JobTables int
 	// Duration is how long the heartbeat or the scan took.
 	Duration time.Duration
 	// Err says why the heartbeat or the scan failed.
@@ -65,6 +72,8 @@ type config struct {
 	beatTTL   time.Duration
 	logger    *slog.Logger
 	observers []func(Event)
+	version   string        // the replica's, in its heartbeat
+	jobTable  func() string // the digest of its job table, in its heartbeat; nil: none
 }
 
 // WithInterval sets how often Run scans (one replica at a time: the one
@@ -111,6 +120,31 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// WithReplicaInfo sets what the replica's heartbeat says about it besides
+// its instance id, start and clock offset: version, its build (by default
+// the main module's version in the build info, or "(devel)"; at most 100
+// bytes), and jobTable, which returns a short digest of its job table and
+// is called at every heartbeat (by default none is published). The scan
+// reports live replicas whose digests differ (Event.JobTables), as during
+// a deploy or when a replica misses a job. An empty version or a nil
+// jobTable keeps what was set before: redcron.New sets the digest of its
+// scheduler's jobs, and WithReplicaInfo(v, nil), passed through its
+// WithLeakScanOptions, sets the version alone.
+func WithReplicaInfo(version string, jobTable func() string) Option {
+	return func(c *config) error {
+		if len(version) > 100 {
+			return fmt.Errorf("%w: WithReplicaInfo: version %.20q... is longer than 100 bytes", ErrInvalidOption, version)
+		}
+		if version != "" {
+			c.version = version
+		}
+		if jobTable != nil {
+			c.jobTable = jobTable
+		}
+		return nil
+	}
+}
+
 // WithObserver adds a function called with every heartbeat and scan of
 // Run, from Run's goroutines; it must not block. The default is none.
 func WithObserver(f func(Event)) Option {
@@ -131,7 +165,7 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 		return nil, fmt.Errorf("%w: New: nil Redlock", ErrInvalidOption)
 	}
 	cfg := config{interval: 5 * time.Minute, beatEvery: 5 * time.Second, beatTTL: 15 * time.Second,
-		logger: slog.New(slog.DiscardHandler)}
+		logger: slog.New(slog.DiscardHandler), version: engine.MainVersion()}
 	for i, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: New: option %d is nil", ErrInvalidOption, i)
@@ -144,7 +178,7 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg, now: time.Now}
+	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg, now: time.Now, started: time.Now()}
 	for _, n := range r.Nodes() {
 		s.nodes = append(s.nodes, (*engine.Node)(n))
 	}
@@ -224,7 +258,7 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 		level = slog.LevelWarn
 	}
 	s.cfg.logger.LogAttrs(ctx, level, "leak scan", append(attrs, slog.Int("leaked", total))...)
-	s.emit(Event{Scan: true, Duration: time.Since(start), Leaks: rep.Counts})
+	s.emit(Event{Scan: true, Duration: time.Since(start), Leaks: rep.Counts, JobTables: s.jobTables(ctx, rep)})
 }
 
 func (s *Scanner) emit(e Event) {

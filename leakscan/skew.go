@@ -48,6 +48,13 @@ func (k *skew) record(offsets []time.Duration, quorum int) time.Duration {
 	return m
 }
 
+// last returns the offset last measured, and whether one was.
+func (k *skew) last() (time.Duration, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.offset, k.measured
+}
+
 // check returns an error when the last offset measured is past skewRefuse.
 func (k *skew) check(owner string) error {
 	k.mu.Lock()

@@ -38,6 +38,7 @@
 //	redcron_leaked_locks                                 gauge      class
 //	redcron_leak_last_scan_success_timestamp_seconds     gauge
 //	redcron_replica_clock_offset_seconds                 gauge
+//	redcron_replica_job_tables                           gauge
 //
 // Label values:
 //   - job_name: the registered job names. The label is not called "job"
@@ -77,7 +78,10 @@
 // mutex.WithTrustedNodes and mutex.NodeResult.WarmingUp); any answer of
 // its to an acquisition, a refusal too, keeps it at 1 until then. The leak gauges hold the counts of the last
 // successful scan of this replica (package leakscan); only one
-// replica scans at a time, so take the max across replicas.
+// replica scans at a time, so take the max across replicas. So does
+// redcron_replica_job_tables, the number of distinct job tables the live
+// replicas publish in their heartbeats (leakscan.Event.JobTables): above 1
+// while a deploy rolls out, or when some replica misses a job.
 //
 // examples/monitoring holds a Grafana dashboard and Prometheus alerting
 // rules built on these metrics.

@@ -7,7 +7,8 @@ import (
 
 // LeakObserver returns the hook to pass to leakscan.WithObserver. A failed
 // scan counts as failed and leaves the leak gauges as they were; a
-// successful one sets the gauge of every class to its count. Heartbeats
+// successful one sets the gauge of every class to its count, and the
+// number of distinct job tables among the live replicas. Heartbeats
 // set the nodes' up gauges, so that they stay fresh between jobs, and the
 // replica's clock offset from the nodes'.
 func (c *Collector) LeakObserver() func(leakscan.Event) {
@@ -34,6 +35,7 @@ func (c *Collector) LeakObserver() func(leakscan.Event) {
 		for i, class := range leakClasses() {
 			c.leakedBy[i].Set(float64(e.Leaks[class]))
 		}
+		c.jobTables.Set(float64(e.JobTables))
 		c.lastScanSuccess.SetToCurrentTime()
 		c.scanOK.Inc()
 	}

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,4 +56,49 @@ func TestLeakScan(t *testing.T) {
 		t.Errorf("last successful scan at %v, before the scheduler started at %v", last, begin)
 	}
 	lint(t, m)
+}
+
+// TestReplicaJobTables: the job-tables gauge holds the number of distinct
+// job tables in the live replicas' heartbeats, as the last scan found them;
+// an older replica's heartbeat, without one, does not count.
+func TestReplicaJobTables(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	m, reg := newCollector(t)
+	beat := func(owner, table string) string {
+		return engine.Beat{Format: engine.BeatFormat, Instance: owner, JobTable: table, SentMS: time.Now().UnixMilli()}.String()
+	}
+	c.set(t, 3, "redcron:hb:a", beat("a", "d-one"), time.Minute)
+	c.set(t, 3, "redcron:hb:b", beat("b", "d-one"), time.Minute)
+	c.set(t, 3, "redcron:hb:old", fmt.Sprint(time.Now().UnixMilli()), time.Minute)
+	scans := make(chan leakscan.Event, 100)
+	s, err := leakscan.New(c.redlock(t, m), "", leakscan.WithInterval(time.Second), leakscan.WithObserver(m.LeakObserver()),
+		leakscan.WithObserver(func(e leakscan.Event) {
+			select {
+			case scans <- e:
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if e := await(t, scans, "a scan"); e.Err != nil || e.JobTables != 1 {
+		t.Fatalf("scan of two replicas with one job table and an old one: %+v", e)
+	}
+	if got := get(t, reg, "redcron_replica_job_tables"); got != 1 {
+		t.Errorf("redcron_replica_job_tables %v, want 1", got)
+	}
+	c.set(t, 3, "redcron:hb:b", beat("b", "d-two"), time.Minute)
+	for e := await(t, scans, "a scan"); e.JobTables != 2; e = await(t, scans, "a scan") {
+		if e.Err != nil || e.JobTables != 1 {
+			t.Fatalf("scan after a replica's table changed: %+v", e)
+		}
+	}
+	if got := get(t, reg, "redcron_replica_job_tables"); got != 2 {
+		t.Errorf("redcron_replica_job_tables %v, want 2", got)
+	}
 }

@@ -55,6 +55,7 @@ type Collector struct {
 	leaked          *prometheus.GaugeVec
 	lastScanSuccess prometheus.Gauge
 	clockOffset     prometheus.Gauge
+	jobTables       prometheus.Gauge
 
 	// all lists the metrics above, for Describe and Collect.
 	all []prometheus.Collector
@@ -176,6 +177,8 @@ func newCollector(cfg config) *Collector {
 			Help: "Unix time of the last successful leak scan of this replica; 0 if none.", ConstLabels: cl}),
 		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: "replica", Name: "clock_offset_seconds",
 			Help: "This replica's clock minus the nodes' (median of their TIME), measured by its last heartbeat; past 2 s in either direction it claims no tick.", ConstLabels: cl}),
+		jobTables: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: "replica", Name: "job_tables",
+			Help: "Distinct job tables among the live replicas' heartbeats, as the last successful leak scan of this replica found them: 1 when every replica runs the same jobs; 0 if none publishes its table.", ConstLabels: cl}),
 
 		jobs:  map[string]*jobSeries{},
 		nodes: map[string]*nodeSeries{},
@@ -184,7 +187,7 @@ func newCollector(cfg config) *Collector {
 		c.runs, c.skips, c.retries, c.runDuration, c.startDelay, c.lastSuccess, c.inProgress,
 		c.acquires, c.acquireDuration, c.extensions, c.releases, c.leasesLost,
 		c.nodeErrors, c.nodeUp, c.nodeWarmingUp,
-		c.leakScans, c.leaked, c.lastScanSuccess, c.clockOffset,
+		c.leakScans, c.leaked, c.lastScanSuccess, c.clockOffset, c.jobTables,
 	}
 	return c
 }

@@ -49,6 +49,7 @@ func TestMetricSet(t *testing.T) {
 		"redcron_lock_node_warming_up gauge node",
 		"redcron_lock_releases_total counter result",
 		"redcron_replica_clock_offset_seconds gauge ",
+		"redcron_replica_job_tables gauge ",
 		"redcron_scheduler_last_success_timestamp_seconds gauge job_name",
 		"redcron_scheduler_lock_retries_total counter job_name",
 		"redcron_scheduler_run_duration_seconds histogram job_name",
@@ -119,6 +120,9 @@ redcron_lock_releases_total{result="released"} 0
 # HELP redcron_replica_clock_offset_seconds This replica's clock minus the nodes' (median of their TIME), measured by its last heartbeat; past 2 s in either direction it claims no tick.
 # TYPE redcron_replica_clock_offset_seconds gauge
 redcron_replica_clock_offset_seconds 0
+# HELP redcron_replica_job_tables Distinct job tables among the live replicas' heartbeats, as the last successful leak scan of this replica found them: 1 when every replica runs the same jobs; 0 if none publishes its table.
+# TYPE redcron_replica_job_tables gauge
+redcron_replica_job_tables 0
 # HELP redcron_scheduler_last_success_timestamp_seconds Unix time of the last successful run of each job on this replica; 0 if none since the job was added. Take the max over replicas.
 # TYPE redcron_scheduler_last_success_timestamp_seconds gauge
 redcron_scheduler_last_success_timestamp_seconds{job_name="j"} 0

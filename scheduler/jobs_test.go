@@ -523,6 +523,39 @@ func TestEntries(t *testing.T) {
 	})
 }
 
+// TestEntryZoneAndOptions: an entry carries the zone its spec is read in
+// (the spec's prefix, else WithLocation's) and the job's options as Add
+// applied them, defaults included.
+func TestEntryZoneAndOptions(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skipf("no time zone database: %v", err)
+	}
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Skipf("no time zone database: %v", err)
+	}
+	s := newScheduler(t, locker(), scheduler.WithLocation(paris))
+	nop := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
+	mustAdd(t, s, "a-default", "@hourly", nop)
+	mustAdd(t, s, "b-tokyo", "CRON_TZ=Asia/Tokyo 0 3 * * *", nop, scheduler.WithLockTTL(time.Minute),
+		scheduler.WithRunTimeout(10*time.Minute), scheduler.WithMisfireGrace(2*time.Minute),
+		scheduler.WithCatchUp(time.Hour), scheduler.WithRetry(3, 5*time.Second))
+	got := s.Entries()
+	want := []scheduler.Entry{
+		{Name: "a-default", Spec: "@hourly", Location: paris, LockTTL: 30 * time.Second, MisfireGrace: time.Minute, Attempts: 1},
+		{Name: "b-tokyo", Spec: "CRON_TZ=Asia/Tokyo 0 3 * * *", Location: tokyo, LockTTL: time.Minute, RunTimeout: 10 * time.Minute,
+			MisfireGrace: 2 * time.Minute, CatchUp: time.Hour, Attempts: 3, Backoff: 5 * time.Second},
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Name != w.Name || g.Location.String() != w.Location.String() || g.LockTTL != w.LockTTL || g.RunTimeout != w.RunTimeout ||
+			g.MisfireGrace != w.MisfireGrace || g.CatchUp != w.CatchUp || g.Attempts != w.Attempts || g.Backoff != w.Backoff {
+			t.Errorf("entry %d:\n%+v\nwant\n%+v", i, g, w)
+		}
+	}
+}
+
 func entryEqual(a, b scheduler.Entry) bool {
 	return a.Name == b.Name && a.Spec == b.Spec && a.Next.Equal(b.Next) && a.Prev.Equal(b.Prev) &&
 		a.Running == b.Running && a.LastResult == b.LastResult && a.LastSkip == b.LastSkip && errors.Is(a.LastErr, b.LastErr)

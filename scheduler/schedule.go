@@ -20,31 +20,32 @@ type schedule interface {
 // seconds is set; or a descriptor (@yearly, @monthly, @weekly, @daily,
 // @midnight, @hourly, @every <duration>); optionally prefixed by
 // CRON_TZ=<zone> or TZ=<zone>. Specs without a zone prefix are interpreted
-// in loc.
-func parseSpec(spec string, seconds bool, loc *time.Location) (sched schedule, err error) {
+// in loc. It returns the schedule and the zone it is read in.
+func parseSpec(spec string, seconds bool, loc *time.Location) (sched schedule, tz *time.Location, err error) {
 	rest := strings.TrimSpace(spec)
 	if zone, after, ok := cutZone(rest); ok {
 		if zone == "" {
-			return nil, errors.New("empty time zone")
+			return nil, nil, errors.New("empty time zone")
 		}
 		z, err := time.LoadLocation(zone)
 		if err != nil {
-			return nil, fmt.Errorf("time zone %q: %w", zone, err)
+			return nil, nil, fmt.Errorf("time zone %q: %w", zone, err)
 		}
 		if _, _, again := cutZone(after); again {
-			return nil, errors.New("more than one time zone")
+			return nil, nil, errors.New("more than one time zone")
 		}
 		loc, rest = z, after
 	}
 	fields := strings.Fields(rest)
 	switch {
 	case len(fields) == 0:
-		return nil, errors.New("empty schedule")
+		return nil, nil, errors.New("empty schedule")
 	case fields[0] == "@every":
 		if len(fields) != 2 {
-			return nil, errors.New("@every takes one duration")
+			return nil, nil, errors.New("@every takes one duration")
 		}
-		return parseEvery(fields[1])
+		sched, err := parseEvery(fields[1])
+		return sched, loc, err
 	}
 	opts := cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor
 	if seconds {
@@ -53,16 +54,16 @@ func parseSpec(spec string, seconds bool, loc *time.Location) (sched schedule, e
 	defer func() {
 		// Defence in depth: a parser bug must not crash the caller of Add.
 		if v := recover(); v != nil {
-			sched, err = nil, fmt.Errorf("cron parser panicked: %v", v)
+			sched, tz, err = nil, nil, fmt.Errorf("cron parser panicked: %v", v)
 		}
 	}()
 	s, err := cron.NewParser(opts).Parse(rest)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Without a zone prefix, robfig's schedule computes in the location of
 	// the time given to Next; zoned supplies it.
-	return zoned{s, loc}, nil
+	return zoned{s, loc}, loc, nil
 }
 
 // cutZone splits a CRON_TZ=<zone> or TZ=<zone> prefix from spec.

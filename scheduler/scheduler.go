@@ -52,6 +52,7 @@ type entry struct {
 	name  string
 	spec  string
 	sched schedule
+	loc   *time.Location // the zone spec is read in
 	job   JobFunc
 	cfg   jobConfig
 	added time.Time // when Add registered it, by the scheduler's clock
@@ -84,6 +85,19 @@ type Entry struct {
 	// Name and Spec are the job's name and spec, as given to Add.
 	Name string
 	Spec string
+	// Location is the time zone the spec is read in: its CRON_TZ= or TZ=
+	// prefix's, else WithLocation's.
+	Location *time.Location
+	// LockTTL, RunTimeout, MisfireGrace, CatchUp, Attempts and Backoff are
+	// the job's options as Add applied them, defaults included
+	// (WithLockTTL, WithRunTimeout, WithMisfireGrace, WithCatchUp,
+	// WithRetry); 0 for a run timeout or catch-up that is off.
+	LockTTL      time.Duration
+	RunTimeout   time.Duration
+	MisfireGrace time.Duration
+	CatchUp      time.Duration
+	Attempts     int
+	Backoff      time.Duration
 	// Next is the next tick not yet handled; zero if the schedule has none
 	// within five years. With WithLockAhead, a tick is handled from its
 	// lock-ahead on, so Next is then the tick after it.
@@ -165,7 +179,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	if job == nil {
 		return fmt.Errorf("scheduler: job %q: nil JobFunc", name)
 	}
-	sched, err := parseSpec(spec, s.cfg.seconds, s.cfg.location)
+	sched, loc, err := parseSpec(spec, s.cfg.seconds, s.cfg.location)
 	if err != nil {
 		return fmt.Errorf("%w %q: spec %q: %w", ErrInvalidJob, name, spec, err)
 	}
@@ -185,7 +199,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	if err := s.locker.Check(req); err != nil {
 		return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
 	}
-	e := &entry{name: name, spec: spec, sched: sched, job: job, cfg: cfg, added: s.cfg.clock()}
+	e := &entry{name: name, spec: spec, sched: sched, loc: loc, job: job, cfg: cfg, added: s.cfg.clock()}
 	e.gone, e.leave = context.WithCancel(context.Background())
 
 	s.mu.Lock()
@@ -250,14 +264,21 @@ func (s *Scheduler) Entries() []Entry {
 	entries := make([]Entry, 0, len(s.jobs))
 	for _, e := range s.jobs {
 		entries = append(entries, Entry{
-			Name:       e.name,
-			Spec:       e.spec,
-			Next:       e.next,
-			Prev:       e.prev,
-			Running:    e.running.Load() > 0,
-			LastResult: e.lastResult,
-			LastSkip:   e.lastSkip,
-			LastErr:    e.lastErr,
+			Name:         e.name,
+			Spec:         e.spec,
+			Location:     e.loc,
+			LockTTL:      e.cfg.lockTTL,
+			RunTimeout:   e.cfg.runTimeout,
+			MisfireGrace: e.cfg.misfireGrace,
+			CatchUp:      e.cfg.catchUp,
+			Attempts:     e.cfg.attempts,
+			Backoff:      e.cfg.backoff,
+			Next:         e.next,
+			Prev:         e.prev,
+			Running:      e.running.Load() > 0,
+			LastResult:   e.lastResult,
+			LastSkip:     e.lastSkip,
+			LastErr:      e.lastErr,
 		})
 	}
 	slices.SortFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })

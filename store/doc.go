@@ -12,7 +12,8 @@
 //
 //	p:{n}:lock    the lock (a string holding the owner's value, with a TTL)
 //	p:{n}:state   the lock's state (a hash: fence counter and occurrence mark)
-//	p:hb:<owner>  an owner's heartbeat (a string with a TTL)
+//	p:hb:<owner>  an owner's heartbeat (a string with a TTL: a small JSON
+//	              document of its version, job-table digest and clock offset)
 //
 // The braces are a Redis Cluster hash tag, so both keys of a lock live in
 // the same slot and one script can touch both.

@@ -24,7 +24,12 @@
 // status lists every job whose lock or state is on the nodes: paused or
 // not (on how many nodes), the value holding its lock on the most nodes
 // (its owner, the replica, and the tick it claims), and the replicas with a
-// live heartbeat; a table, or with -json a document.
+// live heartbeat: each one's instance id, version, job-table digest (marked
+// when it differs from the one most replicas publish: a deploy in
+// progress, or a replica that misses a job), clock offset from the nodes'
+// and the age of its last heartbeat; a table, or with -json a document.
+// A replica of an older release, whose heartbeat is a plain number, is
+// listed with its heartbeat's age alone.
 //
 // It also pauses and resumes a job cluster-wide: pause JOB sets the job's
 // pause key (no TTL) on every node, and no replica wins a tick of the job
@@ -257,7 +262,8 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | history JOB | pause JOB | resume JOB | trigger JOB]\n\n"+
 			"leaks (the default) scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
-			"status lists every job's lock: paused or not, its holder and the tick it claims; and the live replicas.\n"+
+			"status lists every job's lock: paused or not, its holder and the tick it claims; and the live replicas:\n"+
+			"their versions, job tables (marked when they differ), clock offsets and last heartbeats.\n"+
 			"history JOB prints the job's last runs (-last N): replica, tick, result, error, fence.\n"+
 			"pause JOB stops every replica from running the job's ticks until resume JOB.\n"+
 			"trigger JOB has one replica run the job once, now, and waits for it to start.\n"+

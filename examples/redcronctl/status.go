@@ -22,8 +22,9 @@ type jobStatus struct {
 	HeldOn   int       `json:"held_on,omitempty"` // nodes with that value
 }
 
-// status prints every job's lock, and the replicas with a live heartbeat.
-// It exits 2 when no node could be scanned, naming the nodes that failed.
+// status prints every job's lock, and the replicas with a live heartbeat:
+// each one's version, job table, clock offset and last heartbeat. It exits
+// 2 when no node could be scanned, naming the nodes that failed.
 func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, stderr io.Writer, hide func(string) string) int {
 	rep, err := scanner.Scan(ctx)
 	for _, e := range rep.Errors {
@@ -34,14 +35,17 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 		return exitError
 	}
 	jobs := jobsOf(rep)
+	replicas, common, tables := replicasOf(rep, time.Now())
 	if cfg.json {
 		doc := struct {
-			Prefix   string      `json:"prefix"`
-			Nodes    int         `json:"nodes"`
-			Scanned  int         `json:"scanned"`
-			Jobs     []jobStatus `json:"jobs"`
-			Replicas []string    `json:"replicas"`
-		}{rep.Prefix, rep.Nodes, rep.Nodes - len(rep.Errors), jobs, append([]string{}, rep.Live...)}
+			Prefix     string          `json:"prefix"`
+			Nodes      int             `json:"nodes"`
+			Scanned    int             `json:"scanned"`
+			Jobs       []jobStatus     `json:"jobs"`
+			Replicas   []string        `json:"replicas"`
+			Heartbeats []replicaStatus `json:"heartbeats"` // the replicas, as their heartbeats describe them
+			JobTables  int             `json:"job_tables"` // distinct job tables among them
+		}{rep.Prefix, rep.Nodes, rep.Nodes - len(rep.Errors), jobs, append([]string{}, rep.Live...), replicas, tables}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(doc); err != nil {
@@ -72,6 +76,9 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 	}
 	fmt.Fprintf(stdout, "%d jobs under prefix %q on %d/%d nodes; live replicas: %v\n",
 		len(jobs), rep.Prefix, rep.Nodes-len(rep.Errors), rep.Nodes, rep.Live)
+	if err := writeReplicas(stdout, replicas, common, tables); err != nil {
+		return exitError
+	}
 	return exitClean
 }
 

@@ -137,12 +137,12 @@ func parseInfo(uptime, runID string) (Info, error) {
 	return Info{RunID: runID, Uptime: time.Duration(sec) * time.Second}, nil
 }
 
-// Heartbeat sets key to the current unix time in milliseconds with a TTL,
-// and returns the server's clock (TIME), read in the same round trip.
-func (n *Node) Heartbeat(ctx context.Context, key string, ttl time.Duration) (time.Time, error) {
+// Heartbeat sets key to value (a Beat's String) with a TTL, and returns the
+// server's clock (TIME), read in the same round trip.
+func (n *Node) Heartbeat(ctx context.Context, key, value string, ttl time.Duration) (time.Time, error) {
 	var now *redis.TimeCmd
 	_, err := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, key, time.Now().UnixMilli(), ttl)
+		p.Set(ctx, key, value, ttl)
 		now = p.Time(ctx)
 		return nil
 	})

@@ -122,7 +122,7 @@ func TestNodeInfoAndErrors(t *testing.T) {
 	if err != nil || len(info.RunID) != 40 {
 		t.Fatalf("info: %+v, %v", info, err)
 	}
-	if at, err := n.Heartbeat(ctx, "t:hb:me", time.Minute); err != nil || time.Since(at).Abs() > time.Second {
+	if at, err := n.Heartbeat(ctx, "t:hb:me", "1", time.Minute); err != nil || time.Since(at).Abs() > time.Second {
 		t.Fatalf("heartbeat: server time %v, %v; want about now", at, err)
 	}
 	s.Kill()

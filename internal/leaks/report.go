@@ -3,6 +3,8 @@ package leaks
 import (
 	"slices"
 	"time"
+
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // Report is the result of a scan over every node.
@@ -10,13 +12,14 @@ type Report struct {
 	Prefix   string
 	Nodes    int
 	Quorum   int
-	Findings []Finding      // by name; locks, states and foreign keys
-	Live     []string       // owners with a live heartbeat on some node scanned
-	Paused   map[string]int // paused locks: the nodes scanned that have their pause key
-	Errors   []error        // nodes that could not be scanned, one error each
-	Counts   map[string]int // leaked findings by class name, every class present
-	Scanned  int            // keys read, over all nodes
-	Took     time.Duration  // how long the scan took
+	Findings []Finding              // by name; locks, states and foreign keys
+	Live     []string               // owners with a live heartbeat on some node scanned
+	Beats    map[string]engine.Beat // each live owner's heartbeat: the latest the nodes hold
+	Paused   map[string]int         // paused locks: the nodes scanned that have their pause key
+	Errors   []error                // nodes that could not be scanned, one error each
+	Counts   map[string]int         // leaked findings by class name, every class present
+	Scanned  int                    // keys read, over all nodes
+	Took     time.Duration          // how long the scan took
 }
 
 // Finding is a lock name (or a foreign key) with its copies and the classes
@@ -65,4 +68,18 @@ func (c *Copy) in(classes []Class) bool {
 		return len(c.Classes) > 0
 	}
 	return slices.ContainsFunc(classes, func(k Class) bool { return slices.Contains(c.Classes, k) })
+}
+
+// JobTables returns the live owners that publish a job table, by its
+// digest, each list sorted: more than one digest means the replicas do not
+// run the same jobs. Owners without one (older replicas, or replicas that
+// set none) are left out.
+func (r *Report) JobTables() map[string][]string {
+	out := map[string][]string{}
+	for _, owner := range r.Live {
+		if d := r.Beats[owner].JobTable; d != "" {
+			out[d] = append(out[d], owner) // Live is sorted
+		}
+	}
+	return out
 }

@@ -37,7 +37,8 @@ type Scanner struct {
 // hold. Locks without an owner are never orphaned.
 func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 	start := time.Now()
-	rep := &Report{Prefix: s.Keys.Prefix(), Nodes: len(s.Nodes), Quorum: s.Quorum, Counts: map[string]int{}, Paused: map[string]int{}}
+	rep := &Report{Prefix: s.Keys.Prefix(), Nodes: len(s.Nodes), Quorum: s.Quorum, Counts: map[string]int{}, Paused: map[string]int{},
+		Beats: map[string]engine.Beat{}}
 	for _, c := range AllClasses() {
 		rep.Counts[c.String()] = 0
 	}
@@ -118,6 +119,9 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 				if c.TTL > 0 && (kind == engine.KindHeartbeat || kind == engine.KindScanTurn) {
 					if kind == engine.KindHeartbeat {
 						live[name] = true
+						if b := engine.ParseBeat(c.Value); rep.Beats[name].SentMS <= b.SentMS {
+							rep.Beats[name] = b // the latest the nodes hold
+						}
 					}
 					continue
 				}
