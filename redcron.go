@@ -208,11 +208,13 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	var scan *leakscan.Scanner
 	lockOpts := append([]mutex.Option{mutex.WithLogger(cfg.logger),
 		mutex.WithOwnerCheck(func(owner string, extending bool) error { return scan.Check(owner, extending) })}, cfg.lock...)
-	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger)}, cfg.scheduler...)
 	// The heartbeat publishes the digest of the scheduler's jobs (made
-	// below); options given with WithLeakScanOptions come after.
+	// below) and its skips; options given with WithLeakScanOptions come
+	// after.
 	table := &jobTable{}
-	scanOpts := append([]leakscan.Option{leakscan.WithLogger(cfg.logger), leakscan.WithReplicaInfo("", table.get)}, cfg.leakscan...)
+	skipped, tie := housekeeping(table, &scan)
+	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger), skipped}, cfg.scheduler...)
+	scanOpts := append([]leakscan.Option{leakscan.WithLogger(cfg.logger)}, append(tie, cfg.leakscan...)...)
 	var m *metrics.Collector
 	if cfg.registerer != nil {
 		var err error
@@ -367,4 +369,18 @@ func WithLeakScanOptions(opts ...leakscan.Option) Option {
 		c.leakscan = append(c.leakscan, opts...)
 		return nil
 	}
+}
+
+// housekeeping returns the options that tie the scheduler to the leak
+// scanner (*scan, once made): the scheduler's skips go to the heartbeat,
+// and the heartbeat carries the digest of its job table; the missed-tick
+// check reads the ticks due from the scheduler.
+func housekeeping(table *jobTable, scan **leakscan.Scanner) (scheduler.Option, []leakscan.Option) {
+	skipped := scheduler.WithObserver(func(e scheduler.Event) {
+		if e.Kind == "skipped" {
+			(*scan).Skipped(e.Job, e.Tick, e.Skip)
+		}
+	})
+	due := func(from, to time.Time) map[string][]time.Time { return table.s.Due(from, to) }
+	return skipped, []leakscan.Option{leakscan.WithReplicaInfo("", table.get), leakscan.WithDue(due)}
 }

@@ -92,6 +92,7 @@ func (s *Scanner) beat() engine.Beat {
 	if s.cfg.jobTable != nil {
 		b.JobTable = s.cfg.jobTable()
 	}
+	b.Skips = s.skips.recent(s.now().Add(-missedLookback))
 	if offset, ok := s.skew.last(); ok {
 		ms := offset.Milliseconds()
 		b.OffsetMS = &ms

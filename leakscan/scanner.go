@@ -29,6 +29,7 @@ type Scanner struct {
 	leaks   leaks.Scanner
 	now     func() time.Time // the replica's clock, for its offset from the nodes'
 	started time.Time        // when New made it: the replica's start, as its heartbeat says
+	skips   skipLog          // its recent skips, as its heartbeat says
 }
 
 // Event is a heartbeat or a scan of a Scanner, for metrics.
@@ -53,6 +54,11 @@ type Event struct {
 	// misses a job or runs it on another schedule (logged, naming the
 	// replicas and their digests); 0 when none publishes one.
 	JobTables int
+	// Missed counts, for a scan, the ticks it found that ran on no
+	// replica (see WithDue), by job and reason (the reason most replicas
+	// reported in their heartbeats: paused, overlap, no_quorum...; or
+	// no_report); each tick is counted once, by the first scan to find it.
+	Missed map[string]map[string]int
 	// Duration is how long the heartbeat or the scan took.
 	Duration time.Duration
 	// Err says why the heartbeat or the scan failed.
@@ -74,6 +80,7 @@ type config struct {
 	observers []func(Event)
 	version   string        // the replica's, in its heartbeat
 	jobTable  func() string // the digest of its job table, in its heartbeat; nil: none
+	due       func(from, to time.Time) map[string][]time.Time // the missed-tick check's; nil: no check
 }
 
 // WithInterval sets how often Run scans (one replica at a time: the one
@@ -223,8 +230,10 @@ func (s *Scanner) scans(ctx context.Context) {
 }
 
 // scanOnce scans in its turn, unless another replica has it, and reports
-// the counts by class. A scan that could not read every node fails: its
-// counts would hide the leaks of the nodes it missed.
+// the counts by class; with WithDue, it then checks for missed ticks,
+// still in its turn, when a majority of the nodes were scanned. A scan
+// that could not read every node fails: its counts would hide the leaks
+// of the nodes it missed.
 func (s *Scanner) scanOnce(ctx context.Context) {
 	start := time.Now()
 	giveBack, err := s.takeTurn(ctx, s.cfg.interval)
@@ -233,8 +242,12 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 		return
 	}
 	var rep *leaks.Report
+	var missed map[string]map[string]int
 	if err == nil {
 		rep, err = s.leaks.Scan(ctx)
+		if err == nil && s.cfg.due != nil && rep.Nodes-len(rep.Errors) >= s.quorum {
+			missed = s.checkMissed(ctx, rep)
+		}
 		giveBack()
 	}
 	if err == nil && len(rep.Errors) > 0 {
@@ -243,7 +256,7 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 	if err != nil {
 		if ctx.Err() == nil {
 			s.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "leak scan failed", slog.Any("error", err))
-			s.emit(Event{Scan: true, Duration: time.Since(start), Err: err})
+			s.emit(Event{Scan: true, Duration: time.Since(start), Missed: missed, Err: err})
 		}
 		return
 	}
@@ -258,7 +271,7 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 		level = slog.LevelWarn
 	}
 	s.cfg.logger.LogAttrs(ctx, level, "leak scan", append(attrs, slog.Int("leaked", total))...)
-	s.emit(Event{Scan: true, Duration: time.Since(start), Leaks: rep.Counts, JobTables: s.jobTables(ctx, rep)})
+	s.emit(Event{Scan: true, Duration: time.Since(start), Leaks: rep.Counts, JobTables: s.jobTables(ctx, rep), Missed: missed})
 }
 
 func (s *Scanner) emit(e Event) {

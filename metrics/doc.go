@@ -21,6 +21,7 @@
 //	name                                                 type       labels
 //	redcron_scheduler_runs_total                         counter    job_name, result
 //	redcron_scheduler_skips_total                        counter    job_name, reason
+//	redcron_scheduler_missed_ticks_total                 counter    job_name, reason
 //	redcron_scheduler_lock_retries_total                 counter    job_name
 //	redcron_scheduler_run_duration_seconds               histogram  job_name
 //	redcron_scheduler_start_delay_seconds                histogram  job_name
@@ -50,7 +51,10 @@
 //     (string).
 //   - reason of skips: held, already_run (both normal: another
 //     replica ran the tick), overlap, misfire, no_quorum, lease_lost, paused
-//     (string).
+//     (string); of missed ticks, the same but held and already_run, or
+//     no_report when no live replica reported skipping the tick. A missed
+//     tick is counted by the replica whose leak-scan turn found it (take
+//     the sum across replicas); its series are created when it happens.
 //   - result of acquire attempts: acquired, held, already_run, no_quorum, paused;
 //     of extensions: extended, lost, no_quorum; of releases: released, lost,
 //     no_quorum.

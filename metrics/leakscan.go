@@ -13,6 +13,11 @@ import (
 // replica's clock offset from the nodes'.
 func (c *Collector) LeakObserver() func(leakscan.Event) {
 	return func(e leakscan.Event) {
+		for job, byReason := range e.Missed {
+			for reason, n := range byReason {
+				c.missed.WithLabelValues(job, reason).Add(float64(n))
+			}
+		}
 		if !e.Scan {
 			answered := false
 			for node, err := range e.Nodes {

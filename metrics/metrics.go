@@ -34,6 +34,7 @@ type Collector struct {
 	// Scheduler metrics, by job.
 	runs        *prometheus.CounterVec
 	skips       *prometheus.CounterVec
+	missed      *prometheus.CounterVec
 	retries     *prometheus.CounterVec
 	runDuration *prometheus.HistogramVec
 	startDelay  *prometheus.HistogramVec
@@ -141,6 +142,8 @@ func newCollector(cfg config) *Collector {
 			"Runs of each job on this replica, by how they ended.", jobLabel, resultLabel),
 		skips: counter("scheduler", "skips_total",
 			"Ticks of each job that this replica did not run, by reason (held and already_run are normal: another replica ran them).", jobLabel, reasonLabel),
+		missed: counter("scheduler", "missed_ticks_total",
+			"Ticks of each job that ran on no replica, as this replica's missed-tick check found them, by the reason the replicas reported (paused, overlap, no_quorum, ..., no_report); each tick is counted once, fleet-wide.", jobLabel, reasonLabel),
 		retries: counter("scheduler", "lock_retries_total",
 			"Lock attempts of each job that reached no decision and were retried.", jobLabel),
 		runDuration: histogram("scheduler", "run_duration_seconds",
@@ -184,7 +187,7 @@ func newCollector(cfg config) *Collector {
 		nodes: map[string]*nodeSeries{},
 	}
 	c.all = []prometheus.Collector{
-		c.runs, c.skips, c.retries, c.runDuration, c.startDelay, c.lastSuccess, c.inProgress,
+		c.runs, c.skips, c.missed, c.retries, c.runDuration, c.startDelay, c.lastSuccess, c.inProgress,
 		c.acquires, c.acquireDuration, c.extensions, c.releases, c.leasesLost,
 		c.nodeErrors, c.nodeUp, c.nodeWarmingUp,
 		c.leakScans, c.leaked, c.lastScanSuccess, c.clockOffset, c.jobTables,

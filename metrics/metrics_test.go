@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/scheduler"
 )
@@ -24,6 +25,8 @@ import (
 func TestMetricSet(t *testing.T) {
 	m, reg := newCollector(t, metrics.WithNodes("n1"))
 	m.SchedulerObserver()(scheduler.Event{Kind: "job_added", Job: "j"})
+	// A missed tick's series is made when one is found.
+	m.LeakObserver()(leakscan.Event{Missed: map[string]map[string]int{"j": {"no_quorum": 1}}})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +55,7 @@ func TestMetricSet(t *testing.T) {
 		"redcron_replica_job_tables gauge ",
 		"redcron_scheduler_last_success_timestamp_seconds gauge job_name",
 		"redcron_scheduler_lock_retries_total counter job_name",
+		"redcron_scheduler_missed_ticks_total counter job_name,reason",
 		"redcron_scheduler_run_duration_seconds histogram job_name",
 		"redcron_scheduler_runs_in_progress gauge job_name",
 		"redcron_scheduler_runs_total counter job_name,result",
@@ -72,6 +76,9 @@ func TestMetricSet(t *testing.T) {
 
 	// The series that exist before any traffic, at 0 (node up at 1).
 	err = testutil.CollectAndCompare(m, strings.NewReader(`
+# HELP redcron_scheduler_missed_ticks_total Ticks of each job that ran on no replica, as this replica's missed-tick check found them, by the reason the replicas reported (paused, overlap, no_quorum, ..., no_report); each tick is counted once, fleet-wide.
+# TYPE redcron_scheduler_missed_ticks_total counter
+redcron_scheduler_missed_ticks_total{job_name="j",reason="no_quorum"} 1
 # HELP redcron_leak_last_scan_success_timestamp_seconds Unix time of the last successful leak scan of this replica; 0 if none.
 # TYPE redcron_leak_last_scan_success_timestamp_seconds gauge
 redcron_leak_last_scan_success_timestamp_seconds 0

@@ -146,7 +146,7 @@ func (c *Collector) removeJob(job string) {
 	delete(c.jobs, job)
 	match := prometheus.Labels{jobLabel: job}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		c.runs, c.skips, c.retries, c.runDuration, c.startDelay, c.lastSuccess, c.inProgress,
+		c.runs, c.skips, c.missed, c.retries, c.runDuration, c.startDelay, c.lastSuccess, c.inProgress,
 	} {
 		v.DeletePartialMatch(match)
 	}

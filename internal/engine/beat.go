@@ -28,6 +28,17 @@ type Beat struct {
 	OffsetMS *int64 `json:"off_ms,omitempty"`
 	StartMS  int64  `json:"start_ms,omitempty"` // when the replica started, unix ms by its clock
 	SentMS   int64  `json:"sent_ms"`            // when the heartbeat was sent, unix ms by its clock
+	// Skips are the replica's recent skips of ticks that may have run
+	// nowhere (not held or already_run), for the missed-tick check.
+	Skips []BeatSkip `json:"skips,omitempty"`
+}
+
+// BeatSkip is a tick a replica skipped, and why (the scheduler's skip
+// reason).
+type BeatSkip struct {
+	Job    string `json:"j"`
+	Tick   int64  `json:"t"` // unix ms
+	Reason string `json:"r"`
 }
 
 // String encodes b as the heartbeat key holds it.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -125,18 +124,21 @@ func ParseEntry(s string) (Entry, error) {
 	return e, nil
 }
 
+// addMissed adds a record to a ledger (KEYS[1]) at a score (ARGV[1]) and
+// gives the ledger a TTL (ARGV[3] ms) if it has none: the lock's own
+// writes keep it trimmed, and its TTL is theirs.
+var addMissed = redis.NewScript(`
+redis.call("ZADD", KEYS[1], ARGV[1], ARGV[2])
+if redis.call("PTTL", KEYS[1]) < 0 then
+  redis.call("PEXPIRE", KEYS[1], ARGV[3])
+end
+return 1`)
+
 // AddMissed adds r to the lock's ledger as a missed tick (RecordMissed),
-// at its tick, keeping the newest capacity records within window.
-func (n *Node) AddMissed(ctx context.Context, k LockKeys, r Record, capacity int, window time.Duration) error {
+// at its tick; a ledger that did not exist gets a TTL of keep.
+func (n *Node) AddMissed(ctx context.Context, k LockKeys, r Record, keep time.Duration) error {
 	member := string(RecordMissed) + "|" + r.Text()
-	_, err := n.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, k.Ledger, redis.Z{Score: float64(r.Tick), Member: member})
-		p.ZRemRangeByRank(ctx, k.Ledger, 0, int64(-capacity-1))
-		p.ZRemRangeByScore(ctx, k.Ledger, "-inf", "("+strconv.FormatInt(r.Tick-window.Milliseconds(), 10))
-		p.PExpire(ctx, k.Ledger, window)
-		return nil
-	})
-	if err != nil {
+	if err := addMissed.Run(ctx, n.client, []string{k.Ledger}, r.Tick, member, millis(keep)).Err(); err != nil {
 		return n.fail("ledger", k.Ledger, err)
 	}
 	return nil
