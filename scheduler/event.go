@@ -46,7 +46,9 @@ type Event struct {
 	// Skip is why the tick was not run (skipped): held (another
 	// replica holds the lock for this tick: normal), already_run (the
 	// tick, or a later one, was already run: normal), overlap (the
-	// previous run of the job, here or elsewhere, is still going), misfire
+	// previous run of the job, here or elsewhere, is still going; under
+	// OverlapQueueOne, it was still going when the tick's grace ended or
+	// the next tick came), misfire
 	// (the tick was noticed later than its misfire grace), no_quorum (no
 	// lock attempt reached a decision before the retry deadline, the
 	// misfire grace, or before the job's next tick was handled; Err says

@@ -233,12 +233,17 @@ func (s *Scheduler) finishRun(rn *session, r *run) {
 // call takes the run off the running count and records its result, so
 // that Entries and Trigger see a finished run as finished at once, even
 // while its lease is kept for its start group. The release's call records
-// the result again, now knowing whether the lease was lost (relErr); a job
-// that returns after it was abandoned changes nothing.
+// the result again, now knowing whether the lease was lost (relErr), and
+// wakes the ticks waiting for the release (see releaseSignal); a job that
+// returns after it was abandoned changes nothing.
 func (s *Scheduler) end(r *run, out outcome, relErr error, final bool) (string, error) {
 	result, err := classify(out, relErr)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if final && r.e.released != nil {
+		close(r.e.released)
+		r.e.released = nil
+	}
 	first := r.ended.CompareAndSwap(false, true)
 	if first {
 		r.e.running.Add(-1)

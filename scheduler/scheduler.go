@@ -76,6 +76,7 @@ type entry struct {
 	abandon    context.CancelCauseFunc // ends the latest tick's lock attempts
 	warned     time.Time               // when a no-decision skip was last logged as a warning
 	unwarned   int                     // no-decision skips logged at debug level since
+	released   chan struct{}           // closed at the next release of a run's lease here; nil if unwatched
 }
 
 // Entry is a snapshot of a registered job, as seen by this replica.
