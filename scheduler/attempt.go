@@ -28,10 +28,11 @@ const (
 // attempts are retried after a random delay, as long as the retry starts
 // before the deadline (by the scheduler's clock); the first attempt is
 // always made, or, if first is not nil, was already made (in a batch) with
-// that result. Under OverlapQueueOne, an ErrOverlap of a tick is tried
-// again too, until the deadline: as soon as a run of the job here releases
-// its lease, and otherwise after a random delay that grows to a second,
-// for a run on another replica. It returns the number of attempts made.
+// that result. Under OverlapQueueOne or OverlapReplace, an ErrOverlap of a
+// tick is tried again too, until the deadline: as soon as a run of the job
+// here releases its lease, and otherwise after a random delay that grows
+// to a second, for a run on another replica. It returns the number of
+// attempts made.
 func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, deadline time.Time, first *LockResult) (Lease, int, error) {
 	retryUntil := time.Now().Add(deadline.Sub(s.cfg.clock())) // by the monotonic clock
 	waits := waitsForRelease(e, req)

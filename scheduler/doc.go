@@ -26,7 +26,7 @@
 //
 // The lock is per job: a tick whose previous run still holds the lock is
 // skipped (ErrOverlap; the skip's reason is overlap), unless WithOverlap
-// makes it wait for that run to end. The lease carries a
+// makes it wait for that run to end, or cancel it. The lease carries a
 // fencing token, RunInfo.Fence, which increases with every acquisition; a
 // job that writes to storage should pass it along, so that a run whose
 // lease ended while it was paused cannot overwrite the work of the next

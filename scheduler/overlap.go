@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -18,11 +20,15 @@ const (
 	// OverlapQueueOne makes the tick wait for the running run's lease and
 	// run as soon as it is released, within the tick's misfire grace.
 	OverlapQueueOne OverlapPolicy = "queue_one"
+	// OverlapReplace cancels the running run (context cause ErrReplaced)
+	// and runs the tick once the run's lease is released, as
+	// OverlapQueueOne does.
+	OverlapReplace OverlapPolicy = "replace"
 )
 
 // waitsForRelease reports whether an attempt of req that finds the lock
 // held for an earlier run waits for its release: a tick of a job whose
-// policy is OverlapQueueOne.
+// policy is not OverlapSkip.
 func waitsForRelease(e *entry, req LockRequest) bool {
 	return !req.Tick.IsZero() && e.cfg.overlap != OverlapSkip
 }
@@ -62,4 +68,16 @@ func awaitRelease(ctx context.Context, released <-chan struct{}, delay time.Dura
 	case <-t.C:
 	}
 	return ctx.Err() == nil
+}
+
+// replace cancels the run of e going on here, if there is one, with a
+// cause matching ErrReplaced that names tick, the tick replacing it.
+func (s *Scheduler) replace(ctx context.Context, e *entry, tick time.Time) {
+	r := e.latest.Load()
+	if r == nil || r.cancel == nil || r.ended.Load() {
+		return
+	}
+	r.cancel(fmt.Errorf("%w (%s)", ErrReplaced, tick.UTC().Format(time.RFC3339Nano)))
+	s.log.LogAttrs(ctx, slog.LevelInfo, "run replaced by a newer tick",
+		r.attrs(slog.Time("replaced_by", tick))...)
 }

@@ -199,6 +199,115 @@ func TestOverlapQueueOneGrace(t *testing.T) {
 	})
 }
 
+// TestOverlapReplace: under OverlapReplace, each tick cancels the run of
+// the previous one, with a cause matching ErrReplaced, and starts at the
+// tick once that run has ended; with WithLockAhead, at the tick, not
+// ahead. A job that ignores the cancellation keeps its lease: the tick
+// waits for its end, as under OverlapQueueOne.
+func TestOverlapReplace(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		opts       []scheduler.Option
+		job        time.Duration // 0: until its context is done
+		ignore     bool
+		wantStarts []time.Duration // in seconds after the start
+	}{
+		{"at the tick", nil, 0, false, []time.Duration{60, 120, 180, 240, 300}},
+		{"lock-ahead", []scheduler.Option{scheduler.WithLockAhead(10 * time.Second)}, 0, false, []time.Duration{60, 120, 180, 240, 300}},
+		{"ignoring the cancellation", nil, 95 * time.Second, true, []time.Duration{60, 155, 250}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				t0 := time.Now()
+				rec := &recorder{}
+				var log spans
+				s := newScheduler(t, locker(), append(tc.opts, scheduler.WithObserver(rec.Observe))...)
+				mustAdd(t, s, "job", "* * * * *", log.job(tc.job, tc.ignore), scheduler.WithOverlap(scheduler.OverlapReplace))
+				stop := start(t, s)
+				sleepUntil(t0.Add(5*time.Minute + 30*time.Second))
+				stop()
+
+				runs := log.of("job")
+				var starts []time.Duration
+				for _, r := range runs {
+					starts = append(starts, r.start.Sub(t0))
+				}
+				want := make([]time.Duration, len(tc.wantStarts))
+				for i, sec := range tc.wantStarts {
+					want[i] = sec * time.Second
+				}
+				if !slices.Equal(starts, want) {
+					t.Fatalf("runs started at %v, want %v", starts, want)
+				}
+				checkSerial(t, runs)
+				for _, r := range runs[:len(runs)-1] {
+					by := r.info.Tick.Add(time.Minute) // the next tick replaces it
+					if !errors.Is(r.cause, scheduler.ErrReplaced) || !strings.Contains(r.cause.Error(), by.UTC().Format(time.RFC3339)) {
+						t.Errorf("run of tick %s ended with cause %v, want ErrReplaced by tick %s", hm(r.info.Tick), r.cause, hm(by))
+					}
+					if !tc.ignore && !r.end.Equal(by) {
+						t.Errorf("run of tick %s ended at %s, not at the next tick", hm(r.info.Tick), hm(r.end))
+					}
+				}
+				if tc.ignore {
+					return
+				}
+				for _, ev := range rec.finished()[:len(runs)-1] {
+					if ev.Result != "canceled" || !errors.Is(ev.Err, scheduler.ErrReplaced) {
+						t.Errorf("run_finished of tick %s: %s, %v; want canceled, ErrReplaced", hm(ev.Tick), ev.Result, ev.Err)
+					}
+				}
+				if n := len(rec.of("skipped")); n != 0 {
+					t.Errorf("%d ticks skipped: %+v", n, rec.of("skipped"))
+				}
+			})
+		})
+	}
+}
+
+// TestOverlapReplaceAcrossReplicas: three replicas under OverlapReplace,
+// with a job that runs until cancelled: whichever replica runs it cancels
+// it at the next tick (ErrReplaced), and each tick runs once, after the
+// previous run ended, with increasing fences. Also with skewed clocks.
+func TestOverlapReplaceAcrossReplicas(t *testing.T) {
+	for name, offsets := range map[string][]time.Duration{
+		"same clocks":   {0, 0, 0},
+		"skewed clocks": {0, 150 * time.Millisecond, 400 * time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				t0 := time.Now()
+				l := locker()
+				var log spans
+				var stops []func()
+				for i, off := range offsets {
+					s := newScheduler(t, l, scheduler.WithClock(offsetClock(off)), scheduler.WithInstanceID(fmt.Sprintf("replica-%d", i)))
+					mustAdd(t, s, "job", "* * * * *", log.job(0, false), scheduler.WithOverlap(scheduler.OverlapReplace))
+					stops = append(stops, start(t, s))
+				}
+				end := t0.Add(6 * time.Minute)
+				sleepUntil(end.Add(30 * time.Second))
+				stopAll(stops...)
+
+				runs := log.of("job")
+				var ticks []time.Time
+				for _, r := range runs {
+					ticks = append(ticks, r.info.Tick)
+				}
+				if want := expectTicks(t0, end, time.Minute); !slices.EqualFunc(ticks, want, time.Time.Equal) {
+					t.Fatalf("ran ticks %v, want each of %v once", ticks, want)
+				}
+				checkSerial(t, runs)
+				for _, r := range runs[:len(runs)-1] {
+					if !errors.Is(r.cause, scheduler.ErrReplaced) {
+						t.Errorf("run of tick %s on %s ended with cause %v, want ErrReplaced", hm(r.info.Tick), r.info.Instance, r.cause)
+					}
+				}
+			})
+		})
+	}
+}
+
 // TestOverlapQueueOneAcrossReplicas: the replica running a 95 s job stops
 // handling ticks (a graceful Shutdown, which waits for the run); the other
 // replica's waiting tick runs there soon after that run's lease is
@@ -251,11 +360,12 @@ func TestOverlapQueueOneAcrossReplicas(t *testing.T) {
 
 // TestOverlapStuckHolder: a replica stuck mid-run (its process paused: its
 // lease is not kept alive, and it does not see the next tick) holds the
-// job's lock for an earlier tick. Under OverlapQueueOne the tick runs
-// elsewhere once that lease has expired, if that is within its grace, and
-// is skipped as overlap otherwise; it never starts before the expiry.
+// job's lock for an earlier tick. Under OverlapQueueOne and OverlapReplace
+// the tick runs elsewhere once that lease has expired, if that is within
+// its grace, and is skipped as overlap otherwise; it never starts before
+// the expiry.
 func TestOverlapStuckHolder(t *testing.T) {
-	for _, policy := range []scheduler.OverlapPolicy{scheduler.OverlapQueueOne} {
+	for _, policy := range []scheduler.OverlapPolicy{scheduler.OverlapQueueOne, scheduler.OverlapReplace} {
 		for _, grace := range []time.Duration{time.Minute, 20 * time.Second} {
 			t.Run(fmt.Sprintf("%s/grace %v", policy, grace), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
@@ -319,7 +429,7 @@ func TestWithOverlapBadInput(t *testing.T) {
 			t.Errorf("WithOverlap(%q): %v", p, err)
 		}
 	}
-	if err := s.Add("nightly", "@hourly", noop, scheduler.WithOverlap(scheduler.OverlapQueueOne)); err != nil {
-		t.Errorf("WithOverlap(OverlapQueueOne): %v", err)
+	if err := s.Add("nightly", "@hourly", noop, scheduler.WithOverlap(scheduler.OverlapReplace)); err != nil {
+		t.Errorf("WithOverlap(OverlapReplace): %v", err)
 	}
 }

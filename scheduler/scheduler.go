@@ -60,7 +60,7 @@ type entry struct {
 	// lastResult, so that Entries never shows a finished run without its
 	// result; removed is set under it by Remove.
 	running atomic.Int32        // runs in progress on this replica
-	latest  atomic.Pointer[run] // the run started last, whose result Entries shows
+	latest  atomic.Pointer[run] // the run started last, whose result Entries shows, and which OverlapReplace cancels
 	removed atomic.Bool
 	// gone is done once Remove has removed the job; leave makes it so.
 	gone  context.Context
