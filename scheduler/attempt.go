@@ -28,15 +28,27 @@ const (
 // attempts are retried after a random delay, as long as the retry starts
 // before the deadline (by the scheduler's clock); the first attempt is
 // always made, or, if first is not nil, was already made (in a batch) with
-// that result. It returns the number of attempts made.
+// that result. Under OverlapQueueOne or OverlapReplace, an ErrOverlap of a
+// tick is tried again too, until the deadline: as soon as a run of the job
+// here releases its lease, and otherwise after a random delay that grows
+// to a second, for a run on another replica. It returns the number of
+// attempts made.
 func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, deadline time.Time, first *LockResult) (Lease, int, error) {
 	retryUntil := time.Now().Add(deadline.Sub(s.cfg.clock())) // by the monotonic clock
-	var lastErr error
+	waits := waitsForRelease(e, req)
+	var (
+		lastErr  error
+		released <-chan struct{} // closed at a release here after the attempt began
+		polls    int             // attempts refused with ErrOverlap so far
+	)
 	for attempt := 1; ; attempt++ {
 		var (
 			lease Lease
 			err   error
 		)
+		if waits {
+			released = s.releaseSignal(e)
+		}
 		if attempt == 1 && first != nil {
 			lease, err = first.Lease, first.Err
 		} else {
@@ -49,6 +61,16 @@ func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, dead
 			return lease, attempt, nil
 		case err == nil:
 			err = errors.New("scheduler: Locker returned neither a Lease nor an error")
+		case waits && errors.Is(err, ErrOverlap):
+			lastErr = err // kept if the wait ends with ctx
+			if polls++; polls == 1 {
+				s.log.LogAttrs(ctx, slog.LevelDebug, "previous run still going; the tick waits for its lease",
+					tickAttrs(e.name, req.Tick, slog.String("overlap", string(e.cfg.overlap)))...)
+			}
+			if !awaitRelease(ctx, released, retryDelay(polls), retryUntil) {
+				return nil, attempt, err
+			}
+			continue
 		case refused(err):
 			return nil, attempt, err
 		}

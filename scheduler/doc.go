@@ -25,10 +25,12 @@
 // the job's misfire grace.
 //
 // The lock is per job: a tick whose previous run still holds the lock is
-// skipped (ErrOverlap; the skip's reason is overlap). The lease carries a fencing token,
-// RunInfo.Fence, which increases with every acquisition; a job that writes
-// to storage should pass it along, so that a run whose lease ended while it
-// was paused cannot overwrite the work of the next one.
+// skipped (ErrOverlap; the skip's reason is overlap), unless WithOverlap
+// makes it wait for that run to end, or cancel it. The lease carries a
+// fencing token, RunInfo.Fence, which increases with every acquisition; a
+// job that writes to storage should pass it along, so that a run whose
+// lease ended while it was paused cannot overwrite the work of the next
+// one.
 //
 // "Exactly one" holds as long as the Locker keeps its promises and ticks are
 // not missed: a tick is skipped (and reported) rather than run twice when

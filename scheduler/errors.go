@@ -30,6 +30,9 @@ var (
 	ErrShutdown = errors.New("scheduler: shutting down")
 	// ErrRunTimeout is the cause when the job's run timeout passed.
 	ErrRunTimeout = errors.New("scheduler: run timeout")
+	// ErrReplaced is the cause when a newer tick of the job replaces the
+	// run (WithOverlap with OverlapReplace).
+	ErrReplaced = errors.New("scheduler: replaced by a newer tick")
 )
 
 // Errors returned by the Scheduler's methods.

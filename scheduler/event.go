@@ -38,15 +38,18 @@ type Event struct {
 	// *PanicError), lock_lost (the lease was lost during the run, whatever
 	// the job returned: another replica may have run concurrently),
 	// timeout (it returned an error after its run timeout), canceled (it
-	// returned an error after the scheduler cancelled it: Shutdown, or the
-	// context given to Run), or abandoned (it ignored the cancellation of
+	// returned an error after the scheduler cancelled it: Shutdown, the
+	// context given to Run, or a newer tick that replaced it, when Err
+	// matches ErrReplaced), or abandoned (it ignored the cancellation of
 	// its context at shutdown and did not return within 5 s; its lease was
 	// released while it may still run).
 	Result string
 	// Skip is why the tick was not run (skipped): held (another
 	// replica holds the lock for this tick: normal), already_run (the
 	// tick, or a later one, was already run: normal), overlap (the
-	// previous run of the job, here or elsewhere, is still going), misfire
+	// previous run of the job, here or elsewhere, is still going; under
+	// OverlapQueueOne or OverlapReplace, it was still going when the
+	// tick's grace ended or the next tick came), misfire
 	// (the tick was noticed later than its misfire grace), no_quorum (no
 	// lock attempt reached a decision before the retry deadline, the
 	// misfire grace, or before the job's next tick was handled; Err says

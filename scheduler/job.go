@@ -11,7 +11,8 @@ import (
 // JobFunc is the work a Scheduler runs.
 //
 // ctx is cancelled when the lease is lost (cause matching ErrLockLost), when
-// the run timeout passes (ErrRunTimeout), when the scheduler shuts down
+// the run timeout passes (ErrRunTimeout), when a newer tick replaces the run
+// (ErrReplaced, see WithOverlap), when the scheduler shuts down
 // (ErrShutdown) or when the context given to Run is cancelled (its cause);
 // context.Cause(ctx) says which. A job should return soon after ctx is
 // done: past the lease, another replica may run the next tick.

@@ -164,6 +164,7 @@ type jobConfig struct {
 	catchUp      time.Duration // 0: off
 	attempts     int           // tries of a run, WithRetry; 1: no retry
 	backoff      time.Duration // before the second try, doubling after
+	overlap      OverlapPolicy // WithOverlap
 }
 
 func defaultJobConfig() jobConfig {
@@ -171,6 +172,7 @@ func defaultJobConfig() jobConfig {
 		lockTTL:      defaultLockTTL,
 		misfireGrace: defaultMisfireGrace,
 		attempts:     1,
+		overlap:      OverlapSkip,
 	}
 }
 
@@ -269,6 +271,36 @@ func WithCatchUp(window time.Duration) JobOption {
 			return optionError("WithCatchUp", "window %v is not positive", window)
 		}
 		c.catchUp = window
+		return nil
+	}
+}
+
+// WithOverlap sets what a tick of the job does when it comes while an
+// earlier run, on this replica or another, still holds the job's lock:
+// OverlapSkip (the default) skips it; OverlapQueueOne makes it wait and run
+// as soon as that run's lease is released, if that is within the tick's
+// misfire grace (or catch-up window); OverlapReplace also cancels the
+// running run, with a cause matching ErrReplaced, when the tick comes. A
+// tick waits at most until the job's next tick is handled (from its
+// lock-ahead, with WithLockAhead), which then waits instead; a tick that
+// does not run is skipped with reason overlap.
+//
+// The replica running the job cancels its run when it sees the new tick
+// itself, so give the job the same policy on every replica. A replica that
+// is stuck (a paused process) cannot cancel its run, nor can one cut off
+// from the nodes release its lease: the tick then runs once that lease has
+// expired (its TTL after its last extension), if that is within the tick's
+// grace, and is skipped otherwise; a paused run's context ends with
+// ErrLockLost when it resumes. Either way a tick never starts before the
+// earlier lease is released or has expired, and its fence is higher.
+func WithOverlap(p OverlapPolicy) JobOption {
+	return func(c *jobConfig) error {
+		switch p {
+		case OverlapSkip, OverlapQueueOne, OverlapReplace:
+		default:
+			return optionError("WithOverlap", "policy %q is none of %q, %q and %q", p, OverlapSkip, OverlapQueueOne, OverlapReplace)
+		}
+		c.overlap = p
 		return nil
 	}
 }

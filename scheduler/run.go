@@ -45,12 +45,13 @@ type run struct {
 	batch    *startGroup   // the group it starts with, or nil
 	state    atomic.Int32  // runWaiting, runClaimed or runWithdrawn, if batch is not nil
 	ctx      context.Context
-	stopCtx  context.CancelFunc // releases ctx's run timeout
-	started  chan struct{}      // closed once the job has started
-	failed   chan error         // why the job will not start; capacity 1
-	done     chan outcome       // capacity 1, so that an abandoned job never blocks
-	ended    atomic.Bool        // the run no longer counts as running (see end)
-	tries    atomic.Int32       // tries of the job so far (WithRetry)
+	cancel   context.CancelCauseFunc // cancels ctx, under OverlapReplace (else nil); set before the job starts
+	stopCtx  context.CancelFunc      // releases ctx's run timeout
+	started  chan struct{}           // closed once the job has started
+	failed   chan error              // why the job will not start; capacity 1
+	done     chan outcome            // capacity 1, so that an abandoned job never blocks
+	ended    atomic.Bool             // the run no longer counts as running (see end)
+	tries    atomic.Int32            // tries of the job so far (WithRetry)
 }
 
 // The states of a run that is a member of a start group.
@@ -138,10 +139,17 @@ func (s *Scheduler) startRun(rn *session, e *entry, lease Lease, attempts int) *
 // start the job if ready returns an error. It is not in rn.wg: the handler
 // that called launch waits for it, except when it abandons a job that
 // ignores cancellation. The job's context, but for its run timeout, is
-// built here, before the goroutine waits for the tick.
+// built here, before the goroutine waits for the tick, with r.cancel under
+// OverlapReplace.
 func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func() error) {
 	base := contextWithRunInfo(kept, &r.info)
+	if r.e.cfg.overlap == OverlapReplace {
+		base, r.cancel = context.WithCancelCause(base)
+	}
 	go func() {
+		if r.cancel != nil {
+			defer r.cancel(nil)
+		}
 		if ready != nil {
 			if err := ready(); err != nil {
 				if err == errWithdrawn { // its handler has dealt with it
@@ -170,8 +178,8 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 // lease's kept context with r's RunInfo.
 func (s *Scheduler) markStart(rn *session, r *run, base context.Context) {
 	e, tick := r.e, r.info.Tick
+	e.latest.Store(r) // first: a tick that sees the run running may replace it
 	e.running.Add(1)
-	e.latest.Store(r)
 
 	r.start = time.Now()
 	var startDelay time.Duration
@@ -237,12 +245,17 @@ func (s *Scheduler) finishRun(rn *session, r *run) {
 // call takes the run off the running count and records its result, so
 // that Entries and Trigger see a finished run as finished at once, even
 // while its lease is kept for its start group. The release's call records
-// the result again, now knowing whether the lease was lost (relErr); a job
-// that returns after it was abandoned changes nothing.
+// the result again, now knowing whether the lease was lost (relErr), and
+// wakes the ticks waiting for the release (see releaseSignal); a job that
+// returns after it was abandoned changes nothing.
 func (s *Scheduler) end(r *run, out outcome, relErr error, final bool) (string, error) {
 	result, err := classify(out, relErr)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if final && r.e.released != nil {
+		close(r.e.released)
+		r.e.released = nil
+	}
 	first := r.ended.CompareAndSwap(false, true)
 	if first {
 		r.e.running.Add(-1)
@@ -263,6 +276,9 @@ func (s *Scheduler) logRun(ctx context.Context, r *run, result string, duration 
 		level, msg = slog.LevelInfo, "run finished"
 	case resultCanceled:
 		level, msg = slog.LevelWarn, "run canceled"
+		if errors.Is(err, ErrReplaced) {
+			level, msg = slog.LevelInfo, "run canceled: replaced by a newer tick"
+		}
 	case resultAbandoned:
 		level, msg = slog.LevelError, "run abandoned: the job ignored its context's cancellation"
 	}

@@ -62,7 +62,7 @@ type entry struct {
 	// lastResult, so that Entries never shows a finished run without its
 	// result; removed is set under it by Remove.
 	running atomic.Int32        // runs in progress on this replica
-	latest  atomic.Pointer[run] // the run started last, whose result Entries shows
+	latest  atomic.Pointer[run] // the run started last, whose result Entries shows, and which OverlapReplace cancels
 	removed atomic.Bool
 	// gone is done once Remove has removed the job; leave makes it so.
 	gone  context.Context
@@ -78,6 +78,7 @@ type entry struct {
 	abandon    context.CancelCauseFunc // ends the latest tick's lock attempts
 	warned     time.Time               // when a no-decision skip was last logged as a warning
 	unwarned   int                     // no-decision skips logged at debug level since
+	released   chan struct{}           // closed at the next release of a run's lease here; nil if unwatched
 }
 
 // Entry is a snapshot of a registered job, as seen by this replica.

@@ -74,7 +74,7 @@ func (s *Scheduler) handleBatch(rn *session, due []dueTick) {
 		first := results[i]
 		d.starts = starts[i]
 		d.member = first.won()
-		if refused(first.Err) && !s.askAgain(d.tick, first.Err) {
+		if refused(first.Err) && !s.askAgain(d.tick, first.Err) && !queued(d.e, reqs[i], first.Err) {
 			// Decided: acquire returns at once, and lockFailed reports it.
 			s.lockAndRun(rn, d, reqs[i], &first)
 			d.cancel(nil)
@@ -122,7 +122,9 @@ const (
 // the tick's lock request. Otherwise it reports the tick as skipped, except
 // that, if recheck is true, a tick dispatched ahead (WithLockAhead) while
 // its job runs here is to be checked again at the tick, when the run may be
-// over.
+// over; and that, under OverlapQueueOne or OverlapReplace, a tick come
+// while its job runs here goes on (its lock attempts wait for the run's
+// lease), after cancelling the run under OverlapReplace.
 func (s *Scheduler) checkTick(d dueTick, recheck bool) (LockRequest, tickVerdict) {
 	e, tick := d.e, d.tick
 	s.mu.Lock()
@@ -137,10 +139,13 @@ func (s *Scheduler) checkTick(d dueTick, recheck bool) (LockRequest, tickVerdict
 			tickAttrs(e.name, tick, slog.Duration("late", late))...)
 		return LockRequest{}, tickSkip
 	}
-	if running {
-		if recheck && late < 0 {
-			return LockRequest{}, tickLater
-		}
+	switch {
+	case !running:
+	case recheck && late < 0:
+		return LockRequest{}, tickLater
+	case e.cfg.overlap == OverlapReplace:
+		s.replace(d.ctx, e, tick)
+	case e.cfg.overlap == OverlapSkip:
 		s.skip(e, tick, skipOverlap, 0, nil)
 		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped: previous run still going here",
 			tickAttrs(e.name, tick)...)
@@ -159,7 +164,8 @@ func (s *Scheduler) askAgain(tick time.Time, err error) bool {
 // lockAndRun acquires the lease of req for d's tick and runs the job at the
 // tick, or reports why the tick was not run. first, if not nil, is the
 // result of a first attempt already made in a batch. A tick attempted ahead
-// of time whose previous run is still going, or whose lease is lost before
+// of time whose previous run is still going (under OverlapSkip; under the
+// other policies acquire waits for the run), or whose lease is lost before
 // the tick, is attempted again, once, at the tick. A lease won is run even
 // if the scheduler is stopping (Shutdown waits for it), unless the job was
 // removed or a newer tick came. It does not call d.cancel.
