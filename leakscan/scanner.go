@@ -78,8 +78,8 @@ type config struct {
 	beatTTL   time.Duration
 	logger    *slog.Logger
 	observers []func(Event)
-	version   string        // the replica's, in its heartbeat
-	jobTable  func() string // the digest of its job table, in its heartbeat; nil: none
+	version   string                                          // the replica's, in its heartbeat
+	jobTable  func() string                                   // the digest of its job table, in its heartbeat; nil: none
 	due       func(from, to time.Time) map[string][]time.Time // the missed-tick check's; nil: no check
 }
 

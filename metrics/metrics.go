@@ -154,7 +154,6 @@ func newCollector(cfg config) *Collector {
 			"Unix time of the last successful run of each job on this replica; 0 if none since the job was added. Take the max over replicas.", jobLabel),
 		inProgress: gauge("scheduler", "runs_in_progress",
 			"Runs of each job in progress on this replica.", jobLabel),
-
 		acquires: counter("lock", "acquire_attempts_total",
 			"Lock acquisition attempts, by result.", resultLabel),
 		acquireDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: "lock", Name: "acquire_duration_seconds",
@@ -171,7 +170,6 @@ func newCollector(cfg config) *Collector {
 			"1 if the last answer of the node to a lock operation was not a failure (timeout, unreachable, error), else 0.", nodeLabel),
 		nodeWarmingUp: gauge("lock", "node_warming_up",
 			"1 if the node's last answer to an acquisition showed it warming up (its server, new or restarted, started too recently to vote), so that its grants do not count, else 0.", nodeLabel),
-
 		leakScans: counter("leak", "scans_total",
 			"Leak scans made by this replica, by result (ok, failed).", resultLabel),
 		leaked: gauge("", "leaked_locks",
