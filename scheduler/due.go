@@ -7,22 +7,29 @@ const maxDue = 1000
 
 // Due returns, by job name, the ticks of each job in [from, to) that no
 // replica may claim any more at to: those whose misfire grace (or catch-up
-// window, whichever is longer) ended by to, and none from before the job
-// was added here. Ticks are oldest first, at most the newest 1,000 of a
-// job. A tick that no replica ran by then never runs: the missed-tick
-// check compares these with the job's ledger.
+// window, whichever is longer) ended by to, and none from before the first
+// tick this replica dispatched for the job (since Run, or since the job
+// was added while running; none before Run). Ticks are oldest first, at
+// most the newest 1,000 of a job. A tick that no replica ran by then never
+// runs: the missed-tick check compares these with the job's ledger.
 func (s *Scheduler) Due(from, to time.Time) map[string][]time.Time {
+	type job struct {
+		e     *entry
+		first time.Time
+	}
 	s.mu.Lock()
-	jobs := make([]*entry, 0, len(s.jobs))
+	jobs := make([]job, 0, len(s.jobs))
 	for _, e := range s.jobs {
-		jobs = append(jobs, e)
+		if !e.first.IsZero() {
+			jobs = append(jobs, job{e, e.first})
+		}
 	}
 	s.mu.Unlock()
 	out := make(map[string][]time.Time, len(jobs))
-	for _, e := range jobs {
-		start := from
-		if e.added.After(start) {
-			start = e.added
+	for _, j := range jobs {
+		e, start := j.e, from
+		if j.first.After(start) {
+			start = j.first
 		}
 		end := to.Add(-e.cfg.lateLimit())
 		var ticks []time.Time

@@ -11,8 +11,8 @@ import (
 )
 
 // TestDue: Due lists each job's ticks in the window whose claim window
-// (misfire grace or catch-up) has ended, none from before the job was
-// added, oldest first.
+// (misfire grace or catch-up) has ended, oldest first, none from before
+// the first tick the replica dispatched (none before Run).
 func TestDue(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	s, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithClock(func() time.Time { return now }))
@@ -26,16 +26,27 @@ func TestDue(t *testing.T) {
 	if err := s.Add("hourly", "0 * * * *", nop); err != nil {
 		t.Fatal(err)
 	}
-	got := s.Due(now.Add(-time.Hour), now.Add(5*time.Minute))
-	// 12:04 is still in its grace at 12:05, until 12:05:30.
-	want := []time.Time{now, now.Add(time.Minute), now.Add(2 * time.Minute), now.Add(3 * time.Minute)}
+	if got := s.Due(now.Add(-time.Hour), now.Add(5*time.Minute)); len(got) != 0 {
+		t.Errorf("before Run: %v; want nothing due", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var got map[string][]time.Time
+	for got = s.Due(now.Add(-time.Hour), now.Add(5*time.Minute)); len(got) == 0; got = s.Due(now.Add(-time.Hour), now.Add(5*time.Minute)) {
+		<-time.After(time.Millisecond) // until Run has started
+	}
+	// The first tick dispatched is 12:01; 12:04 is still in its grace at
+	// 12:05, until 12:05:30.
+	want := []time.Time{now.Add(time.Minute), now.Add(2 * time.Minute), now.Add(3 * time.Minute)}
 	if !slices.Equal(got["minutely"], want) {
 		t.Errorf("minutely: %v; want %v", got["minutely"], want)
 	}
-	if h := got["hourly"]; !slices.Equal(h, []time.Time{now}) {
-		t.Errorf("hourly: %v; want only the tick at its adding, not earlier ones", h)
+	if h, ok := got["hourly"]; ok {
+		t.Errorf("hourly: %v; want none (its first tick is 13:00)", h)
 	}
-	if got := s.Due(now.Add(time.Minute), now.Add(time.Minute)); len(got) != 0 {
+	if got := s.Due(now.Add(2*time.Minute), now.Add(2*time.Minute)); len(got) != 0 {
 		t.Errorf("empty window: %v", got)
 	}
 }

@@ -100,6 +100,7 @@ func (s *Scheduler) begin(ctx context.Context) (*session, error) {
 	now := s.cfg.clock()
 	for _, e := range s.jobs {
 		e.next = firstTick(e, now)
+		e.first = e.next
 		e.at = s.dispatchAt(now, e.next)
 	}
 	s.log.LogAttrs(ctx, slog.LevelInfo, "scheduler started", slog.Int("jobs", len(s.jobs)))

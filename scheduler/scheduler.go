@@ -55,7 +55,6 @@ type entry struct {
 	loc   *time.Location // the zone spec is read in
 	job   JobFunc
 	cfg   jobConfig
-	added time.Time // when Add registered it, by the scheduler's clock
 
 	// Read without Scheduler.mu, so that the runs starting at a tick do not
 	// queue on it. running is decremented under Scheduler.mu, with
@@ -70,6 +69,7 @@ type entry struct {
 
 	// Guarded by Scheduler.mu.
 	next       time.Time               // the next tick to dispatch; zero if none
+	first      time.Time               // the first tick dispatched in this session; zero before Run
 	at         time.Time               // when to dispatch next: next, less the lock-ahead
 	prev       time.Time               // the latest tick handled
 	lastResult string                  // outcome of the latest finished handling: a run...
@@ -200,7 +200,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	if err := s.locker.Check(req); err != nil {
 		return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
 	}
-	e := &entry{name: name, spec: spec, sched: sched, loc: loc, job: job, cfg: cfg, added: s.cfg.clock()}
+	e := &entry{name: name, spec: spec, sched: sched, loc: loc, job: job, cfg: cfg}
 	e.gone, e.leave = context.WithCancel(context.Background())
 
 	s.mu.Lock()
@@ -215,6 +215,9 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	now := s.cfg.clock()
 	next := firstTick(e, now)
 	e.next, e.at = next, s.dispatchAt(now, next)
+	if s.state == stateRunning {
+		e.first = next
+	}
 	// Reported before the loop can see the job, so that observers know it
 	// before any of its other events.
 	s.emit(Event{Kind: eventJobAdded, Job: name})

@@ -1,0 +1,158 @@
+package redcron_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/leakscan"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// TestMissedTicks: while every node is paused (SIGSTOP) no replica can
+// claim a tick; once they are back, the missed-tick check of one replica
+// finds the ticks that ran nowhere, records them in the job's ledger with
+// the reason the replicas reported (no_quorum), counts each once in
+// redcron_scheduler_missed_ticks_total and logs it; ticks that ran are not
+// reported.
+func TestMissedTicks(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 3)
+	var logs syncBuffer
+	var mu sync.Mutex
+	ran := map[int64]bool{} // ticks run, unix ms
+	regs := make([]*prometheus.Registry, 2)
+	for i := range regs {
+		regs[i] = prometheus.NewRegistry()
+		s, err := redcron.New(c.Addrs(), redcron.WithMetrics(regs[i]),
+			redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+			redcron.WithLockOptions(mutex.WithTrustedNodes()),
+			redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second)),
+			redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID([]string{"replica-a", "replica-b"}[i])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Add("tick", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
+			mu.Lock()
+			ran[run.Tick.UnixMilli()] = true
+			mu.Unlock()
+			return nil
+		}, scheduler.WithLockTTL(time.Second), scheduler.WithMisfireGrace(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); _ = s.Run(context.Background()) }()
+		t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
+	}
+	runs := func() int { mu.Lock(); defer mu.Unlock(); return len(ran) }
+	waitFor(t, 15*time.Second, "runs before the outage", func() bool { return runs() >= 2 })
+
+	for _, n := range c.Nodes() {
+		n.Pause()
+	}
+	<-time.After(3 * time.Second) // the outage: ticks come and go, none can be claimed
+	for _, n := range c.Nodes() {
+		n.Resume()
+	}
+	missed := func(reason string) float64 {
+		total := 0.0
+		for _, reg := range regs {
+			total += counterOf(t, reg, "redcron_scheduler_missed_ticks_total", "tick", reason)
+		}
+		return total
+	}
+	waitFor(t, 30*time.Second, "missed ticks counted", func() bool { return missed("no_quorum") >= 2 })
+
+	keys, err := engine.NewKeyspace("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk, _ := keys.Lock("tick")
+	history, _ := ledger.Read(context.Background(), nodesOf(t, c), lk, 100)
+	mu.Lock()
+	defer mu.Unlock()
+	byReason := map[string]int{}
+	for _, r := range history {
+		if r.State != ledger.StateMissed {
+			continue
+		}
+		byReason[r.Result]++
+		if ran[r.Tick] {
+			t.Errorf("tick %v ran, but is recorded missed", time.UnixMilli(r.Tick))
+		}
+		// A tick may also be missed because the lease of a run from before
+		// the outage was still held (overlap); the outage's are no_quorum.
+		if r.Result == "no_quorum" && (!strings.Contains(r.Error, "replica-a: no_quorum") || !strings.Contains(r.Error, "replica-b: no_quorum")) {
+			t.Errorf("missed tick %v: reports %q; want no_quorum from both replicas", time.UnixMilli(r.Tick), r.Error)
+		}
+	}
+	for reason, n := range byReason {
+		if got := missed(reason); float64(n) != got {
+			t.Errorf("%d ticks missed for %s in the ledger, %v counted: each must be counted once", n, reason, got)
+		}
+	}
+	if !strings.Contains(logs.String(), "missed tick") {
+		t.Error("no missed tick logged")
+	}
+}
+
+// waitFor polls cond every 50 ms until it holds, or fails the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, d)
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+}
+
+// counterOf returns the value of the counter name{job_name=job,reason=reason}
+// in reg, 0 if absent.
+func counterOf(t *testing.T, reg *prometheus.Registry, name, job, reason string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels["job_name"] == job && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// nodesOf returns engine nodes over c's servers.
+func nodesOf(t *testing.T, c *redistest.Cluster) []*engine.Node {
+	t.Helper()
+	var nodes []*engine.Node
+	for _, s := range c.Nodes() {
+		n, err := engine.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
