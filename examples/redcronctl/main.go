@@ -37,12 +37,22 @@
 // paused; a manual run is not refused); resume JOB deletes it. Both need
 // a majority of the nodes, and say when some node missed the change.
 //
+// history JOB prints the job's ledger merged over the nodes, newest first
+// (-last N records): each run's tick, result, replica, fence, start delay,
+// duration, tries and error, and the ticks that ran nowhere with every
+// replica's report. trigger JOB places a request on the nodes that one
+// replica with the job takes within about a second and runs once, under
+// the job's lock; it waits for the run's record and prints who took it,
+// and withdraws a request no replica took within -timeout.
+//
 // Usage:
 //
 //	redcronctl -addrs redis-a:6379,redis-b:6379,redis-c:6379 [flags] [leaks]
 //	redcronctl -addrs ... [flags] status
 //	redcronctl -addrs ... [flags] pause JOB
 //	redcronctl -addrs ... [flags] resume JOB
+//	redcronctl -addrs ... [flags] history JOB
+//	redcronctl -addrs ... [flags] trigger JOB
 //
 //	-addrs host:port,...   the independent masters, all of them (or REDCRON_ADDRS)
 //	-prefix p              key prefix of the locks (default "redcron")

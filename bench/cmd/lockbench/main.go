@@ -6,6 +6,8 @@
 //
 //	go run ./cmd/lockbench [-nodes 1,5] [-goroutines 1,16] [-names distinct,contended]
 //	    [-impls raw,redcron-nofence,redcron-fence,redsync] [-duration 1.5s] [-rounds 5]
+//	    (redcron-fence-noledger, redcron-nofence-noledger: the same with the
+//	    lock ledger off, reported against their twins as "ledger on ÷ off")
 //	    [-json] [-cpuprofile file]
 package main
 
@@ -37,10 +39,10 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	sums := summarize(results)
+	sums, costs := summarize(results), ledgerCosts(results)
 	if cfg.json {
-		return writeJSON(stdout, env.Machine, cfg, sums)
+		return writeJSON(stdout, env.Machine, cfg, sums, costs)
 	}
-	writeTable(stdout, env.Machine, cfg, sums)
+	writeTable(stdout, env.Machine, cfg, sums, costs)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redcron/redcron/bench/internal/machine"
 	"github.com/redcron/redcron/bench/internal/stats"
 	"github.com/redcron/redcron/bench/internal/table"
@@ -91,6 +92,69 @@ func opsPerSec(rounds []round) []float64 {
 	return xs
 }
 
+// ledgerCost is what the lock ledger costs one redcron variant in one
+// scenario: the variant (ledger on, the default) against its twin with
+// the ledger off (the same name with locks.NoLedgerSuffix), round by round.
+type ledgerCost struct {
+	scenario
+	Impl string `json:"impl"` // the variant with the ledger on
+	// Time is the median over rounds of the twin's ops/s ÷ this one's in
+	// the same round: time per cycle with the ledger on ÷ off (1.05 = 5%
+	// slower), with the extremes of the per-round ratios; P50 and P99 the
+	// same for each round's latency percentile, on ÷ off.
+	Time    float64 `json:"time_ratio_on_off"`
+	TimeMin float64 `json:"time_ratio_on_off_min"`
+	TimeMax float64 `json:"time_ratio_on_off_max"`
+	P50     float64 `json:"p50_ratio_on_off"`
+	P50Min  float64 `json:"p50_ratio_on_off_min"`
+	P50Max  float64 `json:"p50_ratio_on_off_max"`
+	P99     float64 `json:"p99_ratio_on_off"`
+	// The medians over rounds of each side.
+	OnOps    float64 `json:"on_ops_per_sec"`
+	OffOps   float64 `json:"off_ops_per_sec"`
+	OnP50us  float64 `json:"on_p50_us"`
+	OffP50us float64 `json:"off_p50_us"`
+}
+
+// ledgerCosts pairs every measured "-noledger" variant with its twin in
+// the same scenario.
+func ledgerCosts(results []result) []ledgerCost {
+	out := []ledgerCost{}
+	for _, off := range results {
+		name, ok := strings.CutSuffix(off.impl, locks.NoLedgerSuffix)
+		if !ok {
+			continue
+		}
+		j := slices.IndexFunc(results, func(r result) bool { return r.scenario == off.scenario && r.impl == name })
+		if j < 0 {
+			continue
+		}
+		on := results[j]
+		lat := func(rs []round, p func(round) time.Duration) []float64 {
+			xs := make([]float64, len(rs))
+			for i, r := range rs {
+				xs[i] = micros(p(r))
+			}
+			return xs
+		}
+		p50 := func(r round) time.Duration { return r.p50 }
+		p99 := func(r round) time.Duration { return r.p99 }
+		c := ledgerCost{scenario: on.scenario, Impl: name,
+			OnOps: stats.MedianOf(on.rounds, round.opsPerSec), OffOps: stats.MedianOf(off.rounds, round.opsPerSec),
+			OnP50us:  stats.MedianOf(on.rounds, func(r round) float64 { return micros(r.p50) }),
+			OffP50us: stats.MedianOf(off.rounds, func(r round) float64 { return micros(r.p50) })}
+		if rs := stats.PairedRatios(opsPerSec(off.rounds), opsPerSec(on.rounds)); len(rs) > 0 {
+			c.Time, c.TimeMin, c.TimeMax = stats.Median(rs), slices.Min(rs), slices.Max(rs)
+		}
+		if rs := stats.PairedRatios(lat(on.rounds, p50), lat(off.rounds, p50)); len(rs) > 0 {
+			c.P50, c.P50Min, c.P50Max = stats.Median(rs), slices.Min(rs), slices.Max(rs)
+		}
+		c.P99 = stats.Median(stats.PairedRatios(lat(on.rounds, p99), lat(off.rounds, p99)))
+		out = append(out, c)
+	}
+	return out
+}
+
 // goal is a bound on one implementation's VsRaw in one scenario.
 type goal struct {
 	scenario
@@ -136,7 +200,7 @@ func runLine(cfg config) string {
 	return fmt.Sprintf("%d rounds × %v per implementation and scenario, interleaved round-robin; medians over rounds", cfg.rounds, cfg.duration)
 }
 
-func writeTable(w io.Writer, m machine.Machine, cfg config, sums []summary) {
+func writeTable(w io.Writer, m machine.Machine, cfg config, sums []summary, costs []ledgerCost) {
 	m.WriteHeader(w)
 	fmt.Fprintf(w, "run:     %s\n\n", runLine(cfg))
 	tw := table.New(w)
@@ -167,9 +231,16 @@ func writeTable(w io.Writer, m machine.Machine, cfg config, sums []summary) {
 			fmt.Fprintf(w, "  %s: %.2f (rounds %.2f-%.2f): %s\n", g.Goal, g.VsRaw, g.VsRawMin, g.VsRawMax, met)
 		}
 	}
+	if len(costs) > 0 {
+		fmt.Fprintln(w, "\nledger on ÷ off (each redcron variant against its -noledger twin, median of the per-round ratios, min-max):")
+		for _, c := range costs {
+			fmt.Fprintf(w, "  %v, %s: time per cycle %.3f (%.2f-%.2f), %.0f vs %.0f ops/s; p50 %.3f (%.2f-%.2f), %.0f vs %.0f µs; p99 %.3f\n",
+				c.scenario, c.Impl, c.Time, c.TimeMin, c.TimeMax, c.OnOps, c.OffOps, c.P50, c.P50Min, c.P50Max, c.OnP50us, c.OffP50us, c.P99)
+		}
+	}
 }
 
-func writeJSON(w io.Writer, m machine.Machine, cfg config, sums []summary) error {
+func writeJSON(w io.Writer, m machine.Machine, cfg config, sums []summary, costs []ledgerCost) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
@@ -177,5 +248,6 @@ func writeJSON(w io.Writer, m machine.Machine, cfg config, sums []summary) error
 		Run     string          `json:"run"`
 		Results []summary       `json:"results"`
 		Goals   []goalResult    `json:"goals"`
-	}{m, runLine(cfg), sums, checkGoals(sums)})
+		Ledger  []ledgerCost    `json:"ledger"`
+	}{m, runLine(cfg), sums, checkGoals(sums), costs})
 }

@@ -45,7 +45,7 @@ func TestVsRawPerRound(t *testing.T) {
 	}
 
 	var b strings.Builder
-	writeTable(&b, machine.Machine{}, config{rounds: 3, duration: time.Second}, sums)
+	writeTable(&b, machine.Machine{}, config{rounds: 3, duration: time.Second}, sums, nil)
 	out := b.String()
 	for _, want := range []string{
 		"redcron-nofence  150    ", // the median ops/s
@@ -61,5 +61,25 @@ func TestVsRawPerRound(t *testing.T) {
 	sums = summarize(results[1:])
 	if sums[0].VsRaw != 0 || len(checkGoals(sums)) != 0 {
 		t.Errorf("without raw: vs raw %v, goals %v", sums[0].VsRaw, checkGoals(sums))
+	}
+}
+
+// TestLedgerCosts checks that a -noledger variant is paired with its twin
+// in the same scenario, round by round: time per cycle on ÷ off.
+func TestLedgerCosts(t *testing.T) {
+	sc := scenario{Nodes: 5, Goroutines: 1, Names: distinct}
+	other := scenario{Nodes: 1, Goroutines: 1, Names: distinct}
+	results := []result{
+		{scenario: sc, impl: "redcron-fence", rounds: rounds(90, 100, 80)},
+		{scenario: sc, impl: "redcron-fence-noledger", rounds: rounds(100, 100, 100)},
+		{scenario: other, impl: "redcron-fence-noledger", rounds: rounds(100)}, // no twin
+	}
+	cs := ledgerCosts(results)
+	if len(cs) != 1 {
+		t.Fatalf("costs %+v, want one", cs)
+	}
+	// Per round: 100/90, 100/100, 100/80 → median 1.111.
+	if c := cs[0]; c.scenario != sc || c.Impl != "redcron-fence" || c.Time != 100.0/90 || c.TimeMin != 1 || c.TimeMax != 1.25 || c.OnOps != 90 || c.OffOps != 100 {
+		t.Errorf("cost %+v", c)
 	}
 }

@@ -71,15 +71,23 @@ type Impl struct {
 }
 
 // Impls is the registry of implementations, in report order; "raw" is the
-// reference the others are compared with. To add another library, write
-// its Locker in a file of its own and add an entry here.
+// reference the others are compared with. The "-noledger" variants are
+// redcron with its lock ledger off, measured against the same name
+// without the suffix (NoLedgerSuffix). To add another library, write its
+// Locker in a file of its own and add an entry here.
 var Impls = []Impl{
 	{"raw", newRaw},
-	{"redcron-nofence", newRedcron(false)},
-	{"redcron-fence", newRedcron(true)},
+	{"redcron-nofence", newRedcron(false, true)},
+	{"redcron-fence", newRedcron(true, true)},
 	{"redsync", newRedsync(false)},
 	{"redsync-failfast", newRedsync(true)},
+	{"redcron-nofence" + NoLedgerSuffix, newRedcron(false, false)},
+	{"redcron-fence" + NoLedgerSuffix, newRedcron(true, false)},
 }
+
+// NoLedgerSuffix ends the names of the redcron variants with the ledger
+// off.
+const NoLedgerSuffix = "-noledger"
 
 // Names returns the names of the implementations, in report order.
 func Names() []string {

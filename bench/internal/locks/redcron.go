@@ -17,15 +17,24 @@ type redcronLocker struct {
 }
 
 // newRedcron returns the constructor of a redcron Locker, with fencing
-// tokens on (one more round trip, the commit) or off. The nodes are
-// trusted so that freshly started servers vote at once.
-func newRedcron(fencing bool) func([]*redis.Client) (Locker, error) {
+// tokens on (one more round trip, the commit) or off, and with the lock
+// ledger on (the default: a record per acquisition, written by the commit
+// and the release) or off (mutex.WithLedger(0, 0)). The nodes are trusted
+// so that freshly started servers vote at once. Each variant has a key
+// prefix of its own.
+func newRedcron(fencing, ledger bool) func([]*redis.Client) (Locker, error) {
 	prefix := "lockbench-nofence"
 	if fencing {
 		prefix = "lockbench-fence"
 	}
+	opts := []mutex.Option{mutex.WithTrustedNodes(), mutex.WithFencing(fencing)}
+	if !ledger {
+		prefix += "-noledger"
+		opts = append(opts, mutex.WithLedger(0, 0))
+	}
+	opts = append(opts, mutex.WithKeyPrefix(prefix))
 	return func(clients []*redis.Client) (Locker, error) {
-		r, err := NewRedlock(clients, mutex.WithTrustedNodes(), mutex.WithFencing(fencing), mutex.WithKeyPrefix(prefix))
+		r, err := NewRedlock(clients, opts...)
 		if err != nil {
 			return nil, err
 		}
