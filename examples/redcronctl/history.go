@@ -52,15 +52,7 @@ func history(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine
 	}
 	out := make([]historyRun, len(runs))
 	for i, r := range runs {
-		out[i] = historyRun{Tick: ledger.Time(r.Tick), State: r.State, Result: r.Result, Replica: r.Owner, RunID: r.Run,
-			Fence: r.Fence, Start: ledger.Time(r.Start), DelayMS: r.Delay, Try: r.Try, Error: r.Error, Nodes: r.Nodes}
-		began := r.Start // a manual run starts with its lease
-		if r.Tick != 0 {
-			began = r.Tick + r.Delay
-		}
-		if r.End != 0 && began != 0 && r.End > began {
-			out[i].Duration = float64(r.End-began) / 1000
-		}
+		out[i] = historyRunOf(r)
 	}
 	if cfg.json {
 		enc := json.NewEncoder(stdout)
@@ -81,13 +73,7 @@ func history(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine
 		if !r.Tick.IsZero() {
 			tick = r.Tick.UTC().Format(time.RFC3339)
 		}
-		result := r.Result
-		switch {
-		case r.State == ledger.StateLost:
-			result = "lock_lost"
-		case r.State != ledger.StateReleased || result == "":
-			result = r.State
-		}
+		result := resultText(r)
 		dur := "-"
 		if r.Duration > 0 {
 			dur = (time.Duration(r.Duration * float64(time.Second))).Round(time.Millisecond).String()
@@ -108,4 +94,32 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// historyRunOf returns the record r as history prints it.
+func historyRunOf(r ledger.Run) historyRun {
+	h := historyRun{Tick: ledger.Time(r.Tick), State: r.State, Result: r.Result, Replica: r.Owner, RunID: r.Run,
+		Fence: r.Fence, Start: ledger.Time(r.Start), DelayMS: r.Delay, Try: r.Try, Error: r.Error, Nodes: r.Nodes}
+	began := r.Start // a manual run starts with its lease
+	if r.Tick != 0 {
+		began = r.Tick + r.Delay
+	}
+	if r.End != 0 && began != 0 && r.End > began {
+		h.Duration = float64(r.End-began) / 1000
+	}
+	return h
+}
+
+// resultText is a record's result for a table: the run's result, or
+// lock_lost, started, missed.
+func resultText(r historyRun) string {
+	switch {
+	case r.State == ledger.StateMissed:
+		return "missed: " + r.Result
+	case r.State == ledger.StateLost:
+		return "lock_lost"
+	case r.State != ledger.StateReleased || r.Result == "":
+		return r.State
+	}
+	return r.Result
 }

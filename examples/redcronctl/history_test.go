@@ -89,6 +89,11 @@ func TestHistoryEndToEnd(t *testing.T) {
 		!strings.Contains(o.stdout, "TICK") || !strings.Contains(o.stdout, "odd second") || !strings.Contains(o.stdout, "replica-") {
 		t.Errorf("history table: %s", o)
 	}
+	newest := doc.Runs[0]
+	if o := exe(t, bin, nil, "-addrs", addrs, "status"); o.code != 0 || !strings.Contains(o.stdout, "LAST RUN") ||
+		!strings.Contains(o.stdout, newest.Tick.UTC().Format(time.RFC3339)+" "+newest.Result+" on "+newest.Replica) {
+		t.Errorf("status does not show the last run %+v: %s", newest, o)
+	}
 	if o := exe(t, bin, nil, "-addrs", addrs, "history"); o.code != 2 {
 		t.Errorf("history without a job: %s", o)
 	}

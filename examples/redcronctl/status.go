@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/internal/ledger"
 )
 
 // jobStatus is one job's lock as the nodes hold it.
@@ -20,6 +21,8 @@ type jobStatus struct {
 	Holder   string    `json:"holder,omitempty"`  // the owner holding its lock on the most nodes
 	Tick     time.Time `json:"tick,omitzero"`     // the tick that value claims
 	HeldOn   int       `json:"held_on,omitempty"` // nodes with that value
+	// LastRun is the newest record of its ledger: a run or a missed tick.
+	LastRun *historyRun `json:"last_run,omitempty"`
 }
 
 // status prints every job's lock, and the replicas with a live heartbeat:
@@ -35,6 +38,7 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 		return exitError
 	}
 	jobs := jobsOf(rep)
+	lastRuns(ctx, scanner, jobs)
 	replicas, common, tables := replicasOf(rep, time.Now())
 	if cfg.json {
 		doc := struct {
@@ -54,7 +58,7 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 		return exitClean
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "JOB\tPAUSED\tHELD BY\tTICK\tHELD ON\n")
+	fmt.Fprintf(tw, "JOB\tPAUSED\tHELD BY\tTICK\tHELD ON\tLAST RUN\n")
 	for _, j := range jobs {
 		paused, holder, tick, on := "no", "-", "-", "-"
 		switch {
@@ -69,7 +73,7 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 		if !j.Tick.IsZero() {
 			tick = j.Tick.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", printable(j.Name), paused, holder, tick, on)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), paused, holder, tick, on, lastRunText(j.LastRun))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitError
@@ -118,4 +122,32 @@ func jobsOf(rep *leaks.Report) []jobStatus {
 	}
 	slices.SortFunc(out, func(a, b jobStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// lastRuns sets each job's LastRun from its ledger, merged over the nodes
+// the scanner reads.
+func lastRuns(ctx context.Context, scanner *leaks.Scanner, jobs []jobStatus) {
+	for i := range jobs {
+		lk, err := scanner.Keys.Lock(jobs[i].Name)
+		if err != nil {
+			continue
+		}
+		if runs, _ := ledger.Read(ctx, scanner.Nodes, lk, 1); len(runs) > 0 {
+			r := historyRunOf(runs[0])
+			jobs[i].LastRun = &r
+		}
+	}
+}
+
+// lastRunText is a job's last run for the table: its result, replica and
+// tick ("manual" for a trigger), or "-".
+func lastRunText(r *historyRun) string {
+	if r == nil {
+		return "-"
+	}
+	tick := "manual"
+	if !r.Tick.IsZero() {
+		tick = r.Tick.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("%s %s on %s", tick, resultText(*r), printable(orDash(r.Replica)))
 }

@@ -32,6 +32,8 @@ type replicaSpec struct {
 	Prefix string   // the lock keys' prefix, new for each run
 	Jobs   int
 	Ahead  time.Duration
+	// NoLedger turns the lock ledger off (mutex.WithLedger(0, 0)).
+	NoLedger bool
 	// W0 and W1 bound the measured window of ticks, [W0, W1) in Unix
 	// seconds. The replica takes its snapshots at SnapA and SnapB, and
 	// stops once it has reported every job's window ticks, or at Deadline.
@@ -95,7 +97,7 @@ func runReplica(ctx context.Context, spec replicaSpec) (replicaOutput, error) {
 		recs:   newBuffer[record](4 * spec.Jobs * allTicks),
 		inJobs: newBuffer[record](spec.Jobs * allTicks),
 		fails:  newBuffer[lockFail](spec.Jobs * allTicks)}
-	rep, err := newReplica(spec.ID, spec.Addrs, spec.Prefix, spec.Jobs, spec.Ahead, col)
+	rep, err := newReplica(spec.ID, spec.Addrs, spec.Prefix, spec.Jobs, spec.Ahead, spec.NoLedger, col)
 	if err != nil {
 		return replicaOutput{}, err
 	}

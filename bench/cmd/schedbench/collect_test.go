@@ -68,3 +68,38 @@ func TestCrossCheck(t *testing.T) {
 		t.Errorf("mismatches %d, e.g. %q; want 3, e.g. j1", res.mismatches, res.mismatchExample)
 	}
 }
+
+// TestScriptOp checks that the hook tells the lock scripts apart by the
+// shape of their arguments, one lock or two merged in one call.
+func TestScriptOp(t *testing.T) {
+	evalsha := func(keys, lead any, args int) []any {
+		k := keys.(int)
+		a := []any{"evalsha", "sha", k}
+		for range k {
+			a = append(a, "key")
+		}
+		a = append(a, lead)
+		for range args {
+			a = append(a, "x")
+		}
+		return a
+	}
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{evalsha(3, "0", 3), "acquire"},
+		{evalsha(6, "1", 6), "acquire"},
+		{evalsha(4, 300000, 8), "commit"},
+		{evalsha(8, 300000, 16), "commit"},
+		{evalsha(3, 300000, 7), "release"},
+		{evalsha(6, 300000, 14), "release"},
+		{evalsha(1, "", 2), "extend"},
+		{evalsha(4, "", 8), "extend"},
+		{evalsha(2, "0", 1), "other"},
+	} {
+		if got := scriptOp(c.args); got != c.want {
+			t.Errorf("%d keys, %d arguments after %v: %s, want %s", c.args[2], len(c.args)-4-c.args[2].(int), c.args[3+c.args[2].(int)], got, c.want)
+		}
+	}
+}

@@ -8,11 +8,13 @@
 // small J), whether every tick of every job ran exactly once
 // (duplicates, misses), the Redis calls the replicas sent per job and
 // tick, and the CPU the servers and the replicas' processes used. With -ahead, each number of jobs is also run with the ticks locked
-// that long before they come (scheduler.WithLockAhead).
+// that long before they come (scheduler.WithLockAhead); with -ledger on,off,
+// also with the lock ledger off (mutex.WithLedger(0, 0)), and the report
+// compares the two.
 //
 // Usage:
 //
-//	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-ahead 0,400ms] [-replicas 3] [-nodes 5]
+//	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-ahead 0,400ms] [-ledger on,off] [-replicas 3] [-nodes 5]
 //	    [-warmup 3s] [-measure 8s] [-min-samples 200] [-rounds 3] [-settle 10s]
 //	    [-per-tick] [-cpuprofile file [-profile-jobs 1000]]   (writes file.0, file.1, ...: one per replica)
 package main
@@ -23,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/redcron/redcron/bench/internal/cli"
@@ -33,6 +36,7 @@ import (
 type config struct {
 	jobs        []int
 	aheads      []time.Duration
+	ledgers     []bool // the lock ledger on (true) or off, each run with every number of jobs and lead
 	replicas    int
 	nodes       int
 	warmup      time.Duration
@@ -56,6 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := cli.NewFlagSet("schedbench", stderr)
 	jobs := fs.String("jobs", "1,100,1000,5000", "comma-separated numbers of jobs, each due every second")
 	aheads := fs.String("ahead", "0", "comma-separated lock-ahead leads (scheduler.WithLockAhead), each run with every number of jobs")
+	ledgers := fs.String("ledger", "on", "comma-separated: on (the default ledger) and/or off (mutex.WithLedger(0, 0)), each run with every number of jobs and lead")
 	var c config
 	fs.IntVar(&c.replicas, "replicas", 3, "scheduler replicas, each with its own clients, nodes and Redlock")
 	fs.IntVar(&c.nodes, "nodes", 5, "redis-servers")
@@ -76,6 +81,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.aheads, err = cli.Durations("ahead", *aheads, 0, 900*time.Millisecond); err != nil {
 		return config{}, err
+	}
+	for _, l := range strings.Split(*ledgers, ",") {
+		switch l {
+		case "on", "off":
+			c.ledgers = append(c.ledgers, l == "on")
+		default:
+			return config{}, fmt.Errorf("-ledger: %q is neither on nor off", l)
+		}
 	}
 	c.warmup, c.measure = c.warmup.Round(time.Second), c.measure.Round(time.Second)
 	if c.replicas < 1 || c.nodes < 1 || c.rounds < 1 || c.measure < time.Second || c.warmup < time.Second || c.settle < 0 || c.minSamples < 0 {
@@ -131,25 +144,43 @@ func (c config) ticks(jobs int) int {
 	return stats.TicksFor(jobs, int(c.measure/time.Second), c.minSamples)
 }
 
-// setup is one configuration measured: a number of jobs and a lock-ahead.
+// setup is one configuration measured: a number of jobs, a lock-ahead,
+// and the lock ledger on (the default) or off.
 type setup struct {
-	jobs  int
-	ahead time.Duration
+	jobs     int
+	ahead    time.Duration
+	noLedger bool
 }
 
 func (su setup) String() string {
-	if su.ahead == 0 {
-		return fmt.Sprintf("%d jobs", su.jobs)
+	s := fmt.Sprintf("%d jobs", su.jobs)
+	if su.ahead != 0 {
+		s += fmt.Sprintf(", ahead %v", su.ahead)
 	}
-	return fmt.Sprintf("%d jobs, ahead %v", su.jobs, su.ahead)
+	if su.noLedger {
+		s += ", ledger off"
+	}
+	return s
 }
 
-// setups returns every pair of a number of jobs and a lead, by lead.
+// ledgerModes returns the ledger settings to run: c.ledgers, or the
+// default (on) alone.
+func (c config) ledgerModes() []bool {
+	if len(c.ledgers) == 0 {
+		return []bool{true}
+	}
+	return c.ledgers
+}
+
+// setups returns every combination of a number of jobs, a lead and a
+// ledger setting, by lead, then ledger setting.
 func (c config) setups() []setup {
 	var out []setup
 	for _, a := range c.aheads {
-		for _, j := range c.jobs {
-			out = append(out, setup{jobs: j, ahead: a})
+		for _, l := range c.ledgerModes() {
+			for _, j := range c.jobs {
+				out = append(out, setup{jobs: j, ahead: a, noLedger: !l})
+			}
 		}
 	}
 	return out

@@ -29,18 +29,23 @@ type replica struct {
 
 // newReplica builds replica id over the servers at addrs, with jobs
 // trivial jobs due every second, named j0, j1, ..., locked ahead before
-// their ticks; its events go to col.
-func newReplica(id int, addrs []string, prefix string, jobs int, ahead time.Duration, col *collector) (*replica, error) {
+// their ticks, with the lock ledger on (the default) or off (noLedger);
+// its events go to col.
+func newReplica(id int, addrs []string, prefix string, jobs int, ahead time.Duration, noLedger bool, col *collector) (*replica, error) {
 	rep := &replica{id: id, counter: newCmdCounter()}
 	for _, a := range addrs {
 		c := redisnode.NewClient(a)
 		c.AddHook(rep.counter)
 		rep.clients = append(rep.clients, c)
 	}
-	var err error
-	rep.rl, err = locks.NewRedlock(rep.clients, mutex.WithTrustedNodes(), mutex.WithKeyPrefix(prefix),
+	opts := []mutex.Option{mutex.WithTrustedNodes(), mutex.WithKeyPrefix(prefix),
 		mutex.WithObserver(col.lockObserver(id)),
-		mutex.WithOwnerCheck(func(owner string, extending bool) error { return rep.scan.Check(owner, extending) }))
+		mutex.WithOwnerCheck(func(owner string, extending bool) error { return rep.scan.Check(owner, extending) })}
+	if noLedger {
+		opts = append(opts, mutex.WithLedger(0, 0))
+	}
+	var err error
+	rep.rl, err = locks.NewRedlock(rep.clients, opts...)
 	if err != nil {
 		rep.close()
 		return nil, err
@@ -129,30 +134,32 @@ func (c *cmdCounter) add(cmds []redis.Cmder) {
 }
 
 // scriptOp tells which of the library's lock scripts an EVALSHA runs, from
-// the shape of its arguments (store/lua): every script carries k locks
-// after one leading argument; acquire and commit as 2k keys and 3k
-// arguments (the leading one "0" or "1" for acquire, the state TTL in ms
-// for commit), release as 2k keys and 2k arguments, extend as k keys and
-// 2k arguments.
+// the shape of its arguments (internal/engine/lua): every script carries k
+// locks after one leading argument. acquire has 3k keys (lock, state,
+// pause) and 3k arguments, the leading one "0" or "1"; commit 4k keys
+// (lock, state, ledger, trigger) and 8k arguments, the leading one the
+// state TTL in ms; release 3k keys (lock, state, ledger) and 7k arguments;
+// extend k keys and 2k arguments, the leading one "".
 func scriptOp(args []any) string {
 	// evalsha sha numkeys key... arg...
 	if len(args) < 4 {
 		return "other"
 	}
 	nkeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
+	if nkeys <= 0 || len(args) < 4+nkeys {
+		return "other"
+	}
+	lead := fmt.Sprint(args[3+nkeys])
 	nargs := len(args) - 3 - nkeys - 1 // after the leading argument
 	switch {
-	case nkeys <= 0:
-		return "other"
-	case nargs == nkeys && nkeys%2 == 0:
-		return "release"
-	case nargs == 2*nkeys:
+	case lead == "" && nargs == 2*nkeys:
 		return "extend"
-	case nkeys%2 == 0 && nargs == 3*nkeys/2:
-		if first := fmt.Sprint(args[3+nkeys]); first == "0" || first == "1" {
-			return "acquire"
-		}
+	case nkeys%3 == 0 && nargs == nkeys && (lead == "0" || lead == "1"):
+		return "acquire"
+	case nkeys%4 == 0 && nargs == 2*nkeys:
 		return "commit"
+	case nkeys%3 == 0 && nargs == 7*nkeys/3:
+		return "release"
 	}
 	return "other"
 }

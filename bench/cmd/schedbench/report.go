@@ -61,7 +61,7 @@ func summarize(cfg config, results []result) []summary {
 	for _, su := range cfg.setups() {
 		var rs []result
 		for _, r := range results {
-			if r.jobs == su.jobs && r.ahead == su.ahead {
+			if r.jobs == su.jobs && r.ahead == su.ahead && r.noLedger == su.noLedger {
 				rs = append(rs, r)
 			}
 		}
@@ -212,10 +212,10 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 	sums := summarize(cfg, results)
 
 	tw := table.New(w)
-	fmt.Fprintln(tw, "jobs\tahead\tticks\truns/tick\tduplicates\tmisses\tunhandled\tsamples\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\treplicas CPU\tredis µs/job/tick\treplicas µs/job/tick")
+	fmt.Fprintln(tw, "jobs\tahead\tledger\tticks\truns/tick\tduplicates\tmisses\tunhandled\tsamples\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\treplicas CPU\tredis µs/job/tick\treplicas µs/job/tick")
 	for _, s := range sums {
-		fmt.Fprintf(tw, "%d\t%v\t%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
-			s.jobs, s.ahead, s.ticks, s.runsPerTick, s.duplicates, s.misses, s.unhandled, s.p99.samples(), s.p50, s.p99, s.maxDelay, s.jobP99,
+		fmt.Fprintf(tw, "%d\t%v\t%s\t%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
+			s.jobs, s.ahead, onOff(!s.noLedger), s.ticks, s.runsPerTick, s.duplicates, s.misses, s.unhandled, s.p99.samples(), s.p50, s.p99, s.maxDelay, s.jobP99,
 			s.calls, s.scripts, s.plain, s.pipe, s.server, s.redisCores, s.procCores, s.redisUs, s.procUs)
 	}
 	tw.Flush()
@@ -284,18 +284,96 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 		fmt.Fprintf(w, "  %5s       server %s\n", "", perJobTick(s.rounds, func(r result) map[string]uint64 { return r.server }))
 	}
 
+	writeLedger(w, sums)
+
 	fmt.Fprintln(w, "\ngoals:")
 	for _, ahead := range cfg.aheads {
-		writeGoals(w, cfg, sums, ahead)
+		for _, on := range cfg.ledgerModes() {
+			writeGoals(w, cfg, sums, ahead, !on)
+		}
+	}
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// writeLedger compares each setup run with the lock ledger on with the
+// same setup run with it off, if it was: medians of each side over the
+// rounds, and the median over rounds of the per-round ratios on ÷ off
+// (round r of both ran one after the other), with their extremes, and of
+// the per-round differences of the CPU per job and tick.
+func writeLedger(w io.Writer, sums []summary) {
+	header := false
+	for _, on := range sums {
+		if on.noLedger {
+			continue
+		}
+		i := slices.IndexFunc(sums, func(s summary) bool { return s.noLedger && s.jobs == on.jobs && s.ahead == on.ahead })
+		if i < 0 {
+			continue
+		}
+		off := sums[i]
+		if !header {
+			fmt.Fprintln(w, "\nledger on vs off (medians over rounds; on ÷ off: median of the per-round ratios, min-max; on − off: median of the per-round differences):")
+			header = true
+		}
+		// paired returns f of the rounds of on and off with the same round
+		// number.
+		paired := func(f func(result) float64) (ons, offs []float64) {
+			for _, a := range on.rounds {
+				for _, b := range off.rounds {
+					if a.round == b.round {
+						ons, offs = append(ons, f(a)), append(offs, f(b))
+					}
+				}
+			}
+			return ons, offs
+		}
+		line := func(name, unit string, f func(result) float64, diff bool) {
+			ons, offs := paired(f)
+			rs := stats.PairedRatios(ons, offs)
+			if len(rs) == 0 {
+				return
+			}
+			fmt.Fprintf(w, "    %-22s %10.3g vs %-10.3g %s; on ÷ off %.3f (%.2f-%.2f)", name, stats.MedianOf(on.rounds, f), stats.MedianOf(off.rounds, f), unit,
+				stats.Median(rs), slices.Min(rs), slices.Max(rs))
+			if diff {
+				ds := make([]float64, len(ons))
+				for k := range ons {
+					ds[k] = ons[k] - offs[k]
+				}
+				fmt.Fprintf(w, "; on − off %.3g %s (%.3g to %.3g)", stats.Median(ds), unit, slices.Min(ds), slices.Max(ds))
+			}
+			fmt.Fprintln(w)
+		}
+		pairs, _ := paired(func(result) float64 { return 1 })
+		fmt.Fprintf(w, "  %s (%d rounds paired):\n", on.setup, len(pairs))
+		line("redis CPU", "µs/job/tick", func(r result) float64 { return 1e6 * r.redisCPU / r.jobTicks() }, true)
+		line("replicas CPU", "µs/job/tick", func(r result) float64 { return 1e6 * r.procCPU / r.jobTicks() }, true)
+		line("redis + replicas CPU", "µs/job/tick", func(r result) float64 { return 1e6 * (r.redisCPU + r.procCPU) / r.jobTicks() }, true)
+		line("calls", "/job/tick", result.callsPerJobTick, false)
+		line("server cmds", "/job/tick", func(r result) float64 {
+			var n uint64
+			for _, v := range r.server {
+				n += v
+			}
+			return float64(n) / r.jobTicks()
+		}, true)
+		line("start p50", "ms", func(r result) float64 { return stats.Millis(r.p50) }, false)
+		line("start p99", "ms", func(r result) float64 { return stats.Millis(r.p99) }, false)
 	}
 }
 
 // writeGoals evaluates the goals on the summaries of runs with the given
-// lock-ahead.
-func writeGoals(w io.Writer, cfg config, sums []summary, ahead time.Duration) {
+// lock-ahead and ledger setting.
+func writeGoals(w io.Writer, cfg config, sums []summary, ahead time.Duration, noLedger bool) {
 	var one, goal *summary
 	for i := range sums {
-		if sums[i].ahead != ahead {
+		if sums[i].ahead != ahead || sums[i].noLedger != noLedger {
 			continue
 		}
 		switch sums[i].jobs {
@@ -305,7 +383,10 @@ func writeGoals(w io.Writer, cfg config, sums []summary, ahead time.Duration) {
 			goal = &sums[i]
 		}
 	}
-	if len(cfg.aheads) > 1 {
+	switch {
+	case len(cfg.ledgerModes()) > 1:
+		fmt.Fprintf(w, " lock-ahead %v, ledger %s:\n", ahead, onOff(!noLedger))
+	case len(cfg.aheads) > 1:
 		fmt.Fprintf(w, " lock-ahead %v:\n", ahead)
 	}
 	if goal == nil {

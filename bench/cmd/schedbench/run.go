@@ -68,6 +68,7 @@ func processCPU() time.Duration {
 type result struct {
 	jobs, round int
 	ahead       time.Duration
+	noLedger    bool
 	ticks       int           // ticks in the window: cfg.ticks(jobs)
 	window      time.Duration // wall time between the two snapshots
 
@@ -193,8 +194,12 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 	// so that the traffic between them is that of the window's ticks (for
 	// ticks handled within that gap), heartbeats included.
 	gap := (time.Second + su.ahead) / 2
-	spec := replicaSpec{Prefix: fmt.Sprintf("sb-r%d-j%d-a%d", round, jobs, su.ahead.Milliseconds()),
-		Jobs: jobs, Ahead: su.ahead, W0: w0.Unix(), W1: w1.Unix(),
+	prefix := fmt.Sprintf("sb-r%d-j%d-a%d", round, jobs, su.ahead.Milliseconds())
+	if su.noLedger {
+		prefix += "-nl"
+	}
+	spec := replicaSpec{Prefix: prefix,
+		Jobs: jobs, Ahead: su.ahead, NoLedger: su.noLedger, W0: w0.Unix(), W1: w1.Unix(),
 		SnapA: w0.Add(-gap), SnapB: w1.Add(-gap), Deadline: w1.Add(cfg.settle)}
 	for _, s := range servers {
 		spec.Addrs = append(spec.Addrs, s.Addr())
@@ -237,7 +242,7 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 	col.inJobs.set(inJobs)
 	col.fails.set(fails)
 	res := analyze(col, jobs, cfg.replicas, ticks)
-	res.round, res.ahead, res.goroutinesLeft = round, su.ahead, left
+	res.round, res.ahead, res.noLedger, res.goroutinesLeft = round, su.ahead, su.noLedger, left
 	res.window = b.at.Sub(a.at)
 	res.nodes = engine.Stats{Calls: b.nodes.Calls - a.nodes.Calls, Pipelines: b.nodes.Pipelines - a.nodes.Pipelines,
 		Failed: b.nodes.Failed - a.nodes.Failed, Skipped: b.nodes.Skipped - a.nodes.Skipped}
