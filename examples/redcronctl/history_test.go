@@ -94,6 +94,18 @@ func TestHistoryEndToEnd(t *testing.T) {
 		!strings.Contains(o.stdout, newest.Tick.UTC().Format(time.RFC3339)+" "+newest.Result+" on "+newest.Replica) {
 		t.Errorf("status does not show the last run %+v: %s", newest, o)
 	}
+	o = exe(t, bin, nil, "-addrs", addrs, "-json", "status")
+	var st struct {
+		Nodes []nodeStatus `json:"node_list"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &st); err != nil || len(st.Nodes) != 3 {
+		t.Fatalf("status -json: %v: %s", err, o)
+	}
+	for _, n := range st.Nodes {
+		if !n.Up || n.LatencyMS <= 0 || !n.WarmingUp { // servers just started
+			t.Errorf("node %+v: want up, with a latency, warming up", n)
+		}
+	}
 	if o := exe(t, bin, nil, "-addrs", addrs, "history"); o.code != 2 {
 		t.Errorf("history without a job: %s", o)
 	}

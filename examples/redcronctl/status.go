@@ -39,6 +39,7 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 	}
 	jobs := jobsOf(rep)
 	lastRuns(ctx, scanner, jobs)
+	nodes := nodeStatuses(ctx, scanner.Nodes, hide)
 	replicas, common, tables := replicasOf(rep, time.Now())
 	if cfg.json {
 		doc := struct {
@@ -49,7 +50,8 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 			Replicas   []string        `json:"replicas"`
 			Heartbeats []replicaStatus `json:"heartbeats"` // the replicas, as their heartbeats describe them
 			JobTables  int             `json:"job_tables"` // distinct job tables among them
-		}{rep.Prefix, rep.Nodes, rep.Nodes - len(rep.Errors), jobs, append([]string{}, rep.Live...), replicas, tables}
+			NodeList   []nodeStatus    `json:"node_list"`  // each node: up, latency, uptime, warming up
+		}{rep.Prefix, rep.Nodes, rep.Nodes - len(rep.Errors), jobs, append([]string{}, rep.Live...), replicas, tables, nodes}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(doc); err != nil {
@@ -81,6 +83,9 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 	fmt.Fprintf(stdout, "%d jobs under prefix %q on %d/%d nodes; live replicas: %v\n",
 		len(jobs), rep.Prefix, rep.Nodes-len(rep.Errors), rep.Nodes, rep.Live)
 	if err := writeReplicas(stdout, replicas, common, tables); err != nil {
+		return exitError
+	}
+	if err := writeNodes(stdout, nodes); err != nil {
 		return exitError
 	}
 	return exitClean

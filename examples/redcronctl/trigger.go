@@ -30,7 +30,7 @@ func trigger(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine
 		return exitError
 	}
 	ticket := who() + "|" + strconv.FormatInt(time.Now().UnixMilli(), 10) + "|" + engine.NewToken()[:8]
-	placed := onEveryNode(nodes, func(n *engine.Node) error { return n.PlaceTrigger(ctx, keys, lk, ticket, cfg.timeout) })
+	placed := onEveryNode(nodes, func(_ int, n *engine.Node) error { return n.PlaceTrigger(ctx, keys, lk, ticket, cfg.timeout) })
 	ok := 0
 	for i, err := range placed {
 		if err != nil {
@@ -107,16 +107,16 @@ func findRecord(ctx context.Context, nodes []*engine.Node, lk engine.LockKeys, t
 func withdraw(ctx context.Context, nodes []*engine.Node, lk engine.LockKeys, ticket string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), triggerWithdraw)
 	defer cancel()
-	onEveryNode(nodes, func(n *engine.Node) error { _, err := n.WithdrawTrigger(ctx, lk, ticket); return err })
+	onEveryNode(nodes, func(_ int, n *engine.Node) error { _, err := n.WithdrawTrigger(ctx, lk, ticket); return err })
 }
 
 // onEveryNode calls f on every node in parallel and returns the errors, in
 // the nodes' order.
-func onEveryNode(nodes []*engine.Node, f func(*engine.Node) error) []error {
+func onEveryNode(nodes []*engine.Node, f func(int, *engine.Node) error) []error {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		wg.Go(func() { errs[i] = f(n) })
+		wg.Go(func() { errs[i] = f(i, n) })
 	}
 	wg.Wait()
 	return errs

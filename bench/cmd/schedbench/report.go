@@ -339,14 +339,14 @@ func writeLedger(w io.Writer, sums []summary) {
 			if len(rs) == 0 {
 				return
 			}
-			fmt.Fprintf(w, "    %-22s %10.3g vs %-10.3g %s; on ÷ off %.3f (%.2f-%.2f)", name, stats.MedianOf(on.rounds, f), stats.MedianOf(off.rounds, f), unit,
+			fmt.Fprintf(w, "    %-22s %8.4g vs %-8.4g %s; on ÷ off %.3f (%.2f-%.2f)", name, stats.MedianOf(on.rounds, f), stats.MedianOf(off.rounds, f), unit,
 				stats.Median(rs), slices.Min(rs), slices.Max(rs))
 			if diff {
 				ds := make([]float64, len(ons))
 				for k := range ons {
 					ds[k] = ons[k] - offs[k]
 				}
-				fmt.Fprintf(w, "; on − off %.3g %s (%.3g to %.3g)", stats.Median(ds), unit, slices.Min(ds), slices.Max(ds))
+				fmt.Fprintf(w, "; on − off %.4g %s (%.4g to %.4g)", stats.Median(ds), unit, slices.Min(ds), slices.Max(ds))
 			}
 			fmt.Fprintln(w)
 		}
