@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/internal/redistest"
-	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -27,12 +25,7 @@ func TestHistoryEndToEnd(t *testing.T) {
 	ran := map[string]scheduler.RunInfo{} // by run id
 	var stops []func()
 	for _, id := range []string{"replica-a", "replica-b"} {
-		s, err := redcron.New(c.Addrs(), redcron.WithLockOptions(mutex.WithTrustedNodes()),
-			redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID(id)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = s.Add("flaky", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
+		stops = append(stops, runJob(t, c, id, "flaky", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
 			mu.Lock()
 			ran[run.RunID] = run
 			mu.Unlock()
@@ -40,13 +33,7 @@ func TestHistoryEndToEnd(t *testing.T) {
 				return errors.New("odd second")
 			}
 			return nil
-		}, scheduler.WithLockTTL(2*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { defer close(done); _ = s.Run(context.Background()) }()
-		stops = append(stops, func() { _ = s.Shutdown(context.Background()); <-done })
+		}))
 	}
 	waitUntil(t, 15*time.Second, "4 runs", func() bool { mu.Lock(); defer mu.Unlock(); return len(ran) >= 4 })
 	for _, stop := range stops {

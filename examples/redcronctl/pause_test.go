@@ -37,33 +37,41 @@ func (f *fleetRuns) ranAfter(t time.Time) int {
 // c, recording into f; stop shuts it down and waits for Run.
 func startReplica(t *testing.T, c *redistest.Cluster, id string, f *fleetRuns) (stop func()) {
 	t.Helper()
-	s, err := redcron.New(c.Addrs(), redcron.WithLockOptions(mutex.WithTrustedNodes()),
-		redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID(id),
-			scheduler.WithObserver(func(e scheduler.Event) {
-				if e.Kind == "skipped" && e.Skip == "paused" {
-					f.mu.Lock()
-					f.paused++
-					f.mu.Unlock()
-				}
-			})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Add("tick", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
+	observe := scheduler.WithObserver(func(e scheduler.Event) {
+		if e.Kind == "skipped" && e.Skip == "paused" {
+			f.mu.Lock()
+			f.paused++
+			f.mu.Unlock()
+		}
+	})
+	return runJob(t, c, id, "tick", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
 		f.mu.Lock()
 		f.runs = append(f.runs, run.Tick)
 		f.mu.Unlock()
 		return nil
-	}, scheduler.WithLockTTL(2*time.Second))
+	}, observe)
+}
+
+// runJob starts a replica id over c (trusted nodes, six-field specs) with
+// the one job name, 2 s lock TTL; stop shuts it down and waits for Run.
+func runJob(t *testing.T, c *redistest.Cluster, id, name, spec string, job scheduler.JobFunc, opts ...scheduler.Option) (stop func()) {
+	t.Helper()
+	s, err := redcron.New(c.Addrs(), redcron.WithLockOptions(mutex.WithTrustedNodes()),
+		redcron.WithSchedulerOptions(append([]scheduler.Option{scheduler.WithSeconds(), scheduler.WithInstanceID(id)}, opts...)...))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(name, spec, job, scheduler.WithLockTTL(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Run(context.Background()) }()
-	return sync.OnceFunc(func() {
+	stop = sync.OnceFunc(func() {
 		_ = s.Shutdown(context.Background())
 		<-done
 	})
+	t.Cleanup(stop)
+	return stop
 }
 
 // TestPauseEndToEnd: a job paused with the command runs on no replica, each

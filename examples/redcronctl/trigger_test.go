@@ -8,10 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
-	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -27,23 +25,12 @@ func TestTriggerEndToEnd(t *testing.T) {
 	var mu sync.Mutex
 	var runs []scheduler.RunInfo
 	for _, id := range []string{"replica-a", "replica-b", "replica-c"} {
-		s, err := redcron.New(c.Addrs(), redcron.WithLockOptions(mutex.WithTrustedNodes()),
-			redcron.WithSchedulerOptions(scheduler.WithInstanceID(id)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = s.Add("report", "0 0 1 1 *", func(_ context.Context, run scheduler.RunInfo) error {
+		runJob(t, c, id, "report", "0 0 0 1 1 *", func(_ context.Context, run scheduler.RunInfo) error {
 			mu.Lock()
 			runs = append(runs, run)
 			mu.Unlock()
 			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { defer close(done); _ = s.Run(context.Background()) }()
-		t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
 	}
 	ran := func() []scheduler.RunInfo {
 		mu.Lock()
