@@ -63,6 +63,11 @@ func TestTriggerEndToEnd(t *testing.T) {
 		t.Errorf("history after two triggers: %s", o)
 	}
 
+	// The ledgers and the set of pending triggers are not leaks.
+	if o := exe(t, bin, nil, "-addrs", addrs, "leaks"); o.code != 0 {
+		t.Errorf("leak scan after triggers: %s", o)
+	}
+
 	o = exe(t, bin, nil, "-addrs", addrs, "-timeout", "5s", "trigger", "nobody-has-it")
 	if o.code != 2 || !strings.Contains(o.stderr, "no replica took the trigger") {
 		t.Errorf("trigger of an unknown job: %s", o)

@@ -34,6 +34,8 @@ const (
 	KindScanTurn                 // p:scan
 	KindPause                    // p:{name}:paused
 	KindLedger                   // p:{name}:ledger
+	KindTrigger                  // p:{name}:trigger
+	KindTriggers                 // p:triggers
 )
 
 // String returns the kind's name.
@@ -51,6 +53,10 @@ func (k KeyKind) String() string {
 		return "paused"
 	case KindLedger:
 		return "ledger"
+	case KindTrigger:
+		return "trigger"
+	case KindTriggers:
+		return "triggers"
 	}
 	return "foreign"
 }
@@ -62,8 +68,11 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 	if !ok {
 		return KindForeign, ""
 	}
-	if rest == "scan" {
+	switch rest {
+	case "scan":
 		return KindScanTurn, ""
+	case "triggers":
+		return KindTriggers, ""
 	}
 	if owner, ok := strings.CutPrefix(rest, "hb:"); ok {
 		return KindHeartbeat, owner
@@ -84,6 +93,8 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 		return KindPause, name
 	case "ledger":
 		return KindLedger, name
+	case "trigger":
+		return KindTrigger, name
 	}
 	return KindForeign, name
 }

@@ -16,12 +16,17 @@ import (
 func TestTriggerTicket(t *testing.T) {
 	n, _, k := setup(t)
 	ctx := context.Background()
-	ks, err := engine.NewKeyspace("")
+	ks, err := engine.NewKeyspace("t") // setup's
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := n.PlaceTrigger(ctx, ks, k, "T1", time.Minute); err != nil {
 		t.Fatal(err)
+	}
+	for key, want := range map[string]engine.KeyKind{k.Trigger: engine.KindTrigger, ks.Triggers(): engine.KindTriggers, k.Ledger: engine.KindLedger} {
+		if kind, _ := ks.Parse(key); kind != want {
+			t.Errorf("Parse(%q) = %v, want %v", key, kind, want)
+		}
 	}
 	if names, err := n.PendingTriggers(ctx, ks); err != nil || !slices.Equal(names, []string{k.Name}) {
 		t.Fatalf("pending triggers %v, %v; want [%s]", names, err, k.Name)

@@ -27,7 +27,7 @@ type Report struct {
 // classes.
 type Finding struct {
 	Name    string  // the lock's name, or the key of a foreign key
-	Kind    string  // lock, state, ledger, heartbeat, scan_turn or foreign
+	Kind    string  // lock, state, ledger, trigger, triggers, heartbeat, scan_turn or foreign
 	Copies  []Copy  // in the order of the Redlock's nodes
 	Classes []Class // the union of the copies' classes
 }

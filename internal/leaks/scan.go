@@ -113,8 +113,9 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 					rep.Paused[name]++ // a pause lasts until it is resumed: no TTL, no leak
 					continue
 				}
-				if kind == engine.KindLedger && c.Type == "zset" && c.TTL > 0 {
-					continue // a ledger expires by itself
+				if c.TTL > 0 && (kind == engine.KindLedger && c.Type == "zset" || kind == engine.KindTrigger && c.Type == "string" ||
+					kind == engine.KindTriggers && c.Type == "set") {
+					continue // a ledger, a trigger's request and the set of them expire by themselves
 				}
 				if c.TTL > 0 && (kind == engine.KindHeartbeat || kind == engine.KindScanTurn) {
 					if kind == engine.KindHeartbeat {
@@ -163,7 +164,8 @@ func (s *Scanner) classify(f *Finding, rep *Report, now time.Time) {
 				c.Occurrence = time.UnixMilli(v.Occurrence)
 			}
 			copiesOf[c.Value]++
-		case f.Kind == "state" && c.Type != "hash", f.Kind == "ledger" && c.Type != "zset", f.Kind == "foreign":
+		case f.Kind == "state" && c.Type != "hash", f.Kind == "ledger" && c.Type != "zset",
+			f.Kind == "trigger" && c.Type != "string", f.Kind == "triggers" && c.Type != "set", f.Kind == "foreign":
 			c.Classes = append(c.Classes, Unparseable)
 		}
 	}
