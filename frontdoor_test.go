@@ -16,6 +16,7 @@ import (
 
 	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/ledger"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
@@ -294,5 +295,19 @@ func TestFrontDoorRetry(t *testing.T) {
 		if run.Try != i+1 || run.Fence != tries[0].Fence || run.Fence == 0 || !run.Tick.Equal(tries[0].Tick) {
 			t.Errorf("try %d: %+v, want the first try's tick and fence", i+1, run)
 		}
+	}
+	// Each try is in the run's record in the ledger.
+	_ = s.Shutdown(context.Background()) // releases flushed
+	keys, _ := engine.NewKeyspace("")
+	lk, _ := keys.Lock("flaky")
+	runs, _ := ledger.Read(context.Background(), nodesOf(t, c), lk, 10)
+	var rec *ledger.Run
+	for i := range runs {
+		if runs[i].Fence == tries[0].Fence {
+			rec = &runs[i]
+		}
+	}
+	if rec == nil || rec.Result != "success" || rec.Try != 3 || rec.Error != "try 1: not yet; try 2: not yet; then: ok" {
+		t.Errorf("the run's record: %+v; want success on try 3, with each try's error", rec)
 	}
 }

@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 )
 
 // tryJob runs r's job, and, with WithRetry, runs it again after a failure
@@ -36,6 +38,7 @@ func (s *Scheduler) tryJob(stopping context.Context, r *run) error {
 		}
 		s.emit(Event{Kind: eventRunRetry, Job: info.Job, Tick: info.Tick, RunID: info.RunID, Fence: info.Fence,
 			Attempts: r.attempts, Try: try, Err: err})
+		r.failedTry(try, err)
 		s.log.LogAttrs(r.ctx, slog.LevelWarn, "run failed; trying again",
 			r.attrs(slog.Int("try", try), slog.Duration("backoff", backoff), slog.Any("error", err))...)
 		wait, stop := context.WithCancel(r.ctx)
@@ -48,4 +51,27 @@ func (s *Scheduler) tryJob(stopping context.Context, r *run) error {
 		}
 		backoff *= 2
 	}
+}
+
+// failedTry records that try failed with err and is tried again, for the
+// run's record in the ledger.
+func (r *run) failedTry(try int, err error) {
+	r.triesMu.Lock()
+	defer r.triesMu.Unlock()
+	r.tryErrs = append(r.tryErrs, fmt.Sprintf("try %d: %v", try, err))
+}
+
+// ledgerErr returns the error the run's ledger record keeps: err, after
+// the errors of the tries that failed before (WithRetry), if any.
+func (r *run) ledgerErr(err error) error {
+	r.triesMu.Lock()
+	defer r.triesMu.Unlock()
+	if len(r.tryErrs) == 0 {
+		return err
+	}
+	last := "ok"
+	if err != nil {
+		last = err.Error()
+	}
+	return errors.New(strings.Join(r.tryErrs, "; ") + "; then: " + last)
 }

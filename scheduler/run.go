@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -52,6 +53,8 @@ type run struct {
 	done     chan outcome            // capacity 1, so that an abandoned job never blocks
 	ended    atomic.Bool             // the run no longer counts as running (see end)
 	tries    atomic.Int32            // tries of the job so far (WithRetry)
+	triesMu  sync.Mutex
+	tryErrs  []string // the errors of the tries tried again, for the ledger
 }
 
 // The states of a run that is a member of a start group.
@@ -231,7 +234,7 @@ func (s *Scheduler) finishRun(rn *session, r *run) {
 		duration = out.returned.Sub(r.start) // the job's own time, without waiting for its group
 	}
 	ledger, ledgerErr := classify(out, nil) // the lease's own loss is the ledger's to tell
-	relErr := s.release(rn, r.lease, Outcome{RunID: r.info.RunID, Result: ledger, Err: ledgerErr, Try: int(r.tries.Load()), Delay: r.delay},
+	relErr := s.release(rn, r.lease, Outcome{RunID: r.info.RunID, Result: ledger, Err: r.ledgerErr(ledgerErr), Try: int(r.tries.Load()), Delay: r.delay},
 		func() []slog.Attr { return r.attrs() })
 	result, err := s.end(r, out, relErr, true)
 	s.emit(Event{Kind: eventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
