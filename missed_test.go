@@ -156,3 +156,50 @@ func nodesOf(t *testing.T, c *redistest.Cluster) []*engine.Node {
 	}
 	return nodes
 }
+
+// TestMissedTicksNoLedger: without a ledger (mutex.WithLedger(0, 0)) there
+// is no missed-tick check: the ticks that ran are not taken for missed,
+// and no ledger is written.
+func TestMissedTicksNoLedger(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 3)
+	reg := prometheus.NewRegistry()
+	scans := make(chan leakscan.Event, 100)
+	s, err := redcron.New(c.Addrs(), redcron.WithMetrics(reg),
+		redcron.WithLockOptions(mutex.WithTrustedNodes(), mutex.WithLedger(0, time.Hour)),
+		redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second), leakscan.WithObserver(func(e leakscan.Event) {
+			if e.Scan {
+				select {
+				case scans <- e:
+				default:
+				}
+			}
+		})),
+		redcron.WithSchedulerOptions(scheduler.WithSeconds()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{}, 100)
+	if err := s.Add("tick", "* * * * * *", func(context.Context, scheduler.RunInfo) error { ran <- struct{}{}; return nil },
+		scheduler.WithLockTTL(time.Second), scheduler.WithMisfireGrace(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(context.Background()) }()
+	defer func() { _ = s.Shutdown(context.Background()); <-done }()
+	for range 3 {
+		<-ran
+	}
+	for range 3 { // scans after the ticks' graces ended
+		if e := <-scans; len(e.Missed) > 0 {
+			t.Fatalf("a scan found missed ticks without a ledger: %v", e.Missed)
+		}
+	}
+	keys, _ := engine.NewKeyspace("")
+	k, _ := keys.Lock("tick")
+	for _, n := range c.Nodes() {
+		if got := n.Client(t).Exists(context.Background(), k.Ledger).Val(); got != 0 {
+			t.Errorf("a ledger was written on %s", n.Addr())
+		}
+	}
+}

@@ -2,8 +2,10 @@ package leakscan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,20 +21,25 @@ const (
 	missedRecords  = 1000
 )
 
-// missedKeep is the TTL of a ledger that a missed tick's record starts.
-const missedKeep = 7 * 24 * time.Hour
-
-// maxSkips bounds the skips a heartbeat carries.
-const maxSkips = 64
+// maxSkips bounds the skips a heartbeat carries, maxJobSkips those of one
+// job among them, so that a paused job every second leaves room for the
+// others.
+const (
+	maxSkips    = 64
+	maxJobSkips = 8
+)
 
 // WithDue turns on the missed-tick check: in its scan turn, the replica
 // compares the ticks due returns (by job, the ticks in [from, to) that no
 // replica may claim any more: scheduler.Scheduler.Due) over the last hour
-// with each job's ledger, and reports each tick that ran nowhere (see
-// Event.Missed), with the reason the replicas' heartbeats give (see
-// Skipped), and records it in the ledger. Ticks older than a job's oldest
-// record, when it has one, are not judged: the ledger may have dropped
-// theirs. The default is no check; redcron.New passes its scheduler's Due.
+// (or the ledger's window, if shorter) with each job's ledger, and reports
+// each tick that ran nowhere (see Event.Missed), with the reason the
+// replicas' heartbeats give (see Skipped; paused for a job paused now,
+// when none reported), once it has recorded it in the ledger on a quorum.
+// Ticks older than a full copy of a job's ledger are not judged: it may
+// have dropped theirs. Without a ledger (mutex.WithLedger(0, 0)) there is
+// no check. The default is no check; redcron.New passes its scheduler's
+// Due.
 func WithDue(due func(from, to time.Time) map[string][]time.Time) Option {
 	return func(c *config) error {
 		if due == nil {
@@ -45,8 +52,9 @@ func WithDue(due func(from, to time.Time) map[string][]time.Time) Option {
 
 // Skipped records that this replica skipped the tick of job for reason
 // (a skip reason of package scheduler), for the missed-tick check: the
-// heartbeat carries the replica's last 64 such skips, but for held and
-// already_run, which mean that another replica claimed the tick.
+// heartbeat carries the replica's last 64 such skips, at most 8 of a job,
+// but for held and already_run, which mean that another replica claimed
+// the tick.
 // redcron.New calls it from its scheduler's observer.
 func (s *Scanner) Skipped(job string, tick time.Time, reason string) {
 	if s == nil || reason == "held" || reason == "already_run" || tick.IsZero() {
@@ -64,9 +72,21 @@ type skipLog struct {
 func (l *skipLog) add(b engine.BeatSkip) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.list = append(l.list, b); len(l.list) > maxSkips {
-		l.list = append(l.list[:0], l.list[len(l.list)-maxSkips:]...)
+	same, first := 0, -1
+	for i, o := range l.list {
+		if o.Job == b.Job {
+			if same++; first < 0 {
+				first = i
+			}
+		}
 	}
+	switch {
+	case same >= maxJobSkips:
+		l.list = slices.Delete(l.list, first, first+1) // the job's oldest
+	case len(l.list) >= maxSkips:
+		l.list = slices.Delete(l.list, 0, 1)
+	}
+	l.list = append(l.list, b)
 }
 
 // recent returns the skips of ticks since from.
@@ -84,32 +104,38 @@ func (l *skipLog) recent(from time.Time) []engine.BeatSkip {
 
 // checkMissed runs the missed-tick check over the ledgers, with the skips
 // the live replicas' heartbeats in rep carry, and returns the ticks newly
-// found missed: by job, by reason, how many.
+// found missed: by job, by reason, how many. It looks back an hour, or the
+// ledger's window if shorter, and not at all without a ledger; it reads
+// the nodes the scan could read, and needs a quorum of them.
 func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string]map[string]int {
-	now := s.now()
-	skips := map[string]map[int64][]ledger.Skip{} // job → tick → reports
-	for owner, b := range rep.Beats {
-		for _, sk := range b.Skips {
-			if skips[sk.Job] == nil {
-				skips[sk.Job] = map[int64][]ledger.Skip{}
-			}
-			skips[sk.Job][sk.Tick] = append(skips[sk.Job][sk.Tick], ledger.Skip{Replica: owner, Reason: sk.Reason})
-		}
+	capacity, window := s.r.Ledger()
+	nodes := s.readable(rep)
+	if capacity == 0 || len(nodes) < s.quorum {
+		return nil
 	}
+	now := s.now()
+	skips := skipsOf(rep)
 	out := map[string]map[string]int{}
-	for job, due := range s.cfg.due(now.Add(-missedLookback), now) {
+	for job, due := range s.cfg.due(now.Add(-min(missedLookback, window)), now) {
 		lk, err := s.keys.Lock(job)
 		if err != nil {
 			continue
 		}
-		runs, errs := ledger.Read(ctx, s.nodes, lk, missedRecords)
+		copies, errs := ledger.ReadNodes(ctx, nodes, lk, capacity)
 		if read := countNil(errs); read < s.quorum {
 			s.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "missed-tick check: too few ledgers read",
 				slog.String("job", job), slog.Int("nodes", read))
 			continue
 		}
-		for _, m := range ledger.Missed(due, runs, true, skips[job]) {
-			s.recordMissed(ctx, lk, m)
+		fallback := ""
+		if rep.Paused[job] >= s.quorum {
+			fallback = "paused"
+		}
+		runs := ledger.Merge(copies)
+		for _, m := range ledger.Missed(due, runs, ledger.Horizon(copies, capacity), s.quorum, skips[job], fallback) {
+			if !s.recordMissed(ctx, nodes, lk, m, capacity, window) {
+				continue // counted by a later check, once recorded
+			}
 			if out[job] == nil {
 				out[job] = map[string]int{}
 			}
@@ -119,16 +145,56 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 	return out
 }
 
-// recordMissed adds the missed tick m to the job's ledger on every node,
-// and logs it.
-func (s *Scanner) recordMissed(ctx context.Context, lk engine.LockKeys, m engine.Record) {
-	var wg sync.WaitGroup
+// skipsOf returns the skips the live replicas' heartbeats in rep carry, by
+// job and tick.
+func skipsOf(rep *leaks.Report) map[string]map[int64][]ledger.Skip {
+	skips := map[string]map[int64][]ledger.Skip{}
+	for owner, b := range rep.Beats {
+		for _, sk := range b.Skips {
+			if skips[sk.Job] == nil {
+				skips[sk.Job] = map[int64][]ledger.Skip{}
+			}
+			skips[sk.Job][sk.Tick] = append(skips[sk.Job][sk.Tick], ledger.Skip{Replica: owner, Reason: sk.Reason})
+		}
+	}
+	return skips
+}
+
+// readable returns the nodes the scan in rep could read.
+func (s *Scanner) readable(rep *leaks.Report) []*engine.Node {
+	failed := map[string]bool{}
+	for _, err := range rep.Errors {
+		if ne := (*engine.Error)(nil); errors.As(err, &ne) {
+			failed[ne.Node] = true
+		}
+	}
+	var out []*engine.Node
 	for _, n := range s.nodes {
-		wg.Go(func() { _ = n.AddMissed(ctx, lk, m, missedKeep) })
+		if !failed[n.Name()] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// recordMissed adds the missed tick m to the job's ledger on every node,
+// and logs it, if it was written on a quorum of them; it reports whether
+// it was.
+func (s *Scanner) recordMissed(ctx context.Context, nodes []*engine.Node, lk engine.LockKeys, m engine.Record, capacity int, window time.Duration) bool {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = n.AddMissed(ctx, lk, m, capacity, window) })
 	}
 	wg.Wait()
+	if countNil(errs) < s.quorum {
+		s.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "missed-tick check: the record reached too few nodes",
+			slog.String("job", lk.Name), slog.Time("tick", time.UnixMilli(m.Tick)), slog.Any("error", errors.Join(errs...)))
+		return false
+	}
 	s.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "missed tick: it ran on no replica", slog.String("job", lk.Name),
 		slog.Time("tick", time.UnixMilli(m.Tick)), slog.String("reason", m.Result), slog.String("reports", m.Error))
+	return true
 }
 
 // countNil returns how many of errs are nil.

@@ -80,6 +80,12 @@ func (r *Redlock) Nodes() []*store.Node {
 // MaxTTL returns the largest TTL a lock may ask for (WithMaxTTL).
 func (r *Redlock) MaxTTL() time.Duration { return r.cfg.maxTTL }
 
+// Ledger returns how many records each lock's ledger keeps and for how
+// long (WithLedger); 0 records means no ledger.
+func (r *Redlock) Ledger() (records int, window time.Duration) {
+	return r.cfg.ledgerCap, r.cfg.ledgerTime
+}
+
 // MaxHold returns how long KeepAlive extends one lock (WithMaxHold).
 func (r *Redlock) MaxHold() time.Duration { return r.cfg.maxHold }
 

@@ -19,7 +19,7 @@ import (
 // its newest records (a count and a time window) and expires by itself.
 
 // Record is one entry of a lock's ledger, stored as JSON. Zero fields are
-// left out, so that a record costs a few dozen bytes.
+// left out: a record is 100 to 400 bytes.
 type Record struct {
 	Owner string `json:"owner,omitempty"` // who held the lock
 	Tick  int64  `json:"tick,omitempty"`  // the occurrence claimed, unix ms
@@ -124,21 +124,26 @@ func ParseEntry(s string) (Entry, error) {
 	return e, nil
 }
 
-// addMissed adds a record to a ledger (KEYS[1]) at a score (ARGV[1]) and
-// gives the ledger a TTL (ARGV[3] ms) if it has none: the lock's own
-// writes keep it trimmed, and its TTL is theirs.
+// addMissed adds a record to a ledger (KEYS[1]) at a score (ARGV[1]),
+// keeping its newest ARGV[3] records within ARGV[4] ms of that score, and
+// gives the ledger a TTL of ARGV[4] ms if it has none.
 var addMissed = redis.NewScript(`
-redis.call("ZADD", KEYS[1], ARGV[1], ARGV[2])
-if redis.call("PTTL", KEYS[1]) < 0 then
-  redis.call("PEXPIRE", KEYS[1], ARGV[3])
+local key, score, cap, window = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
+redis.call("ZADD", key, score, ARGV[2])
+redis.call("ZREMRANGEBYRANK", key, 0, -cap - 1)
+redis.call("ZREMRANGEBYSCORE", key, "-inf", "(" .. (score - window))
+if redis.call("PTTL", key) < 0 then
+  redis.call("PEXPIRE", key, window)
 end
 return 1`)
 
 // AddMissed adds r to the lock's ledger as a missed tick (RecordMissed),
-// at its tick; a ledger that did not exist gets a TTL of keep.
-func (n *Node) AddMissed(ctx context.Context, k LockKeys, r Record, keep time.Duration) error {
+// at its tick, keeping the ledger's newest capacity records within window;
+// a ledger that did not exist gets a TTL of window.
+func (n *Node) AddMissed(ctx context.Context, k LockKeys, r Record, capacity int, window time.Duration) error {
 	member := string(RecordMissed) + "|" + r.Text()
-	if err := addMissed.Run(ctx, n.client, []string{k.Ledger}, r.Tick, member, millis(keep)).Err(); err != nil {
+	err := addMissed.Run(ctx, n.client, []string{k.Ledger}, r.Tick, member, capacity, millis(window)).Err()
+	if err != nil {
 		return n.fail("ledger", k.Ledger, err)
 	}
 	return nil

@@ -38,6 +38,15 @@ const (
 // merged over nodes, newest first, and the errors of the nodes that could
 // not be read (one per node, in their order; nil for a node that was).
 func Read(ctx context.Context, nodes []*engine.Node, k engine.LockKeys, count int) ([]Run, []error) {
+	entries, errs := ReadNodes(ctx, nodes, k, count)
+	runs := Merge(entries)
+	return runs[:min(len(runs), count)], errs
+}
+
+// ReadNodes returns up to count of the newest entries of the lock's ledger
+// on each node, in parallel, and each node's error (nil for a node that
+// was read), in the nodes' order.
+func ReadNodes(ctx context.Context, nodes []*engine.Node, k engine.LockKeys, count int) ([][]engine.Entry, []error) {
 	entries := make([][]engine.Entry, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
@@ -45,8 +54,20 @@ func Read(ctx context.Context, nodes []*engine.Node, k engine.LockKeys, count in
 		wg.Go(func() { entries[i], errs[i] = n.Ledger(ctx, k, count) })
 	}
 	wg.Wait()
-	runs := Merge(entries)
-	return runs[:min(len(runs), count)], errs
+	return entries, errs
+}
+
+// Horizon returns the score (unix ms) before which the nodes' copies of a
+// ledger that keeps capacity records may have dropped records: the newest
+// of the oldest scores of the copies that are full; 0 if none is.
+func Horizon(nodes [][]engine.Entry, capacity int) int64 {
+	var h int64
+	for _, es := range nodes {
+		if len(es) > 0 && len(es) >= capacity {
+			h = max(h, es[len(es)-1].Score)
+		}
+	}
+	return h
 }
 
 // Merge merges the entries of several nodes' copies of one ledger, newest

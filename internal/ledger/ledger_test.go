@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -48,21 +49,28 @@ func TestMerge(t *testing.T) {
 	}
 }
 
-// TestMissed: a due tick with no record is missed, with the reason most
-// replicas gave; ticks with a run or already marked missed are not; with a
-// full history, ticks older than its oldest record are not judged.
+// TestMissed: a due tick no run covers is missed, with the reason most
+// replicas gave (or the fallback); a tick with a run, a committed start or
+// a missed record is not; a lease no run used, or a start on a minority,
+// does not cover its tick; ticks at or before the horizon are not judged.
 func TestMissed(t *testing.T) {
-	at := func(s int64) time.Time { return time.UnixMilli(s * 1000) }
+	at := func(s float64) time.Time { return time.UnixMilli(int64(s * 1000)) }
 	runs := []Run{
-		{Record: engine.Record{Tick: 5000}, State: StateReleased},
-		{Record: engine.Record{Tick: 3000}, State: StateMissed},
-		{Record: engine.Record{Tick: 2000}, State: StateStarted},
+		{Record: engine.Record{Tick: 7000}, State: StateStarted, Nodes: 1},            // a failed commit's leftover
+		{Record: engine.Record{Tick: 5000, Run: "r5"}, State: StateReleased, Nodes: 3}, // ran
+		{Record: engine.Record{Tick: 4500}, State: StateReleased, Nodes: 3},            // a lease no run used
+		{Record: engine.Record{Tick: 3000}, State: StateMissed, Nodes: 3},
+		{Record: engine.Record{Tick: 2000}, State: StateStarted, Nodes: 2}, // running, or its replica died
 	}
-	due := []time.Time{at(1), at(2), at(3), at(4), at(5), at(6)}
+	due := []time.Time{at(1), at(2), at(3), at(4), at(4.5), at(5), at(6), at(7)}
 	skips := map[int64][]Skip{4000: {{"b", "overlap"}, {"a", "no_quorum"}, {"c", "no_quorum"}}}
-	got := Missed(due, runs, false, skips)
-	if len(got) != 3 || got[0].Tick != 1000 || got[1].Tick != 4000 || got[2].Tick != 6000 {
-		t.Fatalf("missed %+v; want ticks 1000, 4000, 6000", got)
+	got := Missed(due, runs, 0, 2, skips, "")
+	var ticks []int64
+	for _, m := range got {
+		ticks = append(ticks, m.Tick)
+	}
+	if !slices.Equal(ticks, []int64{1000, 4000, 4500, 6000, 7000}) {
+		t.Fatalf("missed ticks %v; want 1000, 4000, 4500, 6000, 7000", ticks)
 	}
 	if got[1].Result != "no_quorum" || got[1].Error != "a: no_quorum, b: overlap, c: no_quorum" {
 		t.Errorf("tick 4000: %q, %q; want the most common reason and every report", got[1].Result, got[1].Error)
@@ -70,7 +78,27 @@ func TestMissed(t *testing.T) {
 	if got[0].Result != NoReport {
 		t.Errorf("tick 1000 without reports: %q; want %q", got[0].Result, NoReport)
 	}
-	if got := Missed(due, runs, true, skips); len(got) != 2 || got[0].Tick != 4000 {
-		t.Errorf("with a full history: %+v; want ticks 4000 and 6000 only", got)
+	if got := Missed(due, runs, 4500, 2, skips, "paused"); len(got) != 2 || got[0].Tick != 6000 || got[0].Result != "paused" {
+		t.Errorf("after horizon 4500 with fallback paused: %+v; want ticks 6000 and 7000, paused", got)
+	}
+}
+
+// TestHorizon: only the copies that hold as many records as the ledger
+// keeps may have dropped older ones; the horizon is the newest of their
+// oldest scores.
+func TestHorizon(t *testing.T) {
+	es := func(scores ...int64) []engine.Entry {
+		var out []engine.Entry
+		for _, s := range scores {
+			out = append(out, engine.Entry{Score: s})
+		}
+		return out
+	}
+	nodes := [][]engine.Entry{es(90, 80, 70), es(90, 60, 10), es(90, 50)}
+	if h := Horizon(nodes, 3); h != 70 {
+		t.Errorf("Horizon = %d, want 70 (the full copies' oldest: 70 and 10)", h)
+	}
+	if h := Horizon(nodes, 4); h != 0 {
+		t.Errorf("Horizon with none full = %d, want 0", h)
 	}
 }
