@@ -19,7 +19,7 @@ func TestSkipLog(t *testing.T) {
 		t.Fatalf("log %+v; want rare's skip and busy's newest %d", got, maxJobSkips)
 	}
 	for i := range 2 * maxSkips {
-		l.add(engine.BeatSkip{Job: string(rune('a' + i%26)) + string(rune('a' + i/26)), Tick: int64(1000 + i)})
+		l.add(engine.BeatSkip{Job: string(rune('a'+i%26)) + string(rune('a'+i/26)), Tick: int64(1000 + i)})
 	}
 	if len(l.list) != maxSkips || l.list[maxSkips-1].Tick != int64(1000+2*maxSkips-1) {
 		t.Errorf("after many jobs: %d skips, newest %+v; want %d, the newest kept", len(l.list), l.list[len(l.list)-1], maxSkips)

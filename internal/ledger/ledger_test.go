@@ -56,7 +56,7 @@ func TestMerge(t *testing.T) {
 func TestMissed(t *testing.T) {
 	at := func(s float64) time.Time { return time.UnixMilli(int64(s * 1000)) }
 	runs := []Run{
-		{Record: engine.Record{Tick: 7000}, State: StateStarted, Nodes: 1},            // a failed commit's leftover
+		{Record: engine.Record{Tick: 7000}, State: StateStarted, Nodes: 1},             // a failed commit's leftover
 		{Record: engine.Record{Tick: 5000, Run: "r5"}, State: StateReleased, Nodes: 3}, // ran
 		{Record: engine.Record{Tick: 4500}, State: StateReleased, Nodes: 3},            // a lease no run used
 		{Record: engine.Record{Tick: 3000}, State: StateMissed, Nodes: 3},
