@@ -307,7 +307,7 @@ func TestFrontDoorRetry(t *testing.T) {
 			rec = &runs[i]
 		}
 	}
-	if rec == nil || rec.Result != "success" || rec.Try != 3 || rec.Error != "try 1: not yet; try 2: not yet; then: ok" {
+	if rec == nil || rec.Result != "success" || rec.Try != 3 || rec.Error != "ok (after try 1: not yet; try 2: not yet)" {
 		t.Errorf("the run's record: %+v; want success on try 3, with each try's error", rec)
 	}
 }

@@ -76,37 +76,30 @@ func (s *Scheduler) takeTrigger(ctx context.Context, name, ticket string) {
 }
 
 // pendingTriggers returns the trigger requests on the nodes: the ticket of
-// each job whose trigger key holds the same ticket on a majority. Nodes
-// that fail or answer late are left out.
+// each job whose trigger key holds the same ticket on a majority. The
+// nodes are read in parallel, each within half a poll: a node that fails
+// or hangs is left out.
 func pendingTriggers(ctx context.Context, nodes []*engine.Node, keys engine.Keyspace) map[string]string {
-	ctx, cancel := context.WithTimeout(ctx, triggerPoll/2)
-	defer cancel()
-	names := map[string]bool{}
-	for _, n := range nodes {
-		ns, err := n.PendingTriggers(ctx, keys)
-		if err != nil {
-			continue
-		}
-		for _, name := range ns {
-			names[name] = true
+	tickets := make([]map[string]string, len(nodes)) // each node's: job → ticket
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			nctx, cancel := context.WithTimeout(ctx, triggerPoll/2)
+			defer cancel()
+			tickets[i], _ = n.Tickets(nctx, keys)
+		})
+	}
+	wg.Wait()
+	votes := map[[2]string]int{} // job, ticket → nodes
+	for _, ts := range tickets {
+		for name, t := range ts {
+			votes[[2]string{name, t}]++
 		}
 	}
 	out := map[string]string{}
-	for name := range names {
-		lk, err := keys.Lock(name)
-		if err != nil {
-			continue
-		}
-		votes := map[string]int{}
-		for _, n := range nodes {
-			if t, err := n.Ticket(ctx, lk); err == nil && t != "" {
-				votes[t]++
-			}
-		}
-		for t, v := range votes {
-			if v >= len(nodes)/2+1 {
-				out[name] = t
-			}
+	for v, n := range votes {
+		if n >= len(nodes)/2+1 {
+			out[v[0]] = v[1]
 		}
 	}
 	return out

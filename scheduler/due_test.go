@@ -37,8 +37,8 @@ func TestDue(t *testing.T) {
 	for got = s.Due(now.Add(-time.Hour), now.Add(5*time.Minute)); len(got) == 0; got = s.Due(now.Add(-time.Hour), now.Add(5*time.Minute)) {
 		<-time.After(time.Millisecond) // until Run has started
 	}
-	// The first tick dispatched is 12:01; 12:04 is still in its grace at
-	// 12:05, until 12:05:30.
+	// The first tick dispatched is 12:01; 12:04 is still in its grace, and
+	// its 10 s margin, at 12:05.
 	want := []time.Time{now.Add(time.Minute), now.Add(2 * time.Minute), now.Add(3 * time.Minute)}
 	if !slices.Equal(got["minutely"], want) {
 		t.Errorf("minutely: %v; want %v", got["minutely"], want)

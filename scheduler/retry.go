@@ -61,8 +61,9 @@ func (r *run) failedTry(try int, err error) {
 	r.tryErrs = append(r.tryErrs, fmt.Sprintf("try %d: %v", try, err))
 }
 
-// ledgerErr returns the error the run's ledger record keeps: err, after
-// the errors of the tries that failed before (WithRetry), if any.
+// ledgerErr returns the error the run's ledger record keeps: err, then
+// the errors of the tries that failed before (WithRetry), if any (the
+// record keeps the first 200 bytes: the outcome first).
 func (r *run) ledgerErr(err error) error {
 	r.triesMu.Lock()
 	defer r.triesMu.Unlock()
@@ -73,5 +74,5 @@ func (r *run) ledgerErr(err error) error {
 	if err != nil {
 		last = err.Error()
 	}
-	return errors.New(strings.Join(r.tryErrs, "; ") + "; then: " + last)
+	return errors.New(last + " (after " + strings.Join(r.tryErrs, "; ") + ")")
 }

@@ -112,9 +112,10 @@ type triggerConfig struct {
 }
 
 // WithTicket makes the trigger take a request placed on the nodes (a
-// ticket): the run starts only if its lease takes the ticket, which one
-// lease at most, on any replica, ever does. The front door takes the
-// requests of the admin command's trigger this way.
+// ticket): with the Redlock's Locker (NewRedlockLocker), the run starts
+// only if its lease takes the ticket, which one lease at most, on any
+// replica, ever does; other Lockers may ignore tickets. The front door
+// takes the requests of the admin command's trigger this way.
 func WithTicket(ticket string) TriggerOption {
 	return func(c *triggerConfig) { c.ticket = ticket }
 }

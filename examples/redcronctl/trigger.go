@@ -44,7 +44,7 @@ func trigger(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine
 		fmt.Fprintf(stderr, "redcronctl: trigger %s reached %d of %d nodes, not a majority (withdrawn): run it again\n", cfg.job, ok, len(nodes))
 		return exitError
 	}
-	wait, cancel := context.WithDeadline(ctx, deadlineOf(ctx).Add(-triggerWithdraw))
+	wait, cancel := context.WithDeadline(ctx, deadlineOf(ctx).Add(-min(triggerWithdraw, cfg.timeout/3)))
 	defer cancel()
 	run, found := awaitRecord(wait, nodes, lk, ticket)
 	if !found {
@@ -91,12 +91,13 @@ func awaitRecord(ctx context.Context, nodes []*engine.Node, lk engine.LockKeys, 
 	}
 }
 
-// findRecord returns the record of the run that took ticket, if the
-// ledger holds one.
+// findRecord returns the record of the run that took ticket, once the
+// ledger holds it on a majority of the nodes: a commit that failed may
+// leave it on fewer, taken back after.
 func findRecord(ctx context.Context, nodes []*engine.Node, lk engine.LockKeys, ticket string) (ledger.Run, bool) {
 	runs, _ := ledger.Read(ctx, nodes, lk, 50)
 	for _, r := range runs {
-		if r.Ticket == ticket {
+		if r.Ticket == ticket && r.Nodes >= len(nodes)/2+1 {
 			return r, true
 		}
 	}

@@ -15,15 +15,23 @@ import (
 // The replica that runs it takes the ticket with its lease's commit
 // (CommitRequest.Ticket): on a majority, so no other replica can.
 
+// growTTL sets a key's TTL to ARGV[1] ms unless it already lives longer;
+// sent with EVAL, in a pipeline (a tiny script).
+const growTTL = `
+if redis.call("PTTL", KEYS[1]) < tonumber(ARGV[1]) then
+  return redis.call("PEXPIRE", KEYS[1], ARGV[1])
+end
+return 0`
+
 // PlaceTrigger sets the lock's trigger key to ticket for ttl and adds the
-// name to the set of pending triggers, whose TTL it extends to ttl: names
-// are not removed from it one by one (a removal could race with a new
-// request), the set expires ttl after the last request.
+// name to the set of pending triggers, whose TTL it extends to ttl if it
+// was shorter: names are not removed from it one by one (a removal could
+// race with a new request), the set expires with its longest request.
 func (n *Node) PlaceTrigger(ctx context.Context, ks Keyspace, k LockKeys, ticket string, ttl time.Duration) error {
 	_, err := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, k.Trigger, ticket, ttl)
 		p.SAdd(ctx, ks.Triggers(), k.Name)
-		p.PExpire(ctx, ks.Triggers(), ttl)
+		p.Eval(ctx, growTTL, []string{ks.Triggers()}, millis(ttl))
 		return nil
 	})
 	if err != nil {
@@ -32,13 +40,33 @@ func (n *Node) PlaceTrigger(ctx context.Context, ks Keyspace, k LockKeys, ticket
 	return nil
 }
 
-// PendingTriggers returns the names in the set of pending triggers.
-func (n *Node) PendingTriggers(ctx context.Context, ks Keyspace) ([]string, error) {
+// Tickets returns the pending triggers' tickets on the node, by lock
+// name: the names in the set of pending triggers whose trigger key holds
+// a ticket, read in one round trip after the set.
+func (n *Node) Tickets(ctx context.Context, ks Keyspace) (map[string]string, error) {
 	names, err := n.client.SMembers(ctx, ks.Triggers()).Result()
 	if err != nil {
 		return nil, n.fail("triggers", ks.Triggers(), err)
 	}
-	return names, nil
+	cmds := make(map[string]*redis.StringCmd, len(names))
+	_, err = n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, name := range names {
+			if lk, err := ks.Lock(name); err == nil {
+				cmds[name] = p.Get(ctx, lk.Trigger)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, n.fail("triggers", ks.Triggers(), err)
+	}
+	out := make(map[string]string, len(cmds))
+	for name, c := range cmds {
+		if t, err := c.Result(); err == nil && t != "" {
+			out[name] = t
+		}
+	}
+	return out, nil
 }
 
 // WithdrawTrigger deletes the lock's trigger key while it holds ticket, and

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 // again when sent again); another acquisition with the same ticket, or
 // one with a ticket nobody placed, fails its commit.
 func TestTriggerTicket(t *testing.T) {
-	n, _, k := setup(t)
+	n, s, k := setup(t)
 	ctx := context.Background()
 	ks, err := engine.NewKeyspace("t") // setup's
 	if err != nil {
@@ -28,8 +27,15 @@ func TestTriggerTicket(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, want %v", key, kind, want)
 		}
 	}
-	if names, err := n.PendingTriggers(ctx, ks); err != nil || !slices.Equal(names, []string{k.Name}) {
-		t.Fatalf("pending triggers %v, %v; want [%s]", names, err, k.Name)
+	if tickets, err := n.Tickets(ctx, ks); err != nil || len(tickets) != 1 || tickets[k.Name] != "T1" {
+		t.Fatalf("pending triggers %v, %v; want %s: T1", tickets, err, k.Name)
+	}
+	other, _ := ks.Lock("other")
+	if err := n.PlaceTrigger(ctx, ks, other, "O1", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := s.Client(t).PTTL(ctx, ks.Triggers()).Val(); ttl < 50*time.Second {
+		t.Errorf("a shorter request cut the pending set's TTL to %v", ttl)
 	}
 	lockWith := func(ticket string) (string, bool) {
 		t.Helper()
