@@ -56,6 +56,10 @@ const (
 	// RecordMissed: a tick that ran nowhere, written by the missed-tick
 	// check.
 	RecordMissed RecordState = 'm'
+	// RecordOperator: an operator's action on the job (a pause, a resume,
+	// a trigger, a leak fix), written by the admin command or the status
+	// page: Result names the action, Owner the operator, Start its time.
+	RecordOperator RecordState = 'o'
 )
 
 // Text returns r as the scripts store it, without its state prefix.
@@ -113,7 +117,7 @@ func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, erro
 // JSON.
 func ParseEntry(s string) (Entry, error) {
 	state, text, ok := strings.Cut(s, "|")
-	if !ok || len(state) != 1 || !strings.Contains("srlm", state) {
+	if !ok || len(state) != 1 || !strings.Contains("srlmo", state) {
 		return Entry{}, fmt.Errorf("redcron: ledger member %.40q: no state prefix", s)
 	}
 	var e Entry
@@ -141,8 +145,20 @@ return 1`)
 // at its tick, keeping the ledger's newest capacity records within window;
 // a ledger that did not exist gets a TTL of window.
 func (n *Node) AddMissed(ctx context.Context, k LockKeys, r Record, capacity int, window time.Duration) error {
-	member := string(RecordMissed) + "|" + r.Text()
-	err := addMissed.Run(ctx, n.client, []string{k.Ledger}, r.Tick, member, capacity, millis(window)).Err()
+	return n.addRecord(ctx, k, RecordMissed, r, r.Tick, capacity, window)
+}
+
+// AddOperator adds r to the lock's ledger as an operator's action
+// (RecordOperator), at its Start, keeping the ledger's newest capacity
+// records within window; a ledger that did not exist gets a TTL of window.
+func (n *Node) AddOperator(ctx context.Context, k LockKeys, r Record, capacity int, window time.Duration) error {
+	return n.addRecord(ctx, k, RecordOperator, r, r.Start, capacity, window)
+}
+
+// addRecord adds r to the lock's ledger in state, at score.
+func (n *Node) addRecord(ctx context.Context, k LockKeys, state RecordState, r Record, score int64, capacity int, window time.Duration) error {
+	member := string(state) + "|" + r.Text()
+	err := addMissed.Run(ctx, n.client, []string{k.Ledger}, score, member, capacity, millis(window)).Err()
 	if err != nil {
 		return n.fail("ledger", k.Ledger, err)
 	}

@@ -104,3 +104,32 @@ func TestLedgerCommitAndRelease(t *testing.T) {
 		t.Errorf("reading a ledger of another type: %v; want the server's error", err)
 	}
 }
+
+// TestLedgerOperatorAndMissed: an operator's action and a missed tick are
+// added to a ledger that did not exist, which then gets a TTL; each reads
+// back in its state, at its score (the action's time, the tick).
+func TestLedgerOperatorAndMissed(t *testing.T) {
+	n, s, k := setup(t)
+	ctx := context.Background()
+	op := engine.Record{Owner: "ann@host", Start: 2000, Result: "paused"}
+	if err := n.AddOperator(ctx, k, op, 20, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	missed := engine.Record{Tick: 1000, Result: "no_report"}
+	if err := n.AddMissed(ctx, k, missed, 20, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	es, err := n.Ledger(ctx, k, 10)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("ledger: %+v, %v", es, err)
+	}
+	if es[0].State != engine.RecordOperator || es[0].Record != op || es[0].Score != 2000 {
+		t.Errorf("newest entry %+v; want the operator's action at 2000", es[0])
+	}
+	if es[1].State != engine.RecordMissed || es[1].Record != missed || es[1].Score != 1000 {
+		t.Errorf("oldest entry %+v; want the missed tick at 1000", es[1])
+	}
+	if ttl := s.Client(t).PTTL(ctx, k.Ledger).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("ledger TTL %v; want up to an hour", ttl)
+	}
+}

@@ -20,7 +20,9 @@ type Run struct {
 	// State is "started" (no release reached a node: running, or its
 	// replica died), "released", "lost" (the lock had gone on more nodes
 	// than held it at the release) or "missed" (a tick that ran nowhere,
-	// with the reasons in Error).
+	// with the reasons in Error) or "operator" (an operator's action:
+	// Result is paused, resumed, triggered or leaks_fixed, Owner who, Start
+	// when).
 	State string `json:"state"`
 	// Nodes is how many nodes hold the record.
 	Nodes int `json:"nodes"`
@@ -32,6 +34,15 @@ const (
 	StateReleased = "released"
 	StateLost     = "lost"
 	StateMissed   = "missed"
+	StateOperator = "operator"
+)
+
+// The actions of an operator's record (StateOperator), in its Result.
+const (
+	ActionPaused     = "paused"
+	ActionResumed    = "resumed"
+	ActionTriggered  = "triggered"
+	ActionLeaksFixed = "leaks_fixed"
 )
 
 // Read returns up to count of the newest records of the lock's ledger,
@@ -106,6 +117,8 @@ func Merge(nodes [][]engine.Entry) []Run {
 			r.State = StateStarted
 		case engine.RecordMissed:
 			r.State = StateMissed
+		case engine.RecordOperator:
+			r.State = StateOperator
 		default:
 			r.State = StateReleased
 			if a.counts[engine.RecordLost] > a.counts[engine.RecordReleased] {
@@ -122,12 +135,15 @@ func Merge(nodes [][]engine.Entry) []Run {
 
 // identity is what makes copies of one record the same record on several
 // nodes: an acquisition's fence (unique to it when fencing is on) or its
-// owner, tick and start; a missed tick's tick.
+// owner, tick and start; a missed tick's tick; an operator's action, its
+// operator, time and action.
 func identity(e engine.Entry) string {
 	r := e.Record
 	switch {
 	case e.State == engine.RecordMissed:
 		return "m" + strconv.FormatInt(r.Tick, 10)
+	case e.State == engine.RecordOperator:
+		return "a" + r.Owner + "\x00" + strconv.FormatInt(r.Start, 10) + "\x00" + r.Result
 	case r.Fence != 0:
 		return "f" + strconv.FormatUint(r.Fence, 10)
 	}
@@ -143,14 +159,14 @@ func rank(s engine.RecordState) int {
 		return 3
 	case engine.RecordLost:
 		return 2
-	case engine.RecordMissed:
+	case engine.RecordMissed, engine.RecordOperator:
 		return 1
 	}
 	return 0
 }
 
 // score is where a record stands in the history: its tick, or for a
-// run without one (a trigger), its start.
+// record without one (a trigger's run, an operator's action), its start.
 func score(r Run) int64 {
 	if r.Tick != 0 {
 		return r.Tick

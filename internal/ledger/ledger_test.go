@@ -49,6 +49,40 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// TestMergeOperator: an operator's action is one record over the nodes that
+// hold it, by who, when and what; two actions at the same time by two
+// operators are two; a missed-tick check ignores them.
+func TestMergeOperator(t *testing.T) {
+	pause := engine.Record{Owner: "ann@a", Start: 5000, Result: ActionPaused}
+	other := engine.Record{Owner: "bob@b", Start: 5000, Result: ActionPaused}
+	resume := engine.Record{Owner: "ann@a", Start: 5000, Result: ActionResumed}
+	run := engine.Record{Owner: "r1", Tick: 4000, Fence: 3, Start: 4000, End: 4100, Run: "run-1", Result: "success"}
+	runs := Merge([][]engine.Entry{
+		{entry('o', pause), entry('o', other), entry('r', run)},
+		{entry('o', pause), entry('o', resume), entry('r', run)},
+	})
+	if len(runs) != 4 {
+		t.Fatalf("merged %d records: %+v; want 4", len(runs), runs)
+	}
+	nodes := map[string]int{}
+	for _, r := range runs[:3] {
+		if r.State != StateOperator || r.Start != 5000 {
+			t.Errorf("record %+v; want an operator's action at 5000", r)
+		}
+		nodes[r.Owner+" "+r.Result] = r.Nodes
+	}
+	if nodes["ann@a paused"] != 2 || nodes["bob@b paused"] != 1 || nodes["ann@a resumed"] != 1 {
+		t.Errorf("actions by who and what, on how many nodes: %v", nodes)
+	}
+	if runs[3].State != StateReleased || runs[3].Tick != 4000 {
+		t.Errorf("oldest record %+v; want the run of tick 4000", runs[3])
+	}
+	due := []time.Time{time.UnixMilli(4000), time.UnixMilli(5000)}
+	if m := Missed(due, runs, 0, 2, nil, ""); len(m) != 1 || m[0].Tick != 5000 {
+		t.Errorf("missed %+v; want tick 5000 alone: an action is no run", m)
+	}
+}
+
 // TestMissed: a due tick no run covers is missed, with the reason most
 // replicas gave (or the fallback); a tick with a run, a committed start or
 // a missed record is not; a lease no run used, or a start on a minority,
