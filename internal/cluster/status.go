@@ -1,0 +1,126 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/internal/ledger"
+)
+
+// Job is one job as the nodes hold it: its pause, its lock's holder, and
+// its newest runs.
+type Job struct {
+	Name     string
+	PausedOn int       // nodes with its pause key: in effect on a majority
+	Holder   string    // the owner of the value holding its lock on the most nodes
+	Tick     time.Time // the tick that value claims; zero for none, or a manual run
+	HeldOn   int       // nodes with that value; 0 when the lock is free
+	// Runs are the newest records of its ledger, newest first: runs and
+	// missed ticks, not operators' actions.
+	Runs []ledger.Run
+}
+
+// Status is the fleet as one scan of its nodes shows it.
+type Status struct {
+	Report   *leaks.Report // the scan: leaks by class, heartbeats, pauses
+	Jobs     []Job         // every job with a lock, a state or a pause key, by name
+	Replicas []Replica     // the live replicas, by instance id
+	Common   string        // the job table most replicas publish ("" for none, or a tie)
+	Tables   int           // distinct job tables among them
+	Nodes    []Node        // each node's health, in the nodes' order
+}
+
+// Status scans the nodes and returns the fleet's jobs, each with up to runs
+// of its newest runs, its replicas and its nodes' health (a node is
+// warming up for warm after its start). Its error is the scan's: no node
+// could be scanned (the report says why, node by node).
+func (c *Cluster) Status(ctx context.Context, runs int, warm time.Duration) (*Status, error) {
+	rep, err := c.Scanner().Scan(ctx)
+	if err != nil {
+		return &Status{Report: rep}, err
+	}
+	st := &Status{Report: rep, Jobs: Jobs(rep)}
+	var wg sync.WaitGroup
+	wg.Go(func() { st.Nodes = c.NodeStatuses(ctx, warm) })
+	if runs > 0 {
+		c.lastRuns(ctx, st.Jobs, runs)
+	}
+	st.Replicas, st.Common, st.Tables = Replicas(rep)
+	wg.Wait()
+	return st, nil
+}
+
+// Jobs returns every job that has a lock, a state or a pause key on the
+// nodes of rep, by name.
+func Jobs(rep *leaks.Report) []Job {
+	byName := map[string]*Job{}
+	get := func(name string) *Job {
+		if byName[name] == nil {
+			byName[name] = &Job{Name: name}
+		}
+		return byName[name]
+	}
+	for _, f := range rep.Findings {
+		if f.Kind != "lock" && f.Kind != "state" {
+			continue
+		}
+		j := get(f.Name)
+		held := map[string]int{}
+		for _, c := range f.Copies {
+			if !c.Acquired.IsZero() {
+				held[c.Value]++
+			}
+		}
+		for _, c := range f.Copies {
+			if n := held[c.Value]; n > j.HeldOn {
+				j.Holder, j.Tick, j.HeldOn = c.Owner, c.Occurrence, n
+			}
+		}
+	}
+	for name, n := range rep.Paused {
+		get(name).PausedOn = n
+	}
+	out := make([]Job, 0, len(byName))
+	for _, j := range byName {
+		out = append(out, *j)
+	}
+	slices.SortFunc(out, func(a, b Job) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// lastRuns sets each job's Runs, reading the ledgers of up to 8 jobs at a
+// time.
+func (c *Cluster) lastRuns(ctx context.Context, jobs []Job, count int) {
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			jobs[i].Runs = c.Runs(ctx, jobs[i].Name, count)
+		})
+	}
+	wg.Wait()
+}
+
+// Runs returns up to count of the job's newest runs and missed ticks,
+// newest first, leaving out operators' actions (of which it skips up to
+// 20); nil for a name that is not a job's, or when no node could be read.
+func (c *Cluster) Runs(ctx context.Context, job string, count int) []ledger.Run {
+	lk, err := c.Keys.Lock(job)
+	if err != nil {
+		return nil
+	}
+	all, _ := ledger.Read(ctx, c.Nodes, lk, count+20)
+	out := make([]ledger.Run, 0, count)
+	for _, r := range all {
+		if r.State != ledger.StateOperator && len(out) < count {
+			out = append(out, r)
+		}
+	}
+	return out
+}
