@@ -3,21 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/ledger"
 )
 
 // historyRun is one run of history's JSON document.
 type historyRun struct {
 	Tick     time.Time `json:"tick,omitzero"` // zero for a manual run
-	State    string    `json:"state"`         // started, released, lost or missed
+	State    string    `json:"state"`         // started, released, lost, missed or operator
 	Result   string    `json:"result,omitempty"`
-	Replica  string    `json:"replica,omitempty"`
+	Replica  string    `json:"replica,omitempty"` // an operator's action: the operator
 	RunID    string    `json:"run_id,omitempty"`
 	Fence    uint64    `json:"fence,omitempty"`
 	Start    time.Time `json:"start,omitzero"` // when the lease's acquisition started
@@ -31,23 +32,22 @@ type historyRun struct {
 // history prints the job's ledger, merged over the nodes, newest first:
 // a table, or with -json a document. It exits 2 when fewer than a majority
 // of the nodes could be read (the history could miss runs).
-func history(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine.Keyspace, stdout, stderr io.Writer, hide func(string) string) int {
-	lk, err := keys.Lock(cfg.job)
-	if err != nil {
-		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
-		return exitError
-	}
-	runs, errs := ledger.Read(ctx, nodes, lk, cfg.last)
+func history(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stderr io.Writer, hide func(string) string) int {
+	runs, errs, err := cl.History(ctx, cfg.job, cfg.last)
 	read := 0
 	for i, err := range errs {
 		if err != nil {
-			fmt.Fprintf(stderr, "redcronctl: node %s not read: %s\n", nodes[i].Name(), hide(err.Error()))
+			fmt.Fprintf(stderr, "redcronctl: node %s not read: %s\n", cl.Nodes[i].Name(), hide(err.Error()))
 			continue
 		}
 		read++
 	}
-	if read < len(nodes)/2+1 {
-		fmt.Fprintf(stderr, "redcronctl: %d of %d nodes read, not a majority: the history could miss runs\n", read, len(nodes))
+	switch {
+	case errors.Is(err, cluster.ErrNoMajority):
+		fmt.Fprintf(stderr, "redcronctl: %d of %d nodes read, not a majority: the history could miss runs\n", read, len(cl.Nodes))
+		return exitError
+	case err != nil:
+		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
 	out := make([]historyRun, len(runs))
@@ -70,8 +70,11 @@ func history(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine
 	fmt.Fprintf(tw, "TICK\tRESULT\tREPLICA\tFENCE\tDELAY\tDURATION\tTRY\tERROR\n")
 	for _, r := range out {
 		tick := "manual"
-		if !r.Tick.IsZero() {
+		switch {
+		case !r.Tick.IsZero():
 			tick = r.Tick.UTC().Format(time.RFC3339)
+		case r.State == ledger.StateOperator: // when the operator acted
+			tick = r.Start.UTC().Format(time.RFC3339)
 		}
 		result := resultText(r)
 		dur := "-"
@@ -84,7 +87,7 @@ func history(ctx context.Context, cfg *config, nodes []*engine.Node, keys engine
 	if err := tw.Flush(); err != nil {
 		return exitError
 	}
-	fmt.Fprintf(stdout, "%d runs of %q on %d/%d nodes\n", len(out), cfg.job, read, len(nodes))
+	fmt.Fprintf(stdout, "%d runs of %q on %d/%d nodes\n", len(out), cfg.job, read, len(cl.Nodes))
 	return exitClean
 }
 
@@ -111,9 +114,12 @@ func historyRunOf(r ledger.Run) historyRun {
 }
 
 // resultText is a record's result for a table: the run's result, or
-// lock_lost, started, missed.
+// lock_lost, started, missed; an operator's action (its replica is the
+// operator).
 func resultText(r historyRun) string {
 	switch {
+	case r.State == ledger.StateOperator:
+		return "operator: " + r.Result
 	case r.State == ledger.StateMissed:
 		return "missed: " + r.Result
 	case r.State == ledger.StateLost:

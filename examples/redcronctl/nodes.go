@@ -1,13 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/cluster"
 )
 
 // warmUp is how long after its start a node's vote does not count with the
@@ -24,23 +23,20 @@ type nodeStatus struct {
 	Error     string  `json:"error,omitempty"`
 }
 
-// nodeStatuses asks every node for its uptime, in parallel, timing the round
-// trip.
-func nodeStatuses(ctx context.Context, nodes []*engine.Node, hide func(string) string) []nodeStatus {
+// nodeStatuses returns the nodes' health as status prints it: a node is up
+// when it answered INFO.
+func nodeStatuses(nodes []cluster.Node, hide func(string) string) []nodeStatus {
 	out := make([]nodeStatus, len(nodes))
-	onEveryNode(nodes, func(i int, n *engine.Node) error {
-		start := time.Now()
-		info, err := n.Info(ctx)
-		out[i] = nodeStatus{Node: n.Name(), Up: err == nil}
-		if err != nil {
-			out[i].Error = hide(err.Error())
-			return nil
+	for i, n := range nodes {
+		out[i] = nodeStatus{Node: n.Name, Up: n.Err == nil}
+		if n.Err != nil {
+			out[i].Error = hide(n.Err.Error())
+			continue
 		}
-		out[i].LatencyMS = float64(time.Since(start).Microseconds()) / 1000
-		out[i].UptimeS = int64(info.Uptime.Seconds())
-		out[i].WarmingUp = info.Uptime < warmUp
-		return nil
-	})
+		out[i].LatencyMS = float64(n.Latency.Microseconds()) / 1000
+		out[i].UptimeS = int64(n.Uptime.Seconds())
+		out[i].WarmingUp = n.WarmingUp
+	}
 	return out
 }
 

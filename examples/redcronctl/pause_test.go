@@ -147,3 +147,32 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 		<-time.After(50 * time.Millisecond)
 	}
 }
+
+// TestPauseInHistory: a pause and a resume are in the job's history, as
+// the operator's actions, by user@host, newest first.
+func TestPauseInHistory(t *testing.T) {
+	t.Parallel()
+	bin := buildCommand(t)
+	c := redistest.Start(t, 3)
+	addrs := strings.Join(c.Addrs(), ",")
+	for _, cmd := range []string{"pause", "resume"} {
+		if o := exe(t, bin, nil, "-addrs", addrs, cmd, "nightly"); o.code != 0 {
+			t.Fatalf("%s: %s", cmd, o)
+		}
+	}
+	o := exe(t, bin, nil, "-addrs", addrs, "-json", "history", "nightly")
+	var doc struct {
+		Runs []historyRun `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil || o.code != 0 || len(doc.Runs) != 2 {
+		t.Fatalf("history -json: %v: %s", err, o)
+	}
+	for i, want := range []string{"resumed", "paused"} {
+		if r := doc.Runs[i]; r.State != "operator" || r.Result != want || r.Replica != who() || r.Nodes != 3 || r.Start.IsZero() {
+			t.Errorf("record %d: %+v; want the operator's %s, by %s, on 3 nodes", i, r, want, who())
+		}
+	}
+	if o := exe(t, bin, nil, "-addrs", addrs, "history", "nightly"); o.code != 0 || !strings.Contains(o.stdout, "operator: paused") {
+		t.Errorf("history table: %s", o)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/leaks"
 )
 
@@ -22,43 +23,30 @@ type replicaStatus struct {
 	LastBeatAgeMS *int64  `json:"last_beat_age_ms"`  // by this command's clock
 }
 
-// replicasOf returns the live replicas of rep, by instance id, with the job
-// table most of them publish ("" when none does, or two tie for the most)
-// and the number of distinct tables. Times a replica sent are taken back
-// to the nodes' clock by its offset, so a replica whose clock is off shows
-// its true age, if this command's clock is right.
+// replicasOf returns the live replicas of rep as status prints them (see
+// cluster.Replicas), with the job table most of them publish and the
+// number of distinct tables; ages are measured from now, by this command's
+// clock.
 func replicasOf(rep *leaks.Report, now time.Time) (out []replicaStatus, common string, tables int) {
-	byTable := rep.JobTables()
-	most := 0
-	for digest, owners := range byTable {
-		switch {
-		case len(owners) > most:
-			common, most = digest, len(owners)
-		case len(owners) == most:
-			common = "" // a tie: no table is the most common
-		}
-	}
+	replicas, common, tables := cluster.Replicas(rep)
 	out = []replicaStatus{}
-	for _, owner := range rep.Live { // sorted
-		b := rep.Beats[owner]
-		r := replicaStatus{Instance: owner, Version: b.Version, JobTable: b.JobTable}
-		r.TableDiffers = len(byTable) > 1 && r.JobTable != "" && r.JobTable != common
-		offset, known := b.Offset()
-		if known {
-			ms := offset.Milliseconds()
-			r.OffsetMS = &ms
+	for _, r := range replicas {
+		rs := replicaStatus{Instance: r.Instance, Version: r.Version, JobTable: r.JobTable, TableDiffers: r.TableDiffers}
+		if r.OffsetKnown {
+			ms := r.Offset.Milliseconds()
+			rs.OffsetMS = &ms
 		}
-		if sent := b.Sent(); !sent.IsZero() {
-			age := now.Sub(sent.Add(-offset)).Milliseconds()
-			r.LastBeatAgeMS = &age
+		if !r.Sent.IsZero() {
+			age := now.Sub(r.Sent).Milliseconds()
+			rs.LastBeatAgeMS = &age
 		}
-		if b.StartMS > 0 {
-			at := time.UnixMilli(b.StartMS).Add(-offset).UTC().Format(acquiredLayout)
-			r.Started = &at
+		if !r.Started.IsZero() {
+			at := r.Started.UTC().Format(acquiredLayout)
+			rs.Started = &at
 		}
-		out = append(out, r)
+		out = append(out, rs)
 	}
-	return out, common, len(byTable)
+	return out, common, tables
 }
 
 // writeReplicas prints the replicas' table: instance, version, job table

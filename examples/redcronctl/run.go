@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redis/go-redis/v9"
@@ -94,18 +95,18 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
-	scanner := &leaks.Scanner{Nodes: nodes, Keys: keys, Quorum: len(nodes)/2 + 1, MaxAge: cfg.maxAge}
+	cl := &cluster.Cluster{Nodes: nodes, Keys: keys, MaxAge: cfg.maxAge}
 	switch cfg.command {
 	case "pause", "resume":
-		return pause(ctx, cfg, nodes, keys, stdout, stderr, hide)
+		return pause(ctx, cfg, cl, stdout, stderr, hide)
 	case "status":
-		return status(ctx, cfg, scanner, stdout, stderr, hide)
+		return status(ctx, cfg, cl, stdout, stderr, hide)
 	case "history":
-		return history(ctx, cfg, nodes, keys, stdout, stderr, hide)
+		return history(ctx, cfg, cl, stdout, stderr, hide)
 	case "trigger":
-		return trigger(ctx, cfg, nodes, keys, stdout, stderr, hide)
+		return trigger(ctx, cfg, cl, stdout, stderr, hide)
 	}
-	rep, scanErr := scanner.Scan(ctx)
+	rep, scanErr := cl.Scanner().Scan(ctx)
 	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix}
 	for _, e := range rep.Errors {
 		ne := nodeError{Err: hide(e.Error())}
@@ -128,7 +129,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 
 	found := rep.Leaks()
 	if cfg.fix && len(found) > 0 {
-		res.fixed = fix(ctx, scanner, rep, hide)
+		res.fixed = fix(ctx, cl, rep, hide)
 	}
 
 	if cfg.json {
@@ -188,8 +189,9 @@ func dial(cfg *config) ([]*engine.Node, func(), error) {
 }
 
 // fix deletes the copies of the report's leaks by compare-and-delete and
-// says, for each copy left alone, why.
-func fix(ctx context.Context, scanner *leaks.Scanner, rep *leaks.Report, hide func(string) string) []fixOutcome {
+// says, for each copy left alone, why; each job whose lock or state lost a
+// copy has the fix in its ledger, by the operator.
+func fix(ctx context.Context, cl *cluster.Cluster, rep *leaks.Report, hide func(string) string) []fixOutcome {
 	type nodeKey struct{ node, key string }
 	types := map[nodeKey]string{}
 	for _, f := range rep.Leaks() {
@@ -197,7 +199,7 @@ func fix(ctx context.Context, scanner *leaks.Scanner, rep *leaks.Report, hide fu
 			types[nodeKey{c.Node, c.Key}] = c.Type
 		}
 	}
-	results := scanner.Fix(ctx, rep)
+	results := cl.Fix(ctx, rep, who())
 	out := make([]fixOutcome, 0, len(results))
 	for _, r := range results {
 		o := fixOutcome{Node: r.Node, Key: r.Key, Deleted: r.Deleted}

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/redcron/redcron/internal/leaks"
-	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/internal/cluster"
 )
 
 // jobStatus is one job's lock as the nodes hold it.
@@ -28,8 +25,9 @@ type jobStatus struct {
 // status prints every job's lock, and the replicas with a live heartbeat:
 // each one's version, job table, clock offset and last heartbeat. It exits
 // 2 when no node could be scanned, naming the nodes that failed.
-func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, stderr io.Writer, hide func(string) string) int {
-	rep, err := scanner.Scan(ctx)
+func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stderr io.Writer, hide func(string) string) int {
+	st, err := cl.Status(ctx, 1, warmUp)
+	rep := st.Report
 	for _, e := range rep.Errors {
 		fmt.Fprintf(stderr, "redcronctl: node not scanned: %s\n", hide(e.Error()))
 	}
@@ -37,9 +35,8 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 		fmt.Fprintf(stderr, "redcronctl: no node could be scanned; nothing to report\n")
 		return exitError
 	}
-	jobs := jobsOf(rep)
-	lastRuns(ctx, scanner, jobs)
-	nodes := nodeStatuses(ctx, scanner.Nodes, hide)
+	jobs := jobsOf(st.Jobs)
+	nodes := nodeStatuses(st.Nodes, hide)
 	replicas, common, tables := replicasOf(rep, time.Now())
 	if cfg.json {
 		doc := struct {
@@ -91,57 +88,18 @@ func status(ctx context.Context, cfg *config, scanner *leaks.Scanner, stdout, st
 	return exitClean
 }
 
-// jobsOf returns every job that has a lock, a state or a pause key on the
-// nodes, by name.
-func jobsOf(rep *leaks.Report) []jobStatus {
-	byName := map[string]*jobStatus{}
-	get := func(name string) *jobStatus {
-		if byName[name] == nil {
-			byName[name] = &jobStatus{Name: name}
-		}
-		return byName[name]
-	}
-	for _, f := range rep.Findings {
-		if f.Kind != "lock" && f.Kind != "state" {
-			continue
-		}
-		j := get(f.Name)
-		held := map[string]int{}
-		for _, c := range f.Copies {
-			if !c.Acquired.IsZero() {
-				held[c.Value]++
-			}
-		}
-		for _, c := range f.Copies {
-			if n := held[c.Value]; n > j.HeldOn {
-				j.Holder, j.Tick, j.HeldOn = c.Owner, c.Occurrence, n
-			}
+// jobsOf returns the jobs as status prints them, each with its last run
+// or missed tick.
+func jobsOf(jobs []cluster.Job) []jobStatus {
+	out := make([]jobStatus, len(jobs))
+	for i, j := range jobs {
+		out[i] = jobStatus{Name: j.Name, PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
+		if len(j.Runs) > 0 {
+			r := historyRunOf(j.Runs[0])
+			out[i].LastRun = &r
 		}
 	}
-	for name, n := range rep.Paused {
-		get(name).PausedOn = n
-	}
-	out := make([]jobStatus, 0, len(byName))
-	for _, j := range byName {
-		out = append(out, *j)
-	}
-	slices.SortFunc(out, func(a, b jobStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// lastRuns sets each job's LastRun from its ledger, merged over the nodes
-// the scanner reads.
-func lastRuns(ctx context.Context, scanner *leaks.Scanner, jobs []jobStatus) {
-	for i := range jobs {
-		lk, err := scanner.Keys.Lock(jobs[i].Name)
-		if err != nil {
-			continue
-		}
-		if runs, _ := ledger.Read(ctx, scanner.Nodes, lk, 1); len(runs) > 0 {
-			r := historyRunOf(runs[0])
-			jobs[i].LastRun = &r
-		}
-	}
 }
 
 // lastRunText is a job's last run for the table: its result, replica and
