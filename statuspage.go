@@ -1,0 +1,31 @@
+package redcron
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/redcron/redcron/statuspage"
+)
+
+// StatusPage returns the fleet's status page (package statuspage), for you
+// to mount in your service next to /metrics: this replica's jobs with
+// their schedules and next ticks, their runs from the ledgers, the nodes,
+// the replicas and the leaks. It logs through the logger given to New. It
+// is read-only unless statuspage.WithAuthorize lets a request pause,
+// resume or trigger a job, or fix the leaks. Its errors for bad options
+// match ErrInvalidOption.
+//
+//	page, err := s.StatusPage(statuspage.WithAuthorize(auth))
+//	mux.Handle("/redcron/", http.StripPrefix("/redcron", page))
+func (s *Scheduler) StatusPage(opts ...statuspage.Option) (http.Handler, error) {
+	base := []statuspage.Option{statuspage.WithJobs(s.Entries), statuspage.WithLogger(s.log)}
+	p, err := statuspage.New(s.locks, append(base, opts...)...)
+	if errors.Is(err, statuspage.ErrInvalidOption) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,0 +1,64 @@
+package statuspage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/redcron/redcron/scheduler"
+)
+
+// ErrInvalidOption is matched by the errors of New for a bad option or
+// argument, which they name.
+var ErrInvalidOption = errors.New("statuspage: invalid option")
+
+// Option configures New.
+type Option func(*config) error
+
+type config struct {
+	authorize func(*http.Request) (string, bool) // nil: read-only
+	logger    *slog.Logger
+	jobs      func() []scheduler.Entry // nil: jobs as the nodes know them
+}
+
+// WithAuthorize lets the requests that f accepts act: pause, resume and
+// trigger jobs, fix leaks. f returns who is asking (it names the operator
+// in the logs and the ledger) and whether they may act; it is called for
+// every page view too, to show the actions or not. Without it the page is
+// read-only and every action is refused (403).
+func WithAuthorize(f func(r *http.Request) (who string, ok bool)) Option {
+	return func(c *config) error {
+		if f == nil {
+			return fmt.Errorf("%w: WithAuthorize: nil function", ErrInvalidOption)
+		}
+		c.authorize = f
+		return nil
+	}
+}
+
+// WithLogger logs the actions (who, what, on how many nodes), refused
+// requests and failed reads through l. The default is silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidOption)
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithJobs gives the page this replica's jobs (a scheduler's Entries), for
+// their specs, time zones and next ticks; jobs that only the nodes know
+// are listed too. Without it, the page lists the jobs the nodes know,
+// without their schedules. redcron.Scheduler.StatusPage sets it.
+func WithJobs(entries func() []scheduler.Entry) Option {
+	return func(c *config) error {
+		if entries == nil {
+			return fmt.Errorf("%w: WithJobs: nil function", ErrInvalidOption)
+		}
+		c.jobs = entries
+		return nil
+	}
+}

@@ -1,0 +1,159 @@
+package statuspage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/mutex"
+)
+
+// Timing of the page's reads.
+const (
+	readTimeout = 2 * time.Second // bound on a page view's reads
+	freshFor    = 2 * time.Second // a scan serves every view within this
+	refreshMS   = 3000            // the pages fetch their fragment this often
+	recentRuns  = 3               // each job's newest runs on the main page
+	historyRuns = 50              // the records of a job's page
+)
+
+// Page is the status page of the fleet whose nodes a Redlock reaches. It
+// is an http.Handler, safe for concurrent use; create it with New.
+type Page struct {
+	locks   *mutex.Redlock
+	cl      *cluster.Cluster
+	cfg     config
+	tmpl    *template.Template
+	hide    func(string) string // takes the nodes' secrets out of a text
+	handler http.Handler
+	started time.Time // a node whose server started after this has restarted
+
+	mu      sync.Mutex // held while a scan is under way: views share it
+	last    *cluster.Status
+	lastAt  time.Time
+	lastErr error
+	nodeErr map[string]nodeError // each node's last error, by name
+}
+
+// nodeError is a node's last error and when it was seen.
+type nodeError struct {
+	text string
+	at   time.Time
+}
+
+// New returns the status page of the nodes of locks, under its key prefix.
+// It does no I/O. Its errors match ErrInvalidOption.
+func New(locks *mutex.Redlock, opts ...Option) (*Page, error) {
+	if locks == nil {
+		return nil, fmt.Errorf("%w: New: nil Redlock", ErrInvalidOption)
+	}
+	cfg := config{logger: slog.New(slog.DiscardHandler)}
+	for i, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	keys, err := engine.NewKeyspace(locks.KeyPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	cl := &cluster.Cluster{Keys: keys, MaxAge: locks.MaxHold()}
+	if cl.LedgerRecords, cl.LedgerWindow = locks.Ledger(); cl.LedgerRecords == 0 {
+		cl.LedgerRecords = -1 // no ledger: nothing to record in
+	}
+	for _, n := range locks.Nodes() {
+		cl.Nodes = append(cl.Nodes, (*engine.Node)(n))
+	}
+	tmpl, err := parseTemplates()
+	if err != nil {
+		return nil, err
+	}
+	p := &Page{locks: locks, cl: cl, cfg: cfg, tmpl: tmpl, hide: redactor(cl.Nodes), started: time.Now(),
+		nodeErr: map[string]nodeError{}}
+	p.handler = p.routes()
+	return p, nil
+}
+
+// ServeHTTP serves the pages: GET / (jobs, runs, nodes, replicas, leaks),
+// GET /job/{name} (a job's history), and the actions, POST
+// /job/{name}/pause, /resume, /trigger and POST /leaks/fix, each answered
+// with a redirect (303) back to the page it came from.
+func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.ServeHTTP(w, r) }
+
+// routes returns the page's handler: its routes, behind the protection
+// against cross-origin requests.
+func (p *Page) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", p.serveMain)
+	mux.HandleFunc("GET /job/{name}", p.serveJob)
+	mux.HandleFunc("POST /job/{name}/{action}", p.serveJobAction)
+	mux.HandleFunc("POST /leaks/fix", p.serveFix)
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.cfg.logger.LogAttrs(r.Context(), slog.LevelWarn, "status page: cross-origin request refused",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("origin", r.Header.Get("Origin")))
+		p.fail(w, r, http.StatusForbidden, "This request came from another site: refused.")
+	}))
+	return cop.Handler(mux)
+}
+
+// status returns the fleet's status, from a scan at most freshFor old: one
+// view scans, the views that come meanwhile wait for it. Its reads are
+// bounded by readTimeout.
+func (p *Page) status(ctx context.Context) (*cluster.Status, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last != nil && time.Since(p.lastAt) < freshFor {
+		return p.last, p.lastErr
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	defer cancel()
+	for _, state := range p.locks.NodeStates() {
+		if state == "" { // not seen yet: have the Redlock look, as its heartbeats do
+			p.locks.LogNodes(ctx)
+			break
+		}
+	}
+	st, err := p.cl.Status(ctx, recentRuns, p.locks.MaxTTL())
+	now := time.Now()
+	for _, n := range st.Nodes {
+		if n.Err != nil {
+			p.nodeErr[n.Name] = nodeError{text: p.hide(n.Err.Error()), at: now}
+		}
+	}
+	for _, e := range st.Report.Errors {
+		if ee := (*engine.Error)(nil); errors.As(e, &ee) {
+			p.nodeErr[ee.Node] = nodeError{text: p.hide(e.Error()), at: now}
+		}
+	}
+	if err != nil {
+		p.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "status page: no node could be read", slog.String("error", p.hide(err.Error())))
+	}
+	p.last, p.lastAt, p.lastErr = st, now, err
+	return st, err
+}
+
+// forget drops the last scan, so that the next view shows an action's
+// effect.
+func (p *Page) forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.last = nil
+}
+
+// lastError returns a node's last error, and when it was seen.
+func (p *Page) lastError(node string) nodeError {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nodeErr[node]
+}

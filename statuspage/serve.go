@@ -1,0 +1,105 @@
+package statuspage
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redcron/redcron/internal/ledger"
+)
+
+// jobPage is what a job's page shows.
+type jobPage struct {
+	Job     jobView
+	Link    string // the relative link from the job's page to itself, for its forms
+	History []runView
+	Err     string // the history was read from fewer than a majority of the nodes
+	Known   bool   // this replica or the nodes know the job
+}
+
+// serveMain serves the main page, or with ?fragment its live part.
+func (p *Page) serveMain(w http.ResponseWriter, r *http.Request) {
+	st, err := p.status(r.Context())
+	v := p.mainOf(st, err)
+	d := p.data(r, "redcron", baseOf(r))
+	d.Main = &v
+	p.render(w, http.StatusOK, p.template(r, "main"), d)
+}
+
+// serveJob serves a job's page, or with ?fragment its live part: its row
+// and its history, runs, missed ticks and operators' actions. A job
+// neither this replica nor the nodes know is not found (404).
+func (p *Page) serveJob(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	st, err := p.status(r.Context())
+	v := p.mainOf(st, err)
+	jp := &jobPage{Link: escapeName(name), Job: jobView{Name: name}}
+	if i := slices.IndexFunc(v.Jobs, func(j jobView) bool { return j.Name == name }); i >= 0 {
+		jp.Job, jp.Known = v.Jobs[i], true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
+	defer cancel()
+	runs, _, herr := p.cl.History(ctx, name, historyRuns)
+	if herr != nil {
+		jp.Err = p.hide(herr.Error())
+	}
+	for _, run := range runs {
+		jp.History = append(jp.History, runOf(name, run))
+	}
+	jp.Known = jp.Known || len(runs) > 0
+	d := p.data(r, name+" · redcron", baseOf(r))
+	d.Job, d.Main = jp, &v
+	status := http.StatusOK
+	if !jp.Known {
+		status = http.StatusNotFound
+	}
+	p.render(w, status, p.template(r, "job"), d)
+}
+
+// template returns the name of the page's template, or of its live part
+// for a request with ?fragment.
+func (p *Page) template(r *http.Request, page string) string {
+	if r.URL.Query().Has("fragment") {
+		return page + "-live"
+	}
+	return page
+}
+
+// data returns the page's frame for r.
+func (p *Page) data(r *http.Request, title, base string) pageData {
+	who, ok := p.authorized(r)
+	done := r.URL.Query().Get("done")
+	switch done {
+	case ledger.ActionPaused, ledger.ActionResumed, ledger.ActionTriggered, ledger.ActionLeaksFixed:
+	default:
+		done = ""
+	}
+	return pageData{Title: title, Base: base, CanAct: ok, Who: who, Done: done, Refresh: refreshMS, Now: time.Now()}
+}
+
+// authorized returns who asks, and whether they may act.
+func (p *Page) authorized(r *http.Request) (string, bool) {
+	if p.cfg.authorize == nil {
+		return "", false
+	}
+	who, ok := p.cfg.authorize(r)
+	if !ok {
+		return "", false
+	}
+	// The operator's name goes in keys' values separated by "|".
+	who = strings.Map(func(c rune) rune {
+		if c == '|' || c < ' ' {
+			return '_'
+		}
+		return c
+	}, who)
+	if who == "" {
+		who = "operator"
+	}
+	if r := []rune(who); len(r) > 64 {
+		who = string(r[:64])
+	}
+	return who, true
+}

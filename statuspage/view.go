@@ -1,0 +1,266 @@
+package statuspage
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// mainView is what the main page shows.
+type mainView struct {
+	Now      time.Time
+	Prefix   string
+	Quorum   int
+	Jobs     []jobView
+	Recent   []runView // the newest runs and missed ticks over the jobs
+	Nodes    []nodeView
+	Replicas []replicaView
+	Tables   int // distinct job tables among the replicas
+	Leaks    []leakView
+	Counts   []classCount
+	Leaked   int      // leaked findings
+	Errors   []string // nodes not scanned
+	Err      string   // no node could be read
+}
+
+// jobView is one job's row.
+type jobView struct {
+	Name, Link string
+	Local      bool // on this replica: Spec, Zone, Next and Running are its
+	Spec, Zone string
+	Next       time.Time
+	Running    bool
+	Paused     string // "", or "paused 3/3", "partial 1/3"
+	PausedOn   int
+	Holder     string
+	HeldTick   time.Time
+	HeldOn     int
+	Last       *runView
+}
+
+// runView is one record of a ledger: a run, a missed tick or an
+// operator's action.
+type runView struct {
+	Job, Link string
+	Kind      string    // run, missed or operator
+	At        time.Time // the tick, or a manual run's or an action's start
+	Manual    bool      // a run without a tick: a trigger's
+	Result    string
+	Tone      string // ok, bad, warn or info: the result's colour
+	Replica   string // the operator, for an action
+	Delay     time.Duration
+	Duration  time.Duration
+	Fence     uint64
+	Error     string
+	Nodes     int
+}
+
+// nodeView is one node's row.
+type nodeView struct {
+	Name, State string
+	Restarted   bool
+	Latency     time.Duration
+	Uptime      time.Duration
+	Known       bool // Uptime and Latency are known
+	LastErr     string
+	LastErrAt   time.Time
+}
+
+// replicaView is one replica's row.
+type replicaView struct {
+	Instance, Version, JobTable string
+	Differs                     bool
+	Offset                      time.Duration
+	OffsetKnown                 bool
+	Sent, Started               time.Time
+}
+
+// leakView is one leaked lock.
+type leakView struct {
+	Name, Kind, Classes string
+	Nodes               []string
+}
+
+// classCount is the number of leaks of one class.
+type classCount struct {
+	Class string
+	N     int
+}
+
+// mainOf returns the main page's view of st (nil: no node could be read).
+func (p *Page) mainOf(st *cluster.Status, err error) mainView {
+	v := mainView{Now: time.Now(), Prefix: p.cl.Keys.Prefix(), Quorum: p.cl.Quorum()}
+	if err != nil {
+		v.Err = p.hide(err.Error())
+	}
+	for _, e := range st.Report.Errors {
+		v.Errors = append(v.Errors, p.hide(e.Error()))
+	}
+	v.Jobs = p.jobsOf(st)
+	for _, j := range st.Jobs {
+		for _, r := range j.Runs {
+			v.Recent = append(v.Recent, runOf(j.Name, r))
+		}
+	}
+	slices.SortFunc(v.Recent, func(a, b runView) int { return b.At.Compare(a.At) })
+	v.Recent = v.Recent[:min(len(v.Recent), 25)]
+	v.Nodes = p.nodesOf(st)
+	for _, r := range st.Replicas {
+		v.Replicas = append(v.Replicas, replicaView{Instance: r.Instance, Version: r.Version, JobTable: r.JobTable,
+			Differs: r.TableDiffers, Offset: r.Offset, OffsetKnown: r.OffsetKnown, Sent: r.Sent, Started: r.Started})
+	}
+	v.Tables = st.Tables
+	if rep := st.Report; rep.Counts != nil {
+		v.Leaks, v.Counts, v.Leaked = leaksOf(st)
+	}
+	return v
+}
+
+// jobsOf returns the jobs of this replica and those the nodes know, by
+// name.
+func (p *Page) jobsOf(st *cluster.Status) []jobView {
+	byName := map[string]*jobView{}
+	if p.cfg.jobs != nil {
+		for _, e := range p.cfg.jobs() {
+			byName[e.Name] = localJob(e)
+		}
+	}
+	for _, j := range st.Jobs {
+		v := byName[j.Name]
+		if v == nil {
+			v = &jobView{Name: j.Name, Link: jobLink(j.Name)}
+			byName[j.Name] = v
+		}
+		v.PausedOn, v.Holder, v.HeldTick, v.HeldOn = j.PausedOn, j.Holder, j.Tick, j.HeldOn
+		switch {
+		case j.PausedOn >= p.cl.Quorum():
+			v.Paused = fmt.Sprintf("paused %d/%d", j.PausedOn, len(p.cl.Nodes))
+		case j.PausedOn > 0:
+			v.Paused = fmt.Sprintf("partial %d/%d", j.PausedOn, len(p.cl.Nodes))
+		}
+		if len(j.Runs) > 0 {
+			r := runOf(j.Name, j.Runs[0])
+			v.Last = &r
+		}
+	}
+	out := make([]jobView, 0, len(byName))
+	for _, v := range byName {
+		out = append(out, *v)
+	}
+	slices.SortFunc(out, func(a, b jobView) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// localJob returns the row of a job of this replica's scheduler.
+func localJob(e scheduler.Entry) *jobView {
+	zone := "UTC"
+	if e.Location != nil {
+		zone = e.Location.String()
+	}
+	next := e.Next
+	if !next.IsZero() && e.Location != nil {
+		next = next.In(e.Location)
+	}
+	return &jobView{Name: e.Name, Link: jobLink(e.Name), Local: true, Spec: e.Spec, Zone: zone, Next: next, Running: e.Running}
+}
+
+// runOf returns a ledger record's row.
+func runOf(job string, r ledger.Run) runView {
+	v := runView{Job: job, Link: jobLink(job), Kind: "run", At: ledger.Time(r.Tick), Result: r.Result, Replica: r.Owner,
+		Delay: time.Duration(r.Delay) * time.Millisecond, Fence: r.Fence, Error: r.Error, Nodes: r.Nodes}
+	if r.Tick == 0 {
+		v.At, v.Manual = ledger.Time(r.Start), true
+	}
+	began := r.Start
+	if r.Tick != 0 {
+		began = r.Tick + r.Delay
+	}
+	if r.End > began && began != 0 {
+		v.Duration = time.Duration(r.End-began) * time.Millisecond
+	}
+	switch r.State {
+	case ledger.StateMissed:
+		v.Kind, v.Result, v.Tone = "missed", "missed: "+r.Result, "bad"
+	case ledger.StateOperator:
+		v.Kind, v.Manual, v.Tone = "operator", false, "info"
+	case ledger.StateLost:
+		v.Result, v.Tone = "lock_lost", "bad"
+	case ledger.StateStarted:
+		v.Result, v.Tone = "running", "info"
+	default:
+		v.Tone = "bad"
+		if r.Result == "success" {
+			v.Tone = "ok"
+		}
+	}
+	return v
+}
+
+// nodesOf returns the nodes' rows: their state as read now (a node the
+// Redlock last saw warming up is warming up, one it saw up is not: it
+// knows whether the nodes are trusted), and their last errors.
+func (p *Page) nodesOf(st *cluster.Status) []nodeView {
+	seen := p.locks.NodeStates()
+	out := make([]nodeView, 0, len(st.Nodes))
+	for _, n := range st.Nodes {
+		v := nodeView{Name: nodeName(n.Name), State: n.State(), Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil}
+		switch {
+		case v.State == cluster.NodeUp && seen[n.Name] == cluster.NodeWarming:
+			v.State = cluster.NodeWarming
+		case v.State == cluster.NodeWarming && seen[n.Name] == cluster.NodeUp:
+			v.State = cluster.NodeUp
+		}
+		// Uptime is in whole seconds: the server started up to 1 s before
+		// now less its uptime.
+		v.Restarted = v.Known && time.Now().Add(-n.Uptime-time.Second).After(p.started) && n.Uptime < time.Hour
+		e := p.lastError(n.Name)
+		v.LastErr, v.LastErrAt = e.text, e.at
+		out = append(out, v)
+	}
+	return out
+}
+
+// leaksOf returns the leaked locks of the scan, the counts by class and
+// the number of leaks.
+func leaksOf(st *cluster.Status) ([]leakView, []classCount, int) {
+	rep := st.Report
+	var out []leakView
+	for _, f := range rep.Leaks() {
+		v := leakView{Name: f.Name, Kind: f.Kind}
+		var classes []string
+		for _, c := range f.Classes {
+			classes = append(classes, c.String())
+		}
+		v.Classes = strings.Join(classes, ", ")
+		for _, c := range f.Copies {
+			v.Nodes = append(v.Nodes, nodeName(c.Node))
+		}
+		out = append(out, v)
+	}
+	var counts []classCount
+	for _, c := range leaks.AllClasses() {
+		counts = append(counts, classCount{c.String(), rep.Counts[c.String()]})
+	}
+	return out, counts, len(out)
+}
+
+// jobLink returns the relative link from the main page to a job's page.
+func jobLink(name string) string {
+	return "job/" + escapeName(name)
+}
+
+// escapeName escapes a job name as one path segment: "." and ".." too.
+func escapeName(name string) string {
+	s := url.PathEscape(name)
+	if strings.Trim(s, ".") == "" {
+		s = strings.ReplaceAll(s, ".", "%2E")
+	}
+	return s
+}
