@@ -20,7 +20,7 @@ const (
 	readTimeout = 2 * time.Second // bound on a page view's reads
 	freshFor    = 2 * time.Second // a scan serves every view within this
 	refreshMS   = 3000            // the pages fetch their fragment this often
-	recentRuns  = 3               // each job's newest runs on the main page
+	recentRuns  = 5               // each job's newest runs on the main page
 	historyRuns = 50              // the records of a job's page
 )
 

@@ -91,11 +91,13 @@ func rel(now, t time.Time) string {
 	return "in " + dur(d)
 }
 
-// dur formats a duration short: 850ms, 3.2s, 4m10s, 2h5m, 3d4h.
+// dur formats a duration short: 0.4ms, 850ms, 3.2s, 4m10s, 2h5m, 3d4h.
 func dur(d time.Duration) string {
 	switch {
 	case d <= 0:
-		return "0"
+		return "0ms"
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
 	case d < time.Second:
 		return d.Round(time.Millisecond).String()
 	case d < time.Minute:

@@ -57,6 +57,7 @@ type runView struct {
 	Replica   string // the operator, for an action
 	Delay     time.Duration
 	Duration  time.Duration
+	Ended     bool // a run that ended: its duration is known
 	Fence     uint64
 	Error     string
 	Nodes     int
@@ -182,7 +183,7 @@ func runOf(job string, r ledger.Run) runView {
 	if r.Tick != 0 {
 		began = r.Tick + r.Delay
 	}
-	if r.End > began && began != 0 {
+	if v.Ended = r.End >= began && began != 0 && r.End != 0; v.Ended {
 		v.Duration = time.Duration(r.End-began) * time.Millisecond
 	}
 	switch r.State {
