@@ -8,7 +8,11 @@
 //	REDCRON_USERNAME    Redis ACL user (optional)
 //	REDCRON_PASSWORD    Redis password (optional; never logged)
 //	REDCRON_TLS         "1" to connect with TLS (system roots)
-//	REDCRON_LISTEN      HTTP address for /metrics and /healthz (default :8080)
+//	REDCRON_LISTEN      HTTP address for /metrics, /healthz and /redcron/ (default :8080)
+//	REDCRON_ADMIN_TOKEN lets the status page act (pause, resume, trigger, fix
+//	                    leaks) for requests with it as their basic-auth
+//	                    password; the user name names the operator. Without
+//	                    it the page is read-only.
 //	REDCRON_INSTANCE    this replica's id (default: host name and pid)
 //	REDCRON_MAX_TTL     mutex.WithMaxTTL, e.g. 1m (default 1m)
 //	REDCRON_TRUSTED     "1" if the nodes persist with appendfsync always
@@ -76,7 +80,11 @@ environment:
   REDCRON_USERNAME    Redis ACL user
   REDCRON_PASSWORD    Redis password (never logged)
   REDCRON_TLS         "1" to connect with TLS (system roots)
-  REDCRON_LISTEN      HTTP address for /metrics and /healthz (default :8080)
+  REDCRON_LISTEN      HTTP address for /metrics, /healthz and the status page,
+                      /redcron/ (default :8080)
+  REDCRON_ADMIN_TOKEN lets the status page act for requests with this token as
+                      their basic-auth password (the user names the operator;
+                      /redcron/login asks a browser for it); read-only without
   REDCRON_INSTANCE    this replica's id (default: host name and pid)
   REDCRON_MAX_TTL     mutex.WithMaxTTL, e.g. 1m (default 1m)
   REDCRON_TRUSTED     "1" if the nodes persist with appendfsync always
@@ -98,12 +106,14 @@ type config struct {
 	trusted  bool
 	grace    time.Duration
 	fast     bool
+	token    string // the status page's admin token; "": read-only
 }
 
 func parseConfig(env func(string) string) (config, error) {
 	c := config{listen: ":8080", maxTTL: time.Minute, grace: 30 * time.Second,
 		username: env("REDCRON_USERNAME"), password: env("REDCRON_PASSWORD"),
-		tls: env("REDCRON_TLS") == "1", trusted: env("REDCRON_TRUSTED") == "1", fast: env("REDCRON_FAST") == "1"}
+		tls: env("REDCRON_TLS") == "1", trusted: env("REDCRON_TRUSTED") == "1", fast: env("REDCRON_FAST") == "1",
+		token: env("REDCRON_ADMIN_TOKEN")}
 	for _, a := range strings.Split(env("REDCRON_ADDRS"), ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			c.addrs = append(c.addrs, a)
@@ -184,6 +194,9 @@ func run(log *slog.Logger, env func(string) string) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.Handle("GET /healthz", health(s))
+	if err := mountStatusPage(mux, s, cfg.token); err != nil {
+		return err
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(ln) }()
