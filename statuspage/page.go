@@ -127,7 +127,9 @@ func (p *Page) status(ctx context.Context) (*cluster.Status, error) {
 	st, err := p.cl.Status(ctx, recentRuns, p.locks.MaxTTL())
 	now := time.Now()
 	for _, n := range st.Nodes {
-		if n.Err != nil {
+		// A node that answers but has no INFO (an in-process server) is
+		// up: its INFO error is no error of the node's.
+		if n.Err != nil && (!n.Answered || n.Refused) {
 			p.nodeErr[n.Name] = nodeError{text: p.hide(n.Err.Error()), at: now}
 		}
 	}

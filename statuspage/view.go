@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/internal/ledger"
 	"github.com/redcron/redcron/scheduler"
@@ -26,7 +28,7 @@ type mainView struct {
 	Leaks    []leakView
 	Counts   []classCount
 	Leaked   int      // leaked findings
-	Errors   []string // nodes not scanned
+	Unread   []string // nodes not scanned: the scan counts them as holding every lock
 	Err      string   // no node could be read
 }
 
@@ -69,7 +71,8 @@ type nodeView struct {
 	Restarted   bool
 	Latency     time.Duration
 	Uptime      time.Duration
-	Known       bool // Uptime and Latency are known
+	Known       bool // Uptime is known (INFO answered)
+	Answered    bool // Latency is known
 	LastErr     string
 	LastErrAt   time.Time
 }
@@ -102,8 +105,13 @@ func (p *Page) mainOf(st *cluster.Status, err error) mainView {
 		v.Err = p.hide(err.Error())
 	}
 	for _, e := range st.Report.Errors {
-		v.Errors = append(v.Errors, p.hide(e.Error()))
+		name := "?"
+		if ee := (*engine.Error)(nil); errors.As(e, &ee) {
+			name = nodeName(ee.Node)
+		}
+		v.Unread = append(v.Unread, name)
 	}
+	slices.Sort(v.Unread)
 	v.Jobs = p.jobsOf(st)
 	for _, j := range st.Jobs {
 		for _, r := range j.Runs {
@@ -211,7 +219,8 @@ func (p *Page) nodesOf(st *cluster.Status) []nodeView {
 	seen := p.locks.NodeStates()
 	out := make([]nodeView, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
-		v := nodeView{Name: nodeName(n.Name), State: n.State(), Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil}
+		v := nodeView{Name: nodeName(n.Name), State: n.State(), Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil,
+			Answered: n.Latency > 0}
 		switch {
 		case v.State == cluster.NodeUp && seen[n.Name] == cluster.NodeWarming:
 			v.State = cluster.NodeWarming

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net/http"
 	"os"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -243,4 +246,87 @@ func TestPlanScales(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStatusPage runs the demo with its status page and reads the page
+// while the demo runs: it lists the jobs, their runs, the five nodes and
+// the replicas, and it shows the nodes the scenario kills as down.
+func TestStatusPage(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseFlags([]string{"-duration", "14s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &addrWriter{found: make(chan string, 1)}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := run(ctx, cfg, out)
+		done <- err
+	}()
+	var base string
+	select {
+	case base = <-out.found:
+	case err := <-done:
+		t.Fatalf("the demo ended before printing the page's address: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no status page address printed")
+	}
+	page := func() string {
+		resp, err := http.Get(base + "?fragment=1")
+		if err != nil {
+			t.Fatalf("GET %s: %v", base, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	var body string
+	poll := func(what string, cond func(string) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; <-time.After(200 * time.Millisecond) {
+			if body = page(); cond(body) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the page never showed %s:\n%s", what, body)
+			}
+		}
+	}
+	poll("the fleet and its runs", func(b string) bool {
+		for _, want := range []string{"job-1", "job-3", `data-node="node5"`, `data-replica="r1"`, `data-replica="r3"`, ">success<"} {
+			if !strings.Contains(b, want) {
+				return false
+			}
+		}
+		return true
+	})
+	poll("node 2 down", func(b string) bool {
+		i := strings.Index(b, `data-node="node2"`)
+		return i >= 0 && strings.Contains(b[i:min(len(b), i+200)], ">down<")
+	})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// addrWriter collects the demo's output and sends the status page's
+// address on found when the demo prints it.
+type addrWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	found chan string
+	sent  bool
+}
+
+func (w *addrWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if m := regexp.MustCompile(`status page: (http://\S+/)`).FindSubmatch(w.buf.Bytes()); m != nil && !w.sent {
+		w.sent = true
+		w.found <- string(m[1])
+	}
+	return len(p), nil
 }

@@ -51,6 +51,7 @@ type config struct {
 	replicas    int
 	jobs        int
 	quiet       bool
+	page        string // the status page's address; "": none
 	lockTTL     time.Duration
 	nodeTimeout time.Duration
 }
@@ -96,8 +97,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.replicas, "replicas", 3, fmt.Sprintf("number of scheduler replicas (2 to %d)", maxReplicas))
 	fs.IntVar(&cfg.jobs, "jobs", 3, fmt.Sprintf("number of jobs, each running every second (1 to %d)", maxJobs))
 	fs.BoolVar(&cfg.quiet, "quiet", false, "print only the final summary")
+	fs.StringVar(&cfg.page, "page", "127.0.0.1:0", "`host:port` of the fleet's status page while the demo runs (port 0: a free one; empty: none)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: demo [-duration d] [-replicas n] [-jobs n] [-redis host:port,...] [-quiet]")
+		fmt.Fprintln(fs.Output(), "usage: demo [-duration d] [-replicas n] [-jobs n] [-redis host:port,...] [-page host:port] [-quiet]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -189,6 +191,14 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 
 	p := newPlan(cfg.duration)
 	nar.intro(cfg, cl, reps, names, prefix, p)
+	if cfg.page != "" {
+		page, err := servePage(cfg.page, cfg, cl.addrs, !cl.external(), prefix, reps[0].sched.Entries)
+		if err != nil {
+			return summary{}, fmt.Errorf("-page: %w", err)
+		}
+		defer page.close()
+		nar.printf("status page: http://%s/ (read-only; the fleet as %s sees it, while the demo runs)\n\n", page.addr, reps[0].id)
+	}
 
 	// Start every replica. Run blocks until Shutdown.
 	var runWG sync.WaitGroup

@@ -22,7 +22,7 @@ type Node struct {
 	Err       error         // INFO's error; nil when it answered
 	Answered  bool          // the node answered (INFO, or a PING after INFO failed)
 	Refused   bool          // its error concerns the whole node: NOAUTH, WRONGPASS, NOPERM, LOADING...
-	Latency   time.Duration // of the INFO round trip, when it answered
+	Latency   time.Duration // of the INFO round trip, or of a PING when INFO failed and it answered
 	Uptime    time.Duration // since its server started, when INFO told
 	RunID     string        // its server's run_id, when INFO told
 	WarmingUp bool          // its server started less than warm ago
@@ -55,7 +55,11 @@ func (c *Cluster) NodeStatuses(ctx context.Context, warm time.Duration) []Node {
 		out[i] = Node{Name: n.Name(), Err: err, Answered: err == nil}
 		if err != nil {
 			out[i].Refused = nodeWide(err)
+			start = time.Now()
 			out[i].Answered = out[i].Refused || n.Ping(ctx) == nil
+			if out[i].Answered && !out[i].Refused {
+				out[i].Latency = time.Since(start) // of the PING
+			}
 			return nil
 		}
 		out[i].Latency = time.Since(start)
