@@ -39,8 +39,9 @@
 //
 // history JOB prints the job's ledger merged over the nodes, newest first
 // (-last N records): each run's tick, result, replica, fence, start delay,
-// duration, tries and error, and the ticks that ran nowhere with every
-// replica's report. trigger JOB places a request on the nodes that one
+// duration, tries and error, the ticks that ran nowhere with every
+// replica's report, and the operators' actions: pause, resume, trigger
+// and leaks -fix record themselves there, by user@host. trigger JOB places a request on the nodes that one
 // replica with the job takes within about a second and runs once, under
 // the job's lock; it waits for the run's record and prints who took it,
 // and withdraws a request no replica took within -timeout.

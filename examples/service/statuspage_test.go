@@ -116,6 +116,24 @@ func TestStatusPageInBrowser(t *testing.T) {
 		if f.paused(t, "report") {
 			t.Error("a POST without authorization paused the job")
 		}
+		// /redcron/login challenges a browser for the token, then sends it
+		// to the page.
+		client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		for _, password := range []string{"", "wrong", adminToken} {
+			req, _ := http.NewRequest("GET", a.base+"/redcron/login", nil)
+			if password != "" {
+				req.SetBasicAuth("ann", password)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			want := map[bool]int{true: 303, false: 401}[password == adminToken]
+			if resp.StatusCode != want || want == 401 && resp.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("login with password %q: %d, want %d", password, resp.StatusCode, want)
+			}
+		}
 	})
 
 	t.Run("a cross-origin POST is refused", func(t *testing.T) {
