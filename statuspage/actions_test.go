@@ -3,7 +3,12 @@ package statuspage_test
 import (
 	"context"
 	"errors"
+	"html"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +17,7 @@ import (
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/statuspage"
 	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
@@ -203,4 +209,91 @@ func rowOf(body, attr string) string {
 		return body[i:]
 	}
 	return body[i : i+end]
+}
+
+// TestFixLeaks: the main page lists a leaked lock by class and offers the
+// fix; the fix deletes it on every node, and the job's history says who
+// fixed what.
+func TestFixLeaks(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, 1, statuspage.WithAuthorize(basicAuth))
+	keys, _ := engine.NewKeyspace("")
+	lk, _ := keys.Lock("sweep")
+	orphan := engine.Value{Token: engine.NewToken(), Acquired: time.Now().Add(-time.Hour), Owner: "gone"}.String()
+	for _, s := range f.c.Nodes() {
+		s.Client(t).Set(context.Background(), lk.Lock, orphan, 0)
+	}
+	<-time.After(2100 * time.Millisecond) // the page's scan is at most 2 s old
+	main := f.do(t, "GET", "/", "ann").body
+	if !strings.Contains(rowOf(main, "<td>sweep</td>"), "no_expiry, orphaned") || !strings.Contains(main, "orphaned 1") ||
+		!strings.Contains(main, `action="./leaks/fix"`) {
+		t.Fatalf("the main page does not offer to fix the orphaned lock:\n%s", main)
+	}
+	r := f.do(t, "POST", "/leaks/fix", "ann")
+	if r.code != 303 || resolve(t, "/leaks/fix", r.location) != "/?done=leaks_fixed" {
+		t.Fatalf("fix: %d %q %s", r.code, r.location, r.body)
+	}
+	for i, on := range f.c.KeyOn(t, lk.Lock) {
+		if on {
+			t.Errorf("node %d still has the orphaned lock", i)
+		}
+	}
+	hist := f.do(t, "GET", "/job/sweep", "ann").body
+	if !strings.Contains(hist, "leaks_fixed by operator") || !strings.Contains(hist, "orphaned") {
+		t.Errorf("the job's history lacks the fix:\n%s", hist)
+	}
+}
+
+// TestJobNames: a job whose name has a slash, a space or is a dot has
+// its own page, linked from the main page.
+func TestJobNames(t *testing.T) {
+	t.Parallel()
+	redistest.QuietClients()
+	c := redistest.Start(t, 1)
+	n, err := store.NewNode(c.Node(0).Addr(), c.Node(0).Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks, err := mutex.New([]*store.Node{n}, mutex.WithTrustedNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"team/nightly report", ".", "ünïcode?&"}
+	page, err := statuspage.New(locks, statuspage.WithJobs(func() []scheduler.Entry {
+		var out []scheduler.Entry
+		for _, name := range names {
+			out = append(out, scheduler.Entry{Name: name, Spec: "@hourly", Location: time.UTC})
+		}
+		return out
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.StripPrefix("/p", page))
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, main := get("/p/")
+	if code != 200 {
+		t.Fatalf("main page: %d", code)
+	}
+	for _, name := range names {
+		link := regexp.MustCompile(`href="(\./job/[^"]*)">` + regexp.QuoteMeta(html.EscapeString(name)) + `<`).FindStringSubmatch(main)
+		if link == nil {
+			t.Errorf("no link to %q on the main page", name)
+			continue
+		}
+		u, _ := url.Parse(srv.URL + "/p/")
+		target, _ := u.Parse(html.UnescapeString(link[1]))
+		if code, body := get(target.RequestURI()); code != 200 || !strings.Contains(body, "@hourly") {
+			t.Errorf("the page of %q at %s: %d", name, target.RequestURI(), code)
+		}
+	}
 }
