@@ -203,4 +203,12 @@ func TestNodesAndFix(t *testing.T) {
 			t.Errorf("node %d: %s (%v); want %s", i, n.State(), n.Err, want[i])
 		}
 	}
+
+	c.Node(0).Kill()
+	c.Node(1).Kill()
+	cl.Nodes = cl.Nodes[:3]
+	st, err := cl.Status(ctx, 1, 0)
+	if err == nil || len(st.Nodes) != 3 || st.Nodes[0].State() != cluster.NodeDown || len(st.Report.Errors) != 3 {
+		t.Errorf("status with every node down: %+v, %v; want the error, and the nodes down", st, err)
+	}
 }

@@ -37,15 +37,19 @@ type Status struct {
 // Status scans the nodes and returns the fleet's jobs, each with up to runs
 // of its newest runs, its replicas and its nodes' health (a node is
 // warming up for warm after its start). Its error is the scan's: no node
-// could be scanned (the report says why, node by node).
+// could be scanned (the report says why, node by node); the nodes' health
+// is given then too.
 func (c *Cluster) Status(ctx context.Context, runs int, warm time.Duration) (*Status, error) {
-	rep, err := c.Scanner().Scan(ctx)
-	if err != nil {
-		return &Status{Report: rep}, err
-	}
-	st := &Status{Report: rep, Jobs: Jobs(rep)}
+	st := &Status{}
 	var wg sync.WaitGroup
 	wg.Go(func() { st.Nodes = c.NodeStatuses(ctx, warm) })
+	rep, err := c.Scanner().Scan(ctx)
+	st.Report = rep
+	if err != nil {
+		wg.Wait()
+		return st, err
+	}
+	st.Jobs = Jobs(rep)
 	if runs > 0 {
 		c.lastRuns(ctx, st.Jobs, runs)
 	}
