@@ -52,16 +52,26 @@ type round struct {
 	// text, as its commit writes it ("" with the ledger off).
 	records []engine.Record
 	started []string
+	// ticketAt is when each acquisition's ticket was placed (unix ms; 0
+	// for none, -1 for a ticket redcron did not make, which no node
+	// vouches for).
+	ticketAt []int64
 }
 
 func (r *Redlock) newRound(reqs []attemptReq) *round {
 	rd := &round{r: r, reqs: reqs, start: time.Now(), areqs: make([]engine.AcquireRequest, len(reqs)),
 		strags: make([]*stragglers, len(reqs)), failed: make([]*QuorumError, len(reqs)), fences: make([]uint64, len(reqs)),
-		records: make([]engine.Record, len(reqs)), started: make([]string, len(reqs))}
+		records: make([]engine.Record, len(reqs)), started: make([]string, len(reqs)), ticketAt: make([]int64, len(reqs))}
 	for j, q := range reqs {
 		value := engine.Value{Token: q.token, Acquired: rd.start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
 		rd.areqs[j] = engine.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: true}
 		rd.strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
+		if q.lc.ticket != "" {
+			rd.ticketAt[j] = -1
+			if at, ok := engine.TicketTime(q.lc.ticket); ok {
+				rd.ticketAt[j] = at.UnixMilli()
+			}
+		}
 	}
 	return rd
 }
@@ -77,11 +87,11 @@ func (rd *round) vote(ctx context.Context) {
 			defer r.pending.done()
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
-				res[j] = r.acquireVote(i, a, rd.areqs[j].Occurrence)
+				res[j] = r.acquireVote(i, a, rd.areqs[j].Occurrence, rd.ticketAt[j])
 			}
 			deliver(res)
 		})
-	}, acquireDecider(len(r.nodes), r.quorum), func(j int, res NodeResult) { rd.strags[j].late(res) })
+	}, rd.decider(), func(j int, res NodeResult) { rd.strags[j].late(res) })
 	for _, rs := range rd.votes {
 		twins(rs)
 	}
@@ -116,7 +126,7 @@ func (rd *round) commit(ctx context.Context) {
 			// A commit may write the started record on some nodes and
 			// still fail: the attempt's releases take it back.
 			rd.strags[j].ledger = r.ledgerWrite(rd.records[j], rd.started[j], "")
-			commits = append(commits, commitItem{j: j, until: rd.start.Add(q.ttl - r.drift(q.ttl)),
+			commits = append(commits, commitItem{j: j, until: rd.start.Add(q.ttl - r.drift(q.ttl)), voters: rd.voters(j),
 				req: engine.CommitRequest{Keys: q.keys, Value: rd.areqs[j].Value, Fence: rd.fences[j], Occurrence: q.lc.occurrence,
 					Ledger: r.ledgerWrite(rd.records[j], "", rd.started[j]), Ticket: q.lc.ticket}})
 		} else {
@@ -319,4 +329,34 @@ func mayHold(res NodeResult) bool {
 		return false
 	}
 	return !errors.Is(res.Err, engine.ErrNotSent)
+}
+
+// decider returns how the round's vote is decided: at a quorum, as
+// usual; but a round taking a ticket waits for every node's answer (or the
+// node timeout), so that each node's server is read before its commit
+// counts (see voters).
+func (rd *round) decider() decider {
+	for _, at := range rd.ticketAt {
+		if at != 0 {
+			return allAnswered
+		}
+	}
+	return acquireDecider(len(rd.r.nodes), rd.r.quorum)
+}
+
+// voters returns, for an acquisition taking a ticket, the nodes whose
+// commits count: those that voted yes, whose servers were read and vouch
+// that they were up when the ticket was placed; not a node that may have
+// forgotten that the ticket was taken (restarted or changed since, or
+// unread). It returns nil (every node) for an acquisition without a
+// ticket.
+func (rd *round) voters(j int) []bool {
+	if rd.ticketAt[j] == 0 {
+		return nil
+	}
+	out := make([]bool, len(rd.votes[j]))
+	for i, v := range rd.votes[j] {
+		out[i] = v.Vote == voteYes
+	}
+	return out
 }

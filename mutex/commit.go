@@ -2,6 +2,7 @@ package mutex
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -12,6 +13,9 @@ type commitItem struct {
 	j     int // the acquisition's index in its round
 	req   engine.CommitRequest
 	until time.Time // the lock's validity deadline
+	// voters, if not nil, are the nodes whose commits count (see
+	// round.voters).
+	voters []bool
 	// Set by commitAll: the last round's answers, and whether a majority
 	// confirmed.
 	results []NodeResult
@@ -46,6 +50,10 @@ func (r *Redlock) commitAll(ctx context.Context, items []commitItem) []commitIte
 		for o, k := range open {
 			rs := results[o]
 			for i := range rs {
+				if items[k].voters != nil && !items[k].voters[i] && rs[i].Vote == voteYes {
+					rs[i] = NodeResult{Vote: voteWarmingUp, WarmingUp: true, Node: rs[i].Node,
+						Err: fmt.Errorf("its vote did not count: it may have forgotten that the ticket was taken")}
+				}
 				confirmed[k*n+i] = confirmed[k*n+i] || rs[i].Vote == voteYes
 			}
 			items[k].results = rs

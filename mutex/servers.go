@@ -112,6 +112,15 @@ func (r *Redlock) vouches(start time.Time, occurrence int64) bool {
 	return !time.UnixMilli(occurrence).Before(wall.Add(r.cfg.maxTTL + clockSkew + uptimeSlack))
 }
 
+// vouchesTicket reports whether a server that started at start was up when
+// a trigger's ticket was placed at placed (unix ms, by the placer's clock,
+// up to clockSkew off), so that it still has the ticket unless a commit
+// took it.
+func (r *Redlock) vouchesTicket(start time.Time, placed int64) bool {
+	wall := time.Now().Add(-time.Since(start))
+	return !time.UnixMilli(placed).Before(wall.Add(clockSkew + uptimeSlack))
+}
+
 // twins turns the yes votes of nodes whose servers have one run id into
 // errors: two node names for one server (127.0.0.1:7001 and
 // localhost:7001) must not give it two votes. Servers.observe refuses the

@@ -8,13 +8,14 @@ import (
 )
 
 // acquireVote turns node i's answer to an acquisition claiming occurrence
-// (0 for none) into its vote. A server answering for two node names never
+// (0 for none), and taking a ticket placed at ticketAt (unix ms, 0 for
+// none), into its vote. A server answering for two node names never
 // counts. Unless the nodes are trusted, a node counts only while its server
 // is known to have kept what it was told: not during the max TTL after it
 // started (it may have forgotten locks it granted), not for an occurrence
 // older than its start (it may have forgotten the mark), and never when its
 // server cannot be read: anything unreadable fails closed.
-func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence int64) (res NodeResult) {
+func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence, ticketAt int64) (res NodeResult) {
 	if a.Err != nil {
 		return failure(a.Err)
 	}
@@ -51,6 +52,11 @@ func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence int64) (
 		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence,
 			Err: fmt.Errorf("server started %v ago: votes from %s, after the max TTL %v",
 				time.Since(start).Round(time.Second), time.Now().Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly), r.cfg.maxTTL)}
+	case !r.cfg.trusted && ticketAt != 0 && !r.vouchesTicket(start, ticketAt):
+		// The node may have forgotten that the ticket was taken.
+		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence,
+			Err: fmt.Errorf("server started at %s, too late to vouch that the trigger request placed at %s was not taken",
+				start.UTC().Format(time.RFC3339), time.UnixMilli(ticketAt).UTC().Format(time.RFC3339Nano))}
 	case !r.cfg.trusted && occurrence > 0 && !r.vouches(start, occurrence):
 		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence,
 			Err: fmt.Errorf("server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -42,7 +41,7 @@ func (c *Cluster) Trigger(ctx context.Context, job, who string, ttl time.Duratio
 		return Triggered{}, err
 	}
 	now := time.Now()
-	tr := Triggered{Ticket: who + "|" + strconv.FormatInt(now.UnixMilli(), 10) + "|" + engine.NewToken()[:8]}
+	tr := Triggered{Ticket: engine.NewTicket(who, now)}
 	tr.Placed = c.onEveryNode(func(_ int, n *engine.Node) error { return n.PlaceTrigger(ctx, c.Keys, lk, tr.Ticket, ttl) })
 	if ok := countNil(tr.Placed); ok < c.Quorum() {
 		c.withdraw(ctx, lk, tr.Ticket)

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,4 +87,36 @@ func (n *Node) Ticket(ctx context.Context, k LockKeys) (string, error) {
 		return "", n.fail("trigger", k.Trigger, err)
 	}
 	return t, nil
+}
+
+// NewTicket returns a trigger's ticket placed by who at at:
+// "who|<unix ms>|<random>". Who must not contain "|".
+func NewTicket(who string, at time.Time) string {
+	return who + "|" + strconv.FormatInt(at.UnixMilli(), 10) + "|" + NewToken()[:8]
+}
+
+// TicketTime returns when a ticket made by NewTicket was placed, and
+// whether it could be read.
+func TicketTime(ticket string) (time.Time, bool) {
+	rest, _, ok := cutLast(ticket, "|")
+	if !ok {
+		return time.Time{}, false
+	}
+	_, ms, ok := cutLast(rest, "|")
+	if !ok {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(n), true
+}
+
+// cutLast slices s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
