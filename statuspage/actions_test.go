@@ -223,7 +223,7 @@ func TestFixLeaks(t *testing.T) {
 	for _, s := range f.c.Nodes() {
 		s.Client(t).Set(context.Background(), lk.Lock, orphan, 0)
 	}
-	<-time.After(2100 * time.Millisecond) // the page's scan is at most 2 s old
+	<-time.After(5100 * time.Millisecond) // the page's scan is at most 5 s old
 	main := f.do(t, "GET", "/", "ann").body
 	if !strings.Contains(rowOf(main, "<td>sweep</td>"), "no_expiry, orphaned") || !strings.Contains(main, "orphaned 1") ||
 		!strings.Contains(main, `action="./leaks/fix"`) {
@@ -258,14 +258,14 @@ func TestJobNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"team/nightly report", ".", "ünïcode?&"}
+	names := []string{"team/nightly report", ".", "ünïcode?&", "http:foo", "billing:nightly"}
 	page, err := statuspage.New(locks, statuspage.WithJobs(func() []scheduler.Entry {
 		var out []scheduler.Entry
 		for _, name := range names {
 			out = append(out, scheduler.Entry{Name: name, Spec: "@hourly", Location: time.UTC})
 		}
 		return out
-	}))
+	}), statuspage.WithAuthorize(func(*http.Request) (string, bool) { return "ann", true }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,8 +292,21 @@ func TestJobNames(t *testing.T) {
 		}
 		u, _ := url.Parse(srv.URL + "/p/")
 		target, _ := u.Parse(html.UnescapeString(link[1]))
-		if code, body := get(target.RequestURI()); code != 200 || !strings.Contains(body, "@hourly") {
+		code, body := get(target.RequestURI())
+		if code != 200 || !strings.Contains(body, "@hourly") {
 			t.Errorf("the page of %q at %s: %d", name, target.RequestURI(), code)
+			continue
+		}
+		// Its pause button posts to its own page: not to a URL scheme
+		// ("http:foo"), nor to another job.
+		action := regexp.MustCompile(`action="([^"]*)"><button[^>]*value="pause"`).FindStringSubmatch(body)
+		if action == nil {
+			t.Errorf("no pause form on the page of %q", name)
+			continue
+		}
+		post, err := target.Parse(html.UnescapeString(action[1]))
+		if err != nil || post.Host != target.Host || post.EscapedPath() != target.EscapedPath()+"/pause" {
+			t.Errorf("the pause form of %q posts to %v (%v); want %s/pause", name, post, err, target.EscapedPath())
 		}
 	}
 }

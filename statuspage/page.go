@@ -12,13 +12,14 @@ import (
 
 	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/ledger"
 	"github.com/redcron/redcron/mutex"
 )
 
 // Timing of the page's reads.
 const (
 	readTimeout = 2 * time.Second // bound on a page view's reads
-	freshFor    = 2 * time.Second // a scan serves every view within this
+	freshFor    = 5 * time.Second // a scan, or a job's history, serves every view within this
 	refreshMS   = 3000            // the pages fetch their fragment this often
 	recentRuns  = 5               // each job's newest runs on the main page
 	historyRuns = 50              // the records of a job's page
@@ -40,6 +41,36 @@ type Page struct {
 	lastAt  time.Time
 	lastErr error
 	nodeErr map[string]nodeError // each node's last error, by name
+
+	histMu sync.Mutex // held while a history is read: views of a job share it
+	hist   map[string]history
+}
+
+// history is a job's history as last read, for the views within freshFor.
+type history struct {
+	at   time.Time
+	runs []ledger.Run
+	err  error
+}
+
+// maxHistories bounds the histories kept for reuse.
+const maxHistories = 256
+
+// history returns the job's history, from a read at most freshFor old.
+func (p *Page) history(ctx context.Context, name string) ([]ledger.Run, error) {
+	p.histMu.Lock()
+	defer p.histMu.Unlock()
+	if h, ok := p.hist[name]; ok && time.Since(h.at) < freshFor {
+		return h.runs, h.err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	defer cancel()
+	runs, _, err := p.cl.History(ctx, name, historyRuns)
+	if p.hist == nil || len(p.hist) >= maxHistories {
+		p.hist = map[string]history{}
+	}
+	p.hist[name] = history{at: time.Now(), runs: runs, err: err}
+	return runs, err
 }
 
 // nodeError is a node's last error and when it was seen.
@@ -149,8 +180,11 @@ func (p *Page) status(ctx context.Context) (*cluster.Status, error) {
 // effect.
 func (p *Page) forget() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.last = nil
+	p.mu.Unlock()
+	p.histMu.Lock()
+	p.hist = nil
+	p.histMu.Unlock()
 }
 
 // lastError returns a node's last error, and when it was seen.

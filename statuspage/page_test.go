@@ -14,7 +14,7 @@ func TestPageShowsFleet(t *testing.T) {
 	t.Parallel()
 	f := startFleet(t, 2)
 	waitUntil(t, 15*time.Second, "3 runs of tick", func() bool { return len(f.ran("tick")) >= 3 })
-	<-time.After(2100 * time.Millisecond) // the page's scan is at most 2 s old
+	<-time.After(5100 * time.Millisecond) // the page's scan is at most 5 s old
 	r := f.do(t, "GET", "/", "")
 	if r.code != 200 {
 		t.Fatalf("GET /: %d %s", r.code, r.body)

@@ -41,16 +41,3 @@ func redactor(nodes []*engine.Node) func(string) string {
 		return s
 	}
 }
-
-// nodeName returns a node's name as the page shows it: a URL (a name such
-// as redis://user:password@host:6379/0) shows its host:port alone, and a
-// name with user info its part after the "@".
-func nodeName(name string) string {
-	if u, err := url.Parse(name); err == nil && u.Scheme != "" && u.Host != "" {
-		return u.Host
-	}
-	if i := strings.LastIndex(name, "@"); i >= 0 {
-		return name[i+1:]
-	}
-	return name
-}

@@ -3,6 +3,7 @@ package statuspage
 import (
 	"testing"
 
+	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,8 +22,8 @@ func TestRedact(t *testing.T) {
 	for name, want := range map[string]string{
 		"redis://ops:pw@10.0.0.1:6379/0": "10.0.0.1:6379", "ops:pw@10.0.0.1:6379": "10.0.0.1:6379", "10.0.0.3:6379": "10.0.0.3:6379",
 	} {
-		if got := nodeName(name); got != want {
-			t.Errorf("nodeName(%q) = %q, want %q", name, got, want)
+		if got := cluster.NodeName(name); got != want {
+			t.Errorf("NodeName(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

@@ -1,11 +1,11 @@
 package statuspage
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redcron/redcron/internal/ledger"
 )
@@ -39,23 +39,20 @@ func (p *Page) serveJob(w http.ResponseWriter, r *http.Request) {
 	if i := slices.IndexFunc(v.Jobs, func(j jobView) bool { return j.Name == name }); i >= 0 {
 		jp.Job, jp.Known = v.Jobs[i], true
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
-	defer cancel()
-	runs, _, herr := p.cl.History(ctx, name, historyRuns)
+	d := p.data(r, name+" · redcron", baseOf(r))
+	d.Job, d.Main = jp, &v
+	if !jp.Known { // no read for a name nobody knows
+		p.render(w, http.StatusNotFound, p.template(r, "job"), d)
+		return
+	}
+	runs, herr := p.history(r.Context(), name)
 	if herr != nil {
 		jp.Err = p.hide(herr.Error())
 	}
 	for _, run := range runs {
-		jp.History = append(jp.History, runOf(name, run))
+		jp.History = append(jp.History, runOf(name, run, p.hide))
 	}
-	jp.Known = jp.Known || len(runs) > 0
-	d := p.data(r, name+" · redcron", baseOf(r))
-	d.Job, d.Main = jp, &v
-	status := http.StatusOK
-	if !jp.Known {
-		status = http.StatusNotFound
-	}
-	p.render(w, status, p.template(r, "job"), d)
+	p.render(w, http.StatusOK, p.template(r, "job"), d)
 }
 
 // template returns the name of the page's template, or of its live part
@@ -90,7 +87,7 @@ func (p *Page) authorized(r *http.Request) (string, bool) {
 	}
 	// The operator's name goes in keys' values separated by "|".
 	who = strings.Map(func(c rune) rune {
-		if c == '|' || c < ' ' {
+		if c == '|' || !unicode.IsPrint(c) {
 			return '_'
 		}
 		return c

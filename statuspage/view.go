@@ -107,7 +107,7 @@ func (p *Page) mainOf(st *cluster.Status, err error) mainView {
 	for _, e := range st.Report.Errors {
 		name := "?"
 		if ee := (*engine.Error)(nil); errors.As(e, &ee) {
-			name = nodeName(ee.Node)
+			name = cluster.NodeName(ee.Node)
 		}
 		v.Unread = append(v.Unread, name)
 	}
@@ -115,7 +115,7 @@ func (p *Page) mainOf(st *cluster.Status, err error) mainView {
 	v.Jobs = p.jobsOf(st)
 	for _, j := range st.Jobs {
 		for _, r := range j.Runs {
-			v.Recent = append(v.Recent, runOf(j.Name, r))
+			v.Recent = append(v.Recent, runOf(j.Name, r, p.hide))
 		}
 	}
 	slices.SortFunc(v.Recent, func(a, b runView) int { return b.At.Compare(a.At) })
@@ -155,7 +155,7 @@ func (p *Page) jobsOf(st *cluster.Status) []jobView {
 			v.Paused = fmt.Sprintf("partial %d/%d", j.PausedOn, len(p.cl.Nodes))
 		}
 		if len(j.Runs) > 0 {
-			r := runOf(j.Name, j.Runs[0])
+			r := runOf(j.Name, j.Runs[0], p.hide)
 			v.Last = &r
 		}
 	}
@@ -180,10 +180,11 @@ func localJob(e scheduler.Entry) *jobView {
 	return &jobView{Name: e.Name, Link: jobLink(e.Name), Local: true, Spec: e.Spec, Zone: zone, Next: next, Running: e.Running}
 }
 
-// runOf returns a ledger record's row.
-func runOf(job string, r ledger.Run) runView {
+// runOf returns a ledger record's row; its error text goes through hide
+// (a job's error may carry a connection string).
+func runOf(job string, r ledger.Run, hide func(string) string) runView {
 	v := runView{Job: job, Link: jobLink(job), Kind: "run", At: ledger.Time(r.Tick), Result: r.Result, Replica: r.Owner,
-		Delay: time.Duration(r.Delay) * time.Millisecond, Fence: r.Fence, Error: r.Error, Nodes: r.Nodes}
+		Delay: time.Duration(r.Delay) * time.Millisecond, Fence: r.Fence, Error: hide(r.Error), Nodes: r.Nodes}
 	if r.Tick == 0 {
 		v.At, v.Manual = ledger.Time(r.Start), true
 	}
@@ -219,7 +220,7 @@ func (p *Page) nodesOf(st *cluster.Status) []nodeView {
 	seen := p.locks.NodeStates()
 	out := make([]nodeView, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
-		v := nodeView{Name: nodeName(n.Name), State: n.State(), Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil,
+		v := nodeView{Name: cluster.NodeName(n.Name), State: n.State(), Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil,
 			Answered: n.Latency > 0}
 		switch {
 		case v.State == cluster.NodeUp && seen[n.Name] == cluster.NodeWarming:
@@ -250,7 +251,7 @@ func leaksOf(st *cluster.Status) ([]leakView, []classCount, int) {
 		}
 		v.Classes = strings.Join(classes, ", ")
 		for _, c := range f.Copies {
-			v.Nodes = append(v.Nodes, nodeName(c.Node))
+			v.Nodes = append(v.Nodes, cluster.NodeName(c.Node))
 		}
 		out = append(out, v)
 	}
@@ -266,9 +267,10 @@ func jobLink(name string) string {
 	return "job/" + escapeName(name)
 }
 
-// escapeName escapes a job name as one path segment: "." and ".." too.
+// escapeName escapes a job name as one path segment: "." and ".." too,
+// and ":" (a name such as "http:foo" must not read as a URL's scheme).
 func escapeName(name string) string {
-	s := url.PathEscape(name)
+	s := strings.ReplaceAll(url.PathEscape(name), ":", "%3A")
 	if strings.Trim(s, ".") == "" {
 		s = strings.ReplaceAll(s, ".", "%2E")
 	}

@@ -34,7 +34,7 @@ func (c *Cluster) Fix(ctx context.Context, rep *leaks.Report, who string) []leak
 	deleted := map[string][]string{} // job → what was deleted
 	for _, r := range results {
 		if l, ok := jobCopies[r.Node+" "+r.Key]; ok && r.Deleted {
-			deleted[l.job] = append(deleted[l.job], fmt.Sprintf("%s on %s (%s)", kindOf(r.Key), r.Node, classNames(l.classes)))
+			deleted[l.job] = append(deleted[l.job], fmt.Sprintf("%s on %s (%s)", kindOf(r.Key), NodeName(r.Node), classNames(l.classes)))
 		}
 	}
 	for job, what := range deleted {

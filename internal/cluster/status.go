@@ -88,6 +88,9 @@ func Jobs(rep *leaks.Report) []Job {
 	for name, n := range rep.Paused {
 		get(name).PausedOn = n
 	}
+	for name := range rep.Ledgers { // a job with a history, and no lock or state left
+		get(name)
+	}
 	out := make([]Job, 0, len(byName))
 	for _, j := range byName {
 		out = append(out, *j)

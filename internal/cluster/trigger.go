@@ -56,7 +56,11 @@ func (c *Cluster) Trigger(ctx context.Context, job, who string, ttl time.Duratio
 	run, found := c.awaitRecord(wait, lk, tr.Ticket)
 	if !found {
 		c.withdraw(ctx, lk, tr.Ticket)
-		run, found = c.findRecord(ctx, lk, tr.Ticket) // taken just before the withdrawal
+		// Taken just before the withdrawal? Asked even when ctx is done (a
+		// closed page), so that a run is never reported as not taken.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTime)
+		run, found = c.findRecord(fctx, lk, tr.Ticket)
+		cancel()
 	}
 	rec := engine.Record{Owner: who, Start: now.UnixMilli(), Result: ledger.ActionTriggered}
 	if !found {

@@ -38,7 +38,7 @@ type Scanner struct {
 func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 	start := time.Now()
 	rep := &Report{Prefix: s.Keys.Prefix(), Nodes: len(s.Nodes), Quorum: s.Quorum, Counts: map[string]int{}, Paused: map[string]int{},
-		Beats: map[string]engine.Beat{}}
+		Ledgers: map[string]int{}, Beats: map[string]engine.Beat{}}
 	for _, c := range AllClasses() {
 		rep.Counts[c.String()] = 0
 	}
@@ -109,21 +109,7 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 			rep.Scanned += len(copies)
 			for _, c := range copies {
 				kind, name := s.Keys.Parse(c.Key)
-				if kind == engine.KindPause {
-					rep.Paused[name]++ // a pause lasts until it is resumed: no TTL, no leak
-					continue
-				}
-				if c.TTL > 0 && (kind == engine.KindLedger && c.Type == "zset" || kind == engine.KindTrigger && c.Type == "string" ||
-					kind == engine.KindTriggers && c.Type == "set") {
-					continue // a ledger, a trigger's request and the set of them expire by themselves
-				}
-				if c.TTL > 0 && (kind == engine.KindHeartbeat || kind == engine.KindScanTurn) {
-					if kind == engine.KindHeartbeat {
-						live[name] = true
-						if b := engine.ParseBeat(c.Value); rep.Beats[name].SentMS <= b.SentMS {
-							rep.Beats[name] = b // the latest the nodes hold
-						}
-					}
+				if own(rep, live, kind, name, c) {
 					continue
 				}
 				id := kind.String() + "\x00" + name
@@ -141,6 +127,30 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 	}
 	wg.Wait()
 	return byID, live
+}
+
+// own records in rep (and live) a copy of one of redcron's own keys that
+// is not a leak, and reports whether c is one: a pause (it lasts until it
+// is resumed), a ledger, a trigger's request and the set of them, a
+// heartbeat and the scan turn (they expire by themselves).
+func own(rep *Report, live map[string]bool, kind engine.KeyKind, name string, c Copy) bool {
+	switch {
+	case kind == engine.KindPause:
+		rep.Paused[name]++
+	case c.TTL <= 0:
+		return false
+	case kind == engine.KindLedger && c.Type == "zset":
+		rep.Ledgers[name]++
+	case kind == engine.KindTrigger && c.Type == "string", kind == engine.KindTriggers && c.Type == "set", kind == engine.KindScanTurn:
+	case kind == engine.KindHeartbeat:
+		live[name] = true
+		if b := engine.ParseBeat(c.Value); rep.Beats[name].SentMS <= b.SentMS {
+			rep.Beats[name] = b // the latest the nodes hold
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // classify sets the classes of f's copies, each judged by its own value,
