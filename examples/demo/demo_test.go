@@ -306,6 +306,14 @@ func TestStatusPage(t *testing.T) {
 		i := strings.Index(b, `data-node="node2"`)
 		return i >= 0 && strings.Contains(b[i:min(len(b), i+200)], ">down<")
 	})
+	// A request naming another host (DNS rebinding) is refused.
+	req, _ := http.NewRequest("GET", base, nil)
+	req.Host = "attacker.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a request for another host: %v, %v; want 421", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -329,4 +337,15 @@ func (w *addrWriter) Write(p []byte) (int, error) {
 		w.found <- string(m[1])
 	}
 	return len(p), nil
+}
+
+// TestPageLoopbackOnly: the demo refuses to serve its page on an address
+// other hosts can reach.
+func TestPageLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", ":0", "example.com:0"} {
+		if p, err := servePage(addr, config{}, nil, true, "x", nil); err == nil {
+			p.close()
+			t.Errorf("servePage(%q): served", addr)
+		}
+	}
 }

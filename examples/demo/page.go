@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
@@ -28,6 +28,9 @@ type statusPage struct {
 // replica's gate, under the run's key prefix, and shows the jobs of the
 // replica whose entries it is given.
 func servePage(addr string, cfg config, addrs []string, trusted bool, prefix string, jobs func() []scheduler.Entry) (*statusPage, error) {
+	if host, _, err := net.SplitHostPort(addr); err != nil || !loopback(host) {
+		return nil, fmt.Errorf("%q: the demo serves its page on a loopback address only (127.0.0.1, ::1, localhost)", addr)
+	}
 	p := &statusPage{}
 	nodes := make([]*store.Node, len(addrs))
 	for i, a := range addrs {
@@ -63,13 +66,31 @@ func servePage(addr string, cfg config, addrs []string, trusted bool, prefix str
 		return nil, err
 	}
 	p.addr = ln.Addr().String()
-	p.srv = &http.Server{Handler: page, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			p.addr = ""
+	// Another site's page in the browser may resolve its own name to this
+	// address (DNS rebinding): a request must name a loopback host.
+	onlyLoopback := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
 		}
-	}()
+		if !loopback(host) {
+			http.Error(w, "the demo's status page answers loopback names only", http.StatusMisdirectedRequest)
+			return
+		}
+		page.ServeHTTP(w, r)
+	})
+	p.srv = &http.Server{Handler: onlyLoopback, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = p.srv.Serve(ln) }() // ends with close
 	return p, nil
+}
+
+// loopback reports whether host is a loopback address or "localhost".
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // close stops serving and closes the page's clients.
