@@ -262,6 +262,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.scan.Run(scanCtx) })
 	wg.Go(func() { s.takeTriggers(scanCtx) })
+	wg.Go(func() { s.publishJobTable(scanCtx) })
 	err := s.s.Run(ctx)
 	stopScan()
 	wg.Wait()

@@ -83,10 +83,16 @@ func TestHistoryEndToEnd(t *testing.T) {
 	}
 	o = exe(t, bin, nil, "-addrs", addrs, "-json", "status")
 	var st struct {
+		Jobs  []jobStatus  `json:"jobs"`
 		Nodes []nodeStatus `json:"node_list"`
 	}
-	if err := json.Unmarshal([]byte(o.stdout), &st); err != nil || len(st.Nodes) != 3 {
+	if err := json.Unmarshal([]byte(o.stdout), &st); err != nil || len(st.Nodes) != 3 || len(st.Jobs) != 1 {
 		t.Fatalf("status -json: %v: %s", err, o)
+	}
+	// The spec and next tick come from the job table the replicas publish.
+	if j := st.Jobs[0]; j.Spec != "* * * * * *" || j.Zone != "UTC" || j.Next.IsZero() || time.Until(j.Next) > time.Second {
+		t.Errorf("status of %s: spec %q, zone %q, next %v; want the replicas' spec, UTC and a tick within a second",
+			j.Name, j.Spec, j.Zone, j.Next)
 	}
 	for _, n := range st.Nodes {
 		if !n.Up || n.LatencyMS <= 0 || !n.WarmingUp { // servers just started

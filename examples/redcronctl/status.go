@@ -14,6 +14,9 @@ import (
 // jobStatus is one job's lock as the nodes hold it.
 type jobStatus struct {
 	Name     string    `json:"name"`
+	Spec     string    `json:"spec,omitempty"` // from the job table the most replicas publish
+	Zone     string    `json:"zone,omitempty"`
+	Next     time.Time `json:"next,omitzero"`     // its next tick
 	PausedOn int       `json:"paused_on"`         // nodes with its pause key
 	Holder   string    `json:"holder,omitempty"`  // the owner holding its lock on the most nodes
 	Tick     time.Time `json:"tick,omitzero"`     // the tick that value claims
@@ -57,7 +60,7 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 		return exitClean
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "JOB\tPAUSED\tHELD BY\tTICK\tHELD ON\tLAST RUN\n")
+	fmt.Fprintf(tw, "JOB\tSPEC\tNEXT\tPAUSED\tHELD BY\tTICK\tHELD ON\tLAST RUN\n")
 	for _, j := range jobs {
 		paused, holder, tick, on := "no", "-", "-", "-"
 		switch {
@@ -72,7 +75,14 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 		if !j.Tick.IsZero() {
 			tick = j.Tick.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), paused, holder, tick, on, lastRunText(j.LastRun))
+		spec, next := "-", "-"
+		if j.Spec != "" {
+			spec = printable(j.Spec)
+		}
+		if !j.Next.IsZero() {
+			next = j.Next.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), spec, next, paused, holder, tick, on, lastRunText(j.LastRun))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitError
@@ -93,7 +103,8 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 func jobsOf(jobs []cluster.Job) []jobStatus {
 	out := make([]jobStatus, len(jobs))
 	for i, j := range jobs {
-		out[i] = jobStatus{Name: j.Name, PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
+		out[i] = jobStatus{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, PausedOn: j.PausedOn, Holder: j.Holder,
+			Tick: j.Tick, HeldOn: j.HeldOn}
 		if len(j.Runs) > 0 {
 			r := historyRunOf(j.Runs[0])
 			out[i].LastRun = &r

@@ -19,6 +19,11 @@ type Job struct {
 	Holder   string    // the owner of the value holding its lock on the most nodes
 	Tick     time.Time // the tick that value claims; zero for none, or a manual run
 	HeldOn   int       // nodes with that value; 0 when the lock is free
+	// Spec, Zone and Next are the job's spec, the zone it is read in and
+	// its next tick, from the job table the most live replicas publish;
+	// empty when none does (replicas of an older release).
+	Spec, Zone string
+	Next       time.Time
 	// Runs are the newest records of its ledger, newest first: runs and
 	// missed ticks, not operators' actions.
 	Runs []ledger.Run
@@ -50,6 +55,7 @@ func (c *Cluster) Status(ctx context.Context, runs int, warm time.Duration) (*St
 		return st, err
 	}
 	st.Jobs = Jobs(rep)
+	c.specs(ctx, rep, st.Jobs, time.Now())
 	if runs > 0 {
 		c.lastRuns(ctx, st.Jobs, runs)
 	}

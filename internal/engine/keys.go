@@ -88,6 +88,11 @@ func (k Keyspace) ScanTurn() string { return k.prefix + ":scan" }
 // a trigger's request: replicas look there for requests to take.
 func (k Keyspace) Triggers() string { return k.prefix + ":triggers" }
 
+// JobTable returns the key of the job table whose digest is digest: a hash
+// of each job's name to its spec and zone (see JobSpec), published by the
+// replicas that run that table, for the admin command.
+func (k Keyspace) JobTable(digest string) string { return k.prefix + ":jobs:" + digest }
+
 // HeartbeatPattern returns the SCAN pattern matching every heartbeat key.
 func (k Keyspace) HeartbeatPattern() string { return k.prefix + ":hb:*" }
 

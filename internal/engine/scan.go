@@ -36,6 +36,7 @@ const (
 	KindLedger                   // p:{name}:ledger
 	KindTrigger                  // p:{name}:trigger
 	KindTriggers                 // p:triggers
+	KindJobTable                 // p:jobs:<digest>
 )
 
 // String returns the kind's name.
@@ -57,6 +58,8 @@ func (k KeyKind) String() string {
 		return "trigger"
 	case KindTriggers:
 		return "triggers"
+	case KindJobTable:
+		return "job_table"
 	}
 	return "foreign"
 }
@@ -76,6 +79,9 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 	}
 	if owner, ok := strings.CutPrefix(rest, "hb:"); ok {
 		return KindHeartbeat, owner
+	}
+	if digest, ok := strings.CutPrefix(rest, "jobs:"); ok {
+		return KindJobTable, digest
 	}
 	if !strings.HasPrefix(rest, "{") {
 		return KindForeign, ""

@@ -22,7 +22,7 @@ func TestTriggerTicket(t *testing.T) {
 	if err := n.PlaceTrigger(ctx, ks, k, "T1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]engine.KeyKind{k.Trigger: engine.KindTrigger, ks.Triggers(): engine.KindTriggers, k.Ledger: engine.KindLedger} {
+	for key, want := range map[string]engine.KeyKind{k.Trigger: engine.KindTrigger, ks.Triggers(): engine.KindTriggers, k.Ledger: engine.KindLedger, ks.JobTable("ab12"): engine.KindJobTable} {
 		if kind, _ := ks.Parse(key); kind != want {
 			t.Errorf("Parse(%q) = %v, want %v", key, kind, want)
 		}

@@ -141,7 +141,8 @@ func own(rep *Report, live map[string]bool, kind engine.KeyKind, name string, c 
 		return false
 	case kind == engine.KindLedger && c.Type == "zset":
 		rep.Ledgers[name]++
-	case kind == engine.KindTrigger && c.Type == "string", kind == engine.KindTriggers && c.Type == "set", kind == engine.KindScanTurn:
+	case kind == engine.KindTrigger && c.Type == "string", kind == engine.KindTriggers && c.Type == "set", kind == engine.KindScanTurn,
+		kind == engine.KindJobTable && c.Type == "hash":
 	case kind == engine.KindHeartbeat:
 		live[name] = true
 		if b := engine.ParseBeat(c.Value); rep.Beats[name].SentMS <= b.SentMS {
