@@ -58,8 +58,8 @@
 //	-addrs host:port,...   the independent masters, all of them (or REDCRON_ADDRS)
 //	-prefix p              key prefix of the locks (default "redcron")
 //	-username u            ACL user (or REDCRON_USERNAME)
-//	-password p            password (or REDCRON_PASSWORD, which is preferred:
-//	                       a flag is visible in the process list)
+//	REDCRON_PASSWORD       the password, from the environment only (-password
+//	                       is refused: a flag is visible in the process list)
 //	-tls                   connect with TLS
 //	-tls-ca file           PEM CA bundle to verify the servers (default: system roots)
 //	-tls-cert, -tls-key    PEM client certificate and key
@@ -258,7 +258,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.StringVar(&addrs, "addrs", "", "comma-separated `host:port` of every independent Redis master (or $"+envAddrs+")")
 	fs.StringVar(&cfg.prefix, "prefix", engine.DefaultPrefix, "key `prefix` of the locks")
 	fs.StringVar(&cfg.username, "username", "", "Redis ACL `user` (or $"+envUsername+")")
-	fs.StringVar(&cfg.password, "password", "", "Redis `password`; prefer $"+envPassword+", a flag is visible in the process list")
+	fs.StringVar(&cfg.password, "password", "", "refused: the password comes from $"+envPassword+" only")
 	fs.BoolVar(&tlsOn, "tls", false, "connect with TLS")
 	fs.StringVar(&caFile, "tls-ca", "", "PEM `file` of the CAs that sign the servers' certificates (default: system roots)")
 	fs.StringVar(&certFile, "tls-cert", "", "PEM `file` of the client certificate (with -tls-key)")
@@ -306,10 +306,9 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		cfg.username = env(envUsername)
 	}
 	if set["password"] {
-		fmt.Fprintf(stderr, "redcronctl: warning: -password is visible to other local users in the process list; set %s instead\n", envPassword)
-	} else {
-		cfg.password = env(envPassword)
+		return nil, usagef("-password: the password comes from %s only (a flag is visible to other local users in the process list)", envPassword)
 	}
+	cfg.password = env(envPassword)
 
 	if strings.TrimSpace(addrs) == "" {
 		return nil, usagef("-addrs is required (or set %s): the Redis masters, host:port,host:port,...", envAddrs)

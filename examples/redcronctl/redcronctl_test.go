@@ -588,7 +588,7 @@ func TestPasswordNeverPrinted(t *testing.T) {
 	check(exe(t, bin, withPassword, "-addrs", addrs, "-max-age", "1h", "-json"), 1, `"unparseable": 1`)
 	check(exe(t, bin, withPassword, "-addrs", addrs, "-max-age", password), 2, `invalid value "[redacted]" for flag -max-age`)
 	check(exe(t, bin, withPassword, "-addrs", addrs, password), 2, `unexpected argument "[redacted]"`)
-	check(exe(t, bin, nil, "-addrs", addrs, "-password", password), 1, "-password is visible to other local users")
+	check(exe(t, bin, nil, "-addrs", addrs, "-password", password), 2, "comes from REDCRON_PASSWORD only")
 	check(exe(t, bin, withPassword, "-addrs", addrs, "-max-age", "1h", "-fix"), 1, "fix: deleted 13 copies, left 0 alone")
 	check(exe(t, bin, withPassword, "-addrs", addrs, "-max-age", "1h", "-json", "-fix"), 0, `"fixed": []`)
 	for _, o := range all {
