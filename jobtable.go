@@ -2,7 +2,7 @@ package redcron
 
 import (
 	"context"
-	"sync"
+	"slices"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -21,39 +21,50 @@ const (
 // the digest is new to a node, then only its TTL. Replicas with the same
 // table share one key.
 func (s *Scheduler) publishJobTable(ctx context.Context) {
-	keys, err := engine.NewKeyspace(s.locks.KeyPrefix())
+	keys, nodes, err := s.nodes()
 	if err != nil {
 		return // the Redlock checked its prefix
-	}
-	var nodes []*engine.Node
-	for _, n := range s.locks.Nodes() {
-		nodes = append(nodes, (*engine.Node)(n))
 	}
 	published := make([]string, len(nodes)) // the digest each node has in full
 	ticker := time.NewTicker(jobTableEvery)
 	defer ticker.Stop()
 	for {
 		digest := s.table.get()
-		jobs := map[string]engine.JobSpec{}
-		for _, e := range s.s.Entries() {
-			jobs[e.Name] = engine.JobSpec{Spec: e.Spec, Zone: e.Location.String()}
+		var jobs map[string]engine.JobSpec // built only for a node without this digest's table
+		if slices.ContainsFunc(published, func(d string) bool { return d != digest }) {
+			jobs = map[string]engine.JobSpec{}
+			for _, e := range s.s.Entries() {
+				jobs[e.Name] = engine.JobSpec{Spec: e.Spec, Zone: e.Location.String()}
+			}
 		}
-		var wg sync.WaitGroup
-		for i, n := range nodes {
-			wg.Go(func() {
-				nctx, cancel := context.WithTimeout(ctx, jobTableEvery/2)
-				defer cancel()
-				refresh := published[i] == digest
-				if n.PublishJobTable(nctx, keys.JobTable(digest), jobs, refresh, jobTableTTL) == nil {
-					published[i] = digest
-				}
-			})
-		}
-		wg.Wait()
+		engine.OnEach(nodes, func(i int, n *engine.Node) error {
+			nctx, cancel := context.WithTimeout(ctx, jobTableEvery/2)
+			defer cancel()
+			err := n.PublishJobTable(nctx, keys.JobTable(digest), jobs, published[i] == digest, jobTableTTL)
+			if err == nil {
+				published[i] = digest
+			}
+			return err
+		})
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
 	}
+}
+
+// nodes returns the keyspace and the nodes of the scheduler's Redlock, for
+// the work the front door does on them beside the scheduler (publishing
+// the job table, taking trigger requests).
+func (s *Scheduler) nodes() (engine.Keyspace, []*engine.Node, error) {
+	keys, err := engine.NewKeyspace(s.locks.KeyPrefix())
+	if err != nil {
+		return engine.Keyspace{}, nil, err
+	}
+	var nodes []*engine.Node
+	for _, n := range s.locks.Nodes() {
+		nodes = append(nodes, (*engine.Node)(n))
+	}
+	return keys, nodes, nil
 }

@@ -22,13 +22,9 @@ const triggerPoll = time.Second
 // replica, under the job's lock. A request whose job is running, or whose
 // attempt reached no decision, is tried again at the next look.
 func (s *Scheduler) takeTriggers(ctx context.Context) {
-	keys, err := engine.NewKeyspace(s.locks.KeyPrefix())
+	keys, nodes, err := s.nodes()
 	if err != nil {
 		return // the Redlock checked its prefix
-	}
-	var nodes []*engine.Node
-	for _, n := range s.locks.Nodes() {
-		nodes = append(nodes, (*engine.Node)(n))
 	}
 	var (
 		mu     sync.Mutex
@@ -81,15 +77,12 @@ func (s *Scheduler) takeTrigger(ctx context.Context, name, ticket string) {
 // or hangs is left out.
 func pendingTriggers(ctx context.Context, nodes []*engine.Node, keys engine.Keyspace) map[string]string {
 	tickets := make([]map[string]string, len(nodes)) // each node's: job → ticket
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() {
-			nctx, cancel := context.WithTimeout(ctx, triggerPoll/2)
-			defer cancel()
-			tickets[i], _ = n.Tickets(nctx, keys)
-		})
-	}
-	wg.Wait()
+	engine.OnEach(nodes, func(i int, n *engine.Node) (err error) {
+		nctx, cancel := context.WithTimeout(ctx, triggerPoll/2)
+		defer cancel()
+		tickets[i], err = n.Tickets(nctx, keys)
+		return err
+	})
 	votes := map[[2]string]int{} // job, ticket → nodes
 	for _, ts := range tickets {
 		for name, t := range ts {

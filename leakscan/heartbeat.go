@@ -41,23 +41,18 @@ func (s *Scanner) heartbeat(ctx context.Context) error {
 	key, value := s.keys.Heartbeat(s.owner), s.beat().String()
 	ttl := s.cfg.beatTTL + s.r.MaxTTL()
 	start := time.Now()
-	errs := make([]error, len(s.nodes))
 	offsets := make([]time.Duration, len(s.nodes))
-	var wg sync.WaitGroup
-	for i, n := range s.nodes {
-		wg.Go(func() {
-			// A hung node must not hold the heartbeat: each node gets a
-			// quarter of the interval, so that a success is recorded well
-			// within the heartbeat's TTL (at least two intervals).
-			nctx, cancel := context.WithTimeout(ctx, s.cfg.beatEvery/4)
-			defer cancel()
-			sent := s.now()
-			at, err := n.Heartbeat(nctx, key, value, ttl)
-			errs[i] = err
-			offsets[i] = sent.Add(s.now().Sub(sent) / 2).Sub(at) // our clock at the node's reading, less the node's
-		})
-	}
-	wg.Wait()
+	errs := engine.OnEach(s.nodes, func(i int, n *engine.Node) error {
+		// A hung node must not hold the heartbeat: each node gets a
+		// quarter of the interval, so that a success is recorded well
+		// within the heartbeat's TTL (at least two intervals).
+		nctx, cancel := context.WithTimeout(ctx, s.cfg.beatEvery/4)
+		defer cancel()
+		sent := s.now()
+		at, err := n.Heartbeat(nctx, key, value, ttl)
+		offsets[i] = sent.Add(s.now().Sub(sent) / 2).Sub(at) // our clock at the node's reading, less the node's
+		return err
+	})
 	yes := 0
 	nodes := make(map[string]error, len(s.nodes))
 	var answered []time.Duration

@@ -122,7 +122,7 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 			continue
 		}
 		copies, errs := ledger.ReadNodes(ctx, nodes, lk, capacity)
-		if read := countNil(errs); read < s.quorum {
+		if read := engine.Answered(errs); read < s.quorum {
 			s.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "missed-tick check: too few ledgers read",
 				slog.String("job", job), slog.Int("nodes", read))
 			continue
@@ -181,13 +181,8 @@ func (s *Scanner) readable(rep *leaks.Report) []*engine.Node {
 // and logs it, if it was written on a quorum of them; it reports whether
 // it was.
 func (s *Scanner) recordMissed(ctx context.Context, nodes []*engine.Node, lk engine.LockKeys, m engine.Record, capacity int, window time.Duration) bool {
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { errs[i] = n.AddMissed(ctx, lk, m, capacity, window) })
-	}
-	wg.Wait()
-	if countNil(errs) < s.quorum {
+	errs := engine.OnEach(nodes, func(_ int, n *engine.Node) error { return n.AddMissed(ctx, lk, m, capacity, window) })
+	if engine.Answered(errs) < s.quorum {
 		s.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "missed-tick check: the record reached too few nodes",
 			slog.String("job", lk.Name), slog.Time("tick", time.UnixMilli(m.Tick)), slog.Any("error", errors.Join(errs...)))
 		return false
@@ -195,15 +190,4 @@ func (s *Scanner) recordMissed(ctx context.Context, nodes []*engine.Node, lk eng
 	s.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "missed tick: it ran on no replica", slog.String("job", lk.Name),
 		slog.Time("tick", time.UnixMilli(m.Tick)), slog.String("reason", m.Result), slog.String("reports", m.Error))
 	return true
-}
-
-// countNil returns how many of errs are nil.
-func countNil(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err == nil {
-			n++
-		}
-	}
-	return n
 }

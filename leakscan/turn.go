@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -23,12 +22,10 @@ var errNotMyTurn = errors.New("leakscan: another replica is scanning")
 func (s *Scanner) takeTurn(ctx context.Context, ttl time.Duration) (func(), error) {
 	key, token := s.keys.ScanTurn(), engine.NewToken()
 	set := make([]bool, len(s.nodes))
-	errs := make([]error, len(s.nodes))
-	var wg sync.WaitGroup
-	for i, n := range s.nodes {
-		wg.Go(func() { set[i], errs[i] = n.Client().SetNX(ctx, key, token, ttl).Result() })
-	}
-	wg.Wait()
+	errs := engine.OnEach(s.nodes, func(i int, n *engine.Node) (err error) {
+		set[i], err = n.Client().SetNX(ctx, key, token, ttl).Result()
+		return err
+	})
 	giveBack := func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

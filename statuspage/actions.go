@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/ledger"
 	"github.com/redcron/redcron/scheduler"
 )
@@ -58,7 +59,7 @@ func (p *Page) serveJobAction(w http.ResponseWriter, r *http.Request) {
 		var errs []error
 		errs, err = p.cl.Pause(ctx, name, who, action == "pause")
 		done = map[bool]string{true: ledger.ActionPaused, false: ledger.ActionResumed}[action == "pause"]
-		attrs = append(attrs, slog.Int("nodes", countNil(errs)), slog.Int("of", len(p.cl.Nodes)))
+		attrs = append(attrs, slog.Int("nodes", engine.Answered(errs)), slog.Int("of", len(p.cl.Nodes)))
 	}
 	p.forget()
 	if err != nil {
@@ -142,15 +143,4 @@ func baseOf(r *http.Request) string {
 func seeOther(w http.ResponseWriter, link string) {
 	w.Header().Set("Location", link)
 	w.WriteHeader(http.StatusSeeOther)
-}
-
-// countNil returns how many of errs are nil.
-func countNil(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err == nil {
-			n++
-		}
-	}
-	return n
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -61,7 +60,7 @@ func (c *Cluster) History(ctx context.Context, job string, count int) ([]ledger.
 		return nil, nil, err
 	}
 	runs, errs := ledger.Read(ctx, c.Nodes, lk, count)
-	if read := countNil(errs); read < c.Quorum() {
+	if read := engine.Answered(errs); read < c.Quorum() {
 		return runs, errs, fmt.Errorf("%w: %d of %d nodes read", ErrNoMajority, read, len(c.Nodes))
 	}
 	return runs, errs, nil
@@ -83,28 +82,11 @@ func (c *Cluster) record(ctx context.Context, lk engine.LockKeys, r engine.Recor
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	errs := c.onEveryNode(func(_ int, n *engine.Node) error { return n.AddOperator(ctx, lk, r, records, window) })
-	return countNil(errs)
+	return engine.Answered(errs)
 }
 
 // onEveryNode calls f on every node in parallel and returns the errors, in
 // the nodes' order.
 func (c *Cluster) onEveryNode(f func(int, *engine.Node) error) []error {
-	errs := make([]error, len(c.Nodes))
-	var wg sync.WaitGroup
-	for i, n := range c.Nodes {
-		wg.Go(func() { errs[i] = f(i, n) })
-	}
-	wg.Wait()
-	return errs
-}
-
-// countNil returns how many of errs are nil.
-func countNil(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err == nil {
-			n++
-		}
-	}
-	return n
+	return engine.OnEach(c.Nodes, f)
 }

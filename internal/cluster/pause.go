@@ -32,7 +32,7 @@ func (c *Cluster) Pause(ctx context.Context, job, who string, on bool) ([]error,
 		}
 		return n.Client().Del(ctx, lk.Pause).Err()
 	})
-	done := countNil(errs)
+	done := engine.Answered(errs)
 	if done < c.Quorum() {
 		if on {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

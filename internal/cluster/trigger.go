@@ -43,7 +43,7 @@ func (c *Cluster) Trigger(ctx context.Context, job, who string, ttl time.Duratio
 	now := time.Now()
 	tr := Triggered{Ticket: engine.NewTicket(who, now)}
 	tr.Placed = c.onEveryNode(func(_ int, n *engine.Node) error { return n.PlaceTrigger(ctx, c.Keys, lk, tr.Ticket, ttl) })
-	if ok := countNil(tr.Placed); ok < c.Quorum() {
+	if ok := engine.Answered(tr.Placed); ok < c.Quorum() {
 		c.withdraw(ctx, lk, tr.Ticket)
 		return tr, fmt.Errorf("%w: the request reached %d of %d nodes (withdrawn)", ErrNoMajority, ok, len(c.Nodes))
 	}

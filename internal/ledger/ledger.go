@@ -8,7 +8,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -59,12 +58,10 @@ func Read(ctx context.Context, nodes []*engine.Node, k engine.LockKeys, count in
 // was read), in the nodes' order.
 func ReadNodes(ctx context.Context, nodes []*engine.Node, k engine.LockKeys, count int) ([][]engine.Entry, []error) {
 	entries := make([][]engine.Entry, len(nodes))
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, n := range nodes {
-		wg.Go(func() { entries[i], errs[i] = n.Ledger(ctx, k, count) })
-	}
-	wg.Wait()
+	errs := engine.OnEach(nodes, func(i int, n *engine.Node) (err error) {
+		entries[i], err = n.Ledger(ctx, k, count)
+		return err
+	})
 	return entries, errs
 }
 
