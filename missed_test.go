@@ -20,7 +20,7 @@ import (
 )
 
 // TestMissedTicks: while every node is paused (SIGSTOP) no replica can
-// claim a tick; once they are back, the missed-tick check of one replica
+// claim a tick; once they are back (their servers did not restart), the missed-tick check of one replica
 // finds the ticks that ran nowhere, records them in the job's ledger with
 // the reason the replicas reported (no_quorum), counts each once in
 // redcron_scheduler_missed_ticks_total and logs it; ticks that ran are not
@@ -36,7 +36,7 @@ func TestMissedTicks(t *testing.T) {
 		regs[i] = prometheus.NewRegistry()
 		s, err := redcron.New(c.Addrs(), redcron.WithMetrics(regs[i]),
 			redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-			redcron.WithLockOptions(mutex.WithTrustedNodes()),
+			redcron.WithLockOptions(mutex.WithTrustedNodes(), mutex.WithMaxTTL(2*time.Second)),
 			redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second)),
 			redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID([]string{"replica-a", "replica-b"}[i])))
 		if err != nil {
@@ -56,7 +56,8 @@ func TestMissedTicks(t *testing.T) {
 		t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
 	}
 	runs := func() int { mu.Lock(); defer mu.Unlock(); return len(ran) }
-	waitFor(t, 15*time.Second, "runs before the outage", func() bool { return runs() >= 2 })
+	// A node vouches for the ticks after its start, the max TTL and 5 s.
+	waitFor(t, 30*time.Second, "runs before the outage", func() bool { return runs() >= 8 })
 
 	for _, n := range c.Nodes() {
 		n.Pause()
@@ -201,5 +202,107 @@ func TestMissedTicksNoLedger(t *testing.T) {
 		if got := n.Client(t).Exists(context.Background(), k.Ledger).Val(); got != 0 {
 			t.Errorf("a ledger was written on %s", n.Addr())
 		}
+	}
+}
+
+// TestMissedAfterNodeRestarts: nodes that restart empty forget the records
+// of the ticks that ran before; the missed-tick check must not take those
+// ticks for missed, whether every node is killed and restarted at once or
+// the nodes restart one at a time (a rolling restart). Two replicas run a
+// one-second job on three nodes that are not trusted (a restarted node
+// waits out the max TTL, 2 s here); the check runs every second, and the
+// test waits for scans well after the ticks before the restarts are due
+// for judgement.
+func TestMissedAfterNodeRestarts(t *testing.T) {
+	t.Parallel()
+	for _, rolling := range []bool{false, true} {
+		t.Run(map[bool]string{false: "all at once", true: "rolling"}[rolling], func(t *testing.T) {
+			t.Parallel()
+			c := redistest.Start(t, 3)
+			var mu sync.Mutex
+			ran := map[int64]bool{} // ticks run, unix ms
+			regs := make([]*prometheus.Registry, 2)
+			scans := make(chan time.Time, 1000) // when each scan ended
+			for i := range regs {
+				regs[i] = prometheus.NewRegistry()
+				s, err := redcron.New(c.Addrs(), redcron.WithMetrics(regs[i]),
+					redcron.WithLockOptions(mutex.WithMaxTTL(2*time.Second)),
+					redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second), leakscan.WithObserver(func(e leakscan.Event) {
+						if e.Scan && e.Err == nil {
+							scans <- time.Now()
+						}
+					})),
+					redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID([]string{"replica-a", "replica-b"}[i])))
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = s.Add("tick", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
+					mu.Lock()
+					ran[run.Tick.UnixMilli()] = true
+					mu.Unlock()
+					return nil
+				}, scheduler.WithLockTTL(time.Second), scheduler.WithMisfireGrace(time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan struct{})
+				go func() { defer close(done); _ = s.Run(context.Background()) }()
+				t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
+			}
+			runs := func() int { mu.Lock(); defer mu.Unlock(); return len(ran) }
+			waitFor(t, 20*time.Second, "runs before the restarts", func() bool { return runs() >= 3 })
+			if rolling {
+				for _, n := range c.Nodes() {
+					n.Restart()
+					before := runs() // the other two keep the job running while it warms up
+					waitFor(t, 20*time.Second, "runs after a node's restart", func() bool { return runs() >= before+3 })
+				}
+			} else {
+				for _, n := range c.Nodes() {
+					n.Kill()
+				}
+				for _, n := range c.Nodes() {
+					n.Restart()
+				}
+			}
+			restarted := time.Now()
+			before := runs()
+			waitFor(t, 30*time.Second, "runs after the restarts", func() bool { return runs() >= before+3 })
+			// The ticks before the restarts are judged from their grace's end
+			// plus 10 s: wait for a scan after that.
+			for judged := restarted.Add(13 * time.Second); ; {
+				if at := <-scans; at.After(judged) {
+					break
+				}
+			}
+
+			keys, err := engine.NewKeyspace("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lk, _ := keys.Lock("tick")
+			history, _ := ledger.Read(context.Background(), nodesOf(t, c), lk, 1000)
+			mu.Lock()
+			defer mu.Unlock()
+			recorded := 0
+			for _, r := range history {
+				if r.State != ledger.StateMissed {
+					continue
+				}
+				recorded++
+				if ran[r.Tick] {
+					t.Errorf("tick %v ran, but is recorded missed (%s: %s)", time.UnixMilli(r.Tick).Format(time.TimeOnly), r.Result, r.Error)
+				}
+			}
+			counted := 0.0
+			for _, reg := range regs {
+				for _, reason := range []string{ledger.NoReport, "no_quorum", "overlap", "paused"} {
+					counted += counterOf(t, reg, "redcron_scheduler_missed_ticks_total", "tick", reason)
+				}
+			}
+			if counted > float64(recorded) {
+				t.Errorf("%v missed ticks counted, %d recorded in the ledger", counted, recorded)
+			}
+		})
 	}
 }

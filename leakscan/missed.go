@@ -36,8 +36,9 @@ const (
 // each tick that ran nowhere (see Event.Missed), with the reason the
 // replicas' heartbeats give (see Skipped; paused for a job paused now,
 // when none reported), once it has recorded it in the ledger on a quorum.
-// Ticks older than a full copy of a job's ledger are not judged: it may
-// have dropped theirs. Without a ledger (mutex.WithLedger(0, 0)) there is
+// A tick is judged only where the ledger proves it ran nowhere: by enough
+// nodes whose servers ran without a restart since before it, and whose
+// copies are not full back to it (see docs/missed-ticks.md). Without a ledger (mutex.WithLedger(0, 0)) there is
 // no check. The default is no check; redcron.New passes its scheduler's
 // Due.
 func WithDue(due func(from, to time.Time) map[string][]time.Time) Option {
@@ -105,8 +106,10 @@ func (l *skipLog) recent(from time.Time) []engine.BeatSkip {
 // checkMissed runs the missed-tick check over the ledgers, with the skips
 // the live replicas' heartbeats in rep carry, and returns the ticks newly
 // found missed: by job, by reason, how many. It looks back an hour, or the
-// ledger's window if shorter, and not at all without a ledger; it reads
-// the nodes the scan could read, and needs a quorum of them.
+// ledger's window if shorter, and not at all without a ledger. It reads
+// the nodes the scan could read, and judges a tick only by the nodes whose
+// server ran, without a restart, from before the tick's earliest commit
+// until after the reads (see ledger.Missed).
 func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string]map[string]int {
 	capacity, window := s.r.Ledger()
 	nodes := s.readable(rep)
@@ -114,35 +117,76 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 		return nil
 	}
 	now := s.now()
+	before := nodeInfos(ctx, nodes)
 	skips := skipsOf(rep)
-	out := map[string]map[string]int{}
-	for job, due := range s.cfg.due(now.Add(-min(missedLookback, window)), now) {
+	type read struct {
+		lk     engine.LockKeys
+		copies [][]engine.Entry
+		errs   []error
+	}
+	var reads []read
+	dues := s.cfg.due(now.Add(-min(missedLookback, window)), now)
+	for job := range dues {
 		lk, err := s.keys.Lock(job)
 		if err != nil {
 			continue
 		}
 		copies, errs := ledger.ReadNodes(ctx, nodes, lk, capacity)
-		if read := engine.Answered(errs); read < s.quorum {
-			s.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "missed-tick check: too few ledgers read",
-				slog.String("job", job), slog.Int("nodes", read))
-			continue
+		reads = append(reads, read{lk, copies, errs})
+	}
+	after := nodeInfos(ctx, nodes)
+	// A node's copy holds every record written since its server started,
+	// if that server still answered after the reads. A tick's commit may
+	// come a lead (at most the max TTL) before it, and the clocks of the
+	// replicas and of this one differ by up to a skew each (2 s), with the
+	// uptime in whole seconds: the margin covers them.
+	margin := s.r.MaxTTL() + 5*time.Second
+	since := make([]int64, len(nodes))
+	for i := range nodes {
+		since[i] = -1 // unread: no witness
+		if before[i].RunID != "" && before[i].RunID == after[i].RunID {
+			since[i] = now.Add(-before[i].Uptime).Add(margin).UnixMilli()
+		}
+	}
+	out := map[string]map[string]int{}
+	for _, rd := range reads {
+		var copies []ledger.Copy
+		for i, es := range rd.copies {
+			if rd.errs[i] != nil || since[i] < 0 {
+				continue
+			}
+			c := ledger.Copy{Entries: es, Since: since[i]}
+			if len(es) > 0 && len(es) >= capacity {
+				c.Since = max(c.Since, es[len(es)-1].Score) // it may have dropped older records
+			}
+			copies = append(copies, c)
 		}
 		fallback := ""
-		if rep.Paused[job] >= s.quorum {
+		if rep.Paused[rd.lk.Name] >= s.quorum {
 			fallback = "paused"
 		}
-		runs := ledger.Merge(copies)
-		for _, m := range ledger.Missed(due, runs, ledger.Horizon(copies, capacity), s.quorum, skips[job], fallback) {
-			if !s.recordMissed(ctx, nodes, lk, m, capacity, window) {
+		for _, m := range ledger.Missed(dues[rd.lk.Name], copies, len(s.nodes), s.quorum, skips[rd.lk.Name], fallback) {
+			if !s.recordMissed(ctx, nodes, rd.lk, m, capacity, window) {
 				continue // counted by a later check, once recorded
 			}
-			if out[job] == nil {
-				out[job] = map[string]int{}
+			if out[rd.lk.Name] == nil {
+				out[rd.lk.Name] = map[string]int{}
 			}
-			out[job][m.Result]++
+			out[rd.lk.Name][m.Result]++
 		}
 	}
 	return out
+}
+
+// nodeInfos returns each node's run id and uptime, in parallel; a zero
+// Info for a node that did not answer.
+func nodeInfos(ctx context.Context, nodes []*engine.Node) []engine.Info {
+	infos := make([]engine.Info, len(nodes))
+	engine.OnEach(nodes, func(i int, n *engine.Node) (err error) {
+		infos[i], err = n.Info(ctx)
+		return err
+	})
+	return infos
 }
 
 // skipsOf returns the skips the live replicas' heartbeats in rep carry, by

@@ -65,19 +65,6 @@ func ReadNodes(ctx context.Context, nodes []*engine.Node, k engine.LockKeys, cou
 	return entries, errs
 }
 
-// Horizon returns the score (unix ms) before which the nodes' copies of a
-// ledger that keeps capacity records may have dropped records: the newest
-// of the oldest scores of the copies that are full; 0 if none is.
-func Horizon(nodes [][]engine.Entry, capacity int) int64 {
-	var h int64
-	for _, es := range nodes {
-		if len(es) > 0 && len(es) >= capacity {
-			h = max(h, es[len(es)-1].Score)
-		}
-	}
-	return h
-}
-
 // Merge merges the entries of several nodes' copies of one ledger, newest
 // first (by tick or start, then fence).
 func Merge(nodes [][]engine.Entry) []Run {

@@ -78,33 +78,35 @@ func TestMergeOperator(t *testing.T) {
 		t.Errorf("oldest record %+v; want the run of tick 4000", runs[3])
 	}
 	due := []time.Time{time.UnixMilli(4000), time.UnixMilli(5000)}
-	if m := Missed(due, runs, 0, 2, nil, ""); len(m) != 1 || m[0].Tick != 5000 {
+	copies := []Copy{{Entries: []engine.Entry{entry('o', pause), entry('o', other), entry('r', run)}}, {}}
+	if m := Missed(due, copies, 3, 2, nil, ""); len(m) != 1 || m[0].Tick != 5000 {
 		t.Errorf("missed %+v; want tick 5000 alone: an action is no run", m)
 	}
 }
 
-// TestMissed: a due tick no run covers is missed, with the reason most
-// replicas gave (or the fallback); a tick with a run, a committed start or
-// a missed record is not; a lease no run used, or a start on a minority,
-// does not cover its tick; ticks at or before the horizon are not judged.
+// TestMissed: a due tick that no record of the copies read covers is
+// missed, with the reason most replicas gave (or the fallback); a tick
+// with a run, a start on any node (running, or its replica died) or a
+// missed record is not; a lease no run used does not cover its tick.
 func TestMissed(t *testing.T) {
 	at := func(s float64) time.Time { return time.UnixMilli(int64(s * 1000)) }
-	runs := []Run{
-		{Record: engine.Record{Tick: 7000}, State: StateStarted, Nodes: 1},             // a failed commit's leftover
-		{Record: engine.Record{Tick: 5000, Run: "r5"}, State: StateReleased, Nodes: 3}, // ran
-		{Record: engine.Record{Tick: 4500}, State: StateReleased, Nodes: 3},            // a lease no run used
-		{Record: engine.Record{Tick: 3000}, State: StateMissed, Nodes: 3},
-		{Record: engine.Record{Tick: 2000}, State: StateStarted, Nodes: 2}, // running, or its replica died
+	rec := func(state engine.RecordState, tick int64, run string) engine.Entry {
+		return engine.Entry{State: state, Record: engine.Record{Tick: tick, Run: run}, Score: tick}
+	}
+	copies := []Copy{
+		{Entries: []engine.Entry{rec('s', 7000, ""), rec('r', 5000, "r5"), rec('r', 4500, ""), rec('m', 3000, "")}},
+		{Entries: []engine.Entry{rec('r', 5000, "r5"), rec('r', 4500, ""), rec('s', 2000, "")}},
+		{Entries: []engine.Entry{rec('l', 4500, "")}},
 	}
 	due := []time.Time{at(1), at(2), at(3), at(4), at(4.5), at(5), at(6), at(7)}
 	skips := map[int64][]Skip{4000: {{"b", "overlap"}, {"a", "no_quorum"}, {"c", "no_quorum"}}}
-	got := Missed(due, runs, 0, 2, skips, "")
+	got := Missed(due, copies, 5, 3, skips, "")
 	var ticks []int64
 	for _, m := range got {
 		ticks = append(ticks, m.Tick)
 	}
-	if !slices.Equal(ticks, []int64{1000, 4000, 4500, 6000, 7000}) {
-		t.Fatalf("missed ticks %v; want 1000, 4000, 4500, 6000, 7000", ticks)
+	if !slices.Equal(ticks, []int64{1000, 4000, 4500, 6000}) {
+		t.Fatalf("missed ticks %v; want 1000, 4000, 4500, 6000", ticks)
 	}
 	if got[1].Result != "no_quorum" || got[1].Error != "a: no_quorum, b: overlap, c: no_quorum" {
 		t.Errorf("tick 4000: %q, %q; want the most common reason and every report", got[1].Result, got[1].Error)
@@ -112,27 +114,30 @@ func TestMissed(t *testing.T) {
 	if got[0].Result != NoReport {
 		t.Errorf("tick 1000 without reports: %q; want %q", got[0].Result, NoReport)
 	}
-	if got := Missed(due, runs, 4500, 2, skips, "paused"); len(got) != 2 || got[0].Tick != 6000 || got[0].Result != "paused" {
-		t.Errorf("after horizon 4500 with fallback paused: %+v; want ticks 6000 and 7000, paused", got)
+	if got := Missed(due, copies, 5, 3, skips, "paused"); got[0].Result != "paused" {
+		t.Errorf("with fallback paused: %+v; want paused for a tick nobody reported", got[0])
 	}
 }
 
-// TestHorizon: only the copies that hold as many records as the ledger
-// keeps may have dropped older ones; the horizon is the newest of their
-// oldest scores.
-func TestHorizon(t *testing.T) {
-	es := func(scores ...int64) []engine.Entry {
-		var out []engine.Entry
-		for _, s := range scores {
-			out = append(out, engine.Entry{Score: s})
-		}
-		return out
+// TestMissedWitnesses: a tick is judged only when nodes-quorum+1 copies
+// hold every record written since before it: with 5 nodes and a quorum
+// of 3, three witnesses. A node that restarted after a tick (its Since
+// after it) is no witness, so a run whose records lived on the nodes that
+// restarted is not called missed.
+func TestMissedWitnesses(t *testing.T) {
+	due := []time.Time{time.UnixMilli(1000), time.UnixMilli(2000), time.UnixMilli(3000)}
+	copies := []Copy{{Since: 0}, {Since: 0}, {Since: 1500}, {Since: 2500}}
+	var ticks []int64
+	for _, m := range Missed(due, copies, 5, 3, nil, "") {
+		ticks = append(ticks, m.Tick)
 	}
-	nodes := [][]engine.Entry{es(90, 80, 70), es(90, 60, 10), es(90, 50)}
-	if h := Horizon(nodes, 3); h != 70 {
-		t.Errorf("Horizon = %d, want 70 (the full copies' oldest: 70 and 10)", h)
+	if !slices.Equal(ticks, []int64{2000, 3000}) {
+		t.Errorf("missed ticks %v; want 2000 and 3000 (tick 1000 has 2 witnesses, fewer than 3)", ticks)
 	}
-	if h := Horizon(nodes, 4); h != 0 {
-		t.Errorf("Horizon with none full = %d, want 0", h)
+	if m := Missed(due, copies[:2], 3, 2, nil, ""); len(m) != 3 {
+		t.Errorf("3 nodes, quorum 2, two witnesses: %d missed; want all 3", len(m))
+	}
+	if m := Missed(due, copies[:2], 5, 3, nil, ""); len(m) != 0 {
+		t.Errorf("5 nodes, two copies read: %d missed; want none (they prove nothing)", len(m))
 	}
 }
