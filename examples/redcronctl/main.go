@@ -46,6 +46,10 @@
 // the job's lock; it waits for the run's record and prints who took it,
 // and withdraws a request no replica took within -timeout.
 //
+// pause, resume, trigger and history act only on a job some live replica
+// publishes in its job table: any other name fails with "no such job"
+// (exit 2) and writes nothing, unless -force is given.
+//
 // Usage:
 //
 //	redcronctl -addrs redis-a:6379,redis-b:6379,redis-c:6379 [flags] [leaks]
@@ -70,6 +74,8 @@
 //	-timeout d             bound on the whole run (default 30s)
 //	-json                  print the JSON document below instead of the table
 //	-fix                   delete the leaks found (default: dry run)
+//	-force                 pause, resume, trigger, history: act on a job no live
+//	                       replica publishes (not deployed yet, or gone)
 //
 // A flag given on the command line overrides its environment variable.
 // The password is never printed, not even in error messages.
@@ -82,7 +88,8 @@
 //	2  an error: bad flags, no node could be scanned, or some node could
 //	   not be scanned and no leak was found on the others (a partial scan
 //	   is not a clean bill of health); for pause and resume, fewer than a
-//	   majority of the nodes changed (0 when a majority did)
+//	   majority of the nodes changed (0 when a majority did); for pause,
+//	   resume, trigger and history, a job no live replica publishes
 //
 // With -json, stdout is one JSON document (stdout is empty when no node
 // could be scanned). Fields are never removed or renamed; arrays are [],
@@ -187,6 +194,7 @@ type config struct {
 	timeout  time.Duration
 	json     bool
 	fix      bool
+	force    bool   // pause, resume, trigger, history: even a job no live replica publishes
 	last     int    // history: how many records
 	command  string // "" (the leak scan), "status", "history", "pause", "resume" or "trigger"
 	job      string // the job of history, pause, resume and trigger
@@ -270,6 +278,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.BoolVar(&cfg.json, "json", false, "print a JSON document (see the README) instead of a table")
 	fs.IntVar(&cfg.last, "last", 20, "history: how many of the newest records to print")
 	fs.BoolVar(&cfg.fix, "fix", false, "delete the leaks found, by compare-and-delete (default: dry run)")
+	fs.BoolVar(&cfg.force, "force", false, "pause, resume, trigger, history: act on a job no live replica publishes (not deployed yet, or gone)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | history JOB | pause JOB | resume JOB | trigger JOB]\n\n"+
 			"leaks (the default) scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
@@ -340,6 +349,9 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	}
 	if cfg.maxAge < 0 {
 		return nil, usagef("-max-age: %v is negative (0 turns the over-age check off)", cfg.maxAge)
+	}
+	if cfg.force && cfg.job == "" {
+		return nil, usagef("-force: only pause, resume, trigger and history take it")
 	}
 	if cfg.last < 1 {
 		return nil, usagef("-last: %d: must be at least 1", cfg.last)

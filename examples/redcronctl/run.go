@@ -96,6 +96,16 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		return exitError
 	}
 	cl := &cluster.Cluster{Nodes: nodes, Keys: keys, MaxAge: cfg.maxAge}
+	if cfg.job != "" && !cfg.force {
+		if err := cl.CheckJob(ctx, cfg.job); err != nil {
+			anyway := cfg.command + " it anyway"
+			if cfg.command == "history" {
+				anyway = "show its history anyway"
+			}
+			fmt.Fprintf(stderr, "redcronctl: %s (-force: %s)\n", hide(err.Error()), anyway)
+			return exitError
+		}
+	}
 	switch cfg.command {
 	case "pause", "resume":
 		return pause(ctx, cfg, cl, stdout, stderr, hide)
