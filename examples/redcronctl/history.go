@@ -37,7 +37,7 @@ func history(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 	read := 0
 	for i, err := range errs {
 		if err != nil {
-			fmt.Fprintf(stderr, "redcronctl: node %s not read: %s\n", cl.Nodes[i].Name(), hide(err.Error()))
+			fmt.Fprintf(stderr, "redcronctl: node %s not read: %s\n", hide(cl.Nodes[i].Name()), hide(err.Error()))
 			continue
 		}
 		read++
@@ -52,7 +52,7 @@ func history(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 	}
 	out := make([]historyRun, len(runs))
 	for i, r := range runs {
-		out[i] = historyRunOf(r)
+		out[i] = historyRunOf(r, hide)
 	}
 	if cfg.json {
 		enc := json.NewEncoder(stdout)
@@ -99,10 +99,11 @@ func orDash(s string) string {
 	return s
 }
 
-// historyRunOf returns the record r as history prints it.
-func historyRunOf(r ledger.Run) historyRun {
+// historyRunOf returns the record r as history prints it, its error
+// through hide.
+func historyRunOf(r ledger.Run, hide func(string) string) historyRun {
 	h := historyRun{Tick: ledger.Time(r.Tick), State: r.State, Result: r.Result, Replica: r.Owner, RunID: r.Run,
-		Fence: r.Fence, Start: ledger.Time(r.Start), DelayMS: r.Delay, Try: r.Try, Error: r.Error, Nodes: r.Nodes}
+		Fence: r.Fence, Start: ledger.Time(r.Start), DelayMS: r.Delay, Try: r.Try, Error: hide(r.Error), Nodes: r.Nodes}
 	began := r.Start // a manual run starts with its lease
 	if r.Tick != 0 {
 		began = r.Tick + r.Delay

@@ -78,7 +78,9 @@
 //	                       replica publishes (not deployed yet, or gone)
 //
 // A flag given on the command line overrides its environment variable.
-// The password is never printed, not even in error messages.
+// The password is never printed, not even in error messages; every error
+// shown (a node's, a run's) and every address passes through
+// internal/redact, which also takes out the password of any URL.
 //
 // Exit status:
 //
@@ -158,6 +160,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/redact"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -293,7 +296,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	err := fs.Parse(args)
 	// The flag package may echo a value (for example a password given to
 	// the wrong flag): redact what it printed before passing it on.
-	_, _ = io.WriteString(stderr, redact(flagOut.String(), cfg.password, env(envPassword)))
+	_, _ = io.WriteString(stderr, redact.New(nil, cfg.password, env(envPassword)).Redact(flagOut.String()))
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -327,6 +330,9 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		a = strings.TrimSpace(a)
 		if a == "" {
 			return nil, usagef("%s: empty address in %q", addrSource, addrs)
+		}
+		if strings.Contains(a, "@") { // user info: not echoed, it may hold a password
+			return nil, usagef("%s: an address holds \"@\": want host:port, the password in %s", addrSource, envPassword)
 		}
 		host, port, err := net.SplitHostPort(a)
 		if err != nil {
@@ -400,14 +406,4 @@ func tlsConfig(on bool, set map[string]bool, caFile, certFile, keyFile, serverNa
 		c.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
-}
-
-// redact replaces every non-empty secret in s.
-func redact(s string, secrets ...string) string {
-	for _, secret := range secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
 }

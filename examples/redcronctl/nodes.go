@@ -28,7 +28,7 @@ type nodeStatus struct {
 func nodeStatuses(nodes []cluster.Node, hide func(string) string) []nodeStatus {
 	out := make([]nodeStatus, len(nodes))
 	for i, n := range nodes {
-		out[i] = nodeStatus{Node: n.Name, Up: n.Err == nil}
+		out[i] = nodeStatus{Node: hide(n.Name), Up: n.Err == nil}
 		if n.Err != nil {
 			out[i].Error = hide(n.Err.Error())
 			continue

@@ -23,7 +23,7 @@ func pause(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stderr
 	errs, err := cl.Pause(ctx, cfg.job, who(), cfg.command == "pause")
 	for i, e := range errs {
 		if e != nil {
-			fmt.Fprintf(stderr, "redcronctl: %s on node %s: %s\n", cfg.command, cl.Nodes[i].Name(), hide(e.Error()))
+			fmt.Fprintf(stderr, "redcronctl: %s on node %s: %s\n", cfg.command, hide(cl.Nodes[i].Name()), hide(e.Error()))
 		}
 	}
 	done := len(errs)

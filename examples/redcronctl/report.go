@@ -57,7 +57,7 @@ func writeTable(w io.Writer, res *result) error {
 		fmt.Fprintln(tw, "NAME\tKIND\tCLASSES\tNODES\tTTL\tOWNER\tAGE")
 		for _, f := range found {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(f.Name), f.Kind, classNames(f.Classes, ","),
-				nodesCell(f, rep.Nodes), ttlCell(f), ownerCell(f), ageCell(f, res.now))
+				res.hide(nodesCell(f, rep.Nodes)), ttlCell(f), ownerCell(f), ageCell(f, res.now))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -313,6 +313,7 @@ func writeJSON(w io.Writer, res *result) error {
 			l.Classes = append(l.Classes, c.String())
 		}
 		for _, c := range f.Copies {
+			c.Node = res.hide(c.Node)
 			l.Copies = append(l.Copies, copyJSON(c))
 		}
 		doc.Leaks = append(doc.Leaks, l)

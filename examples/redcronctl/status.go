@@ -42,7 +42,7 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 		fmt.Fprintf(stderr, "redcronctl: no node could be scanned; nothing to report\n")
 		return exitError
 	}
-	jobs := jobsOf(st.Jobs)
+	jobs := jobsOf(st.Jobs, hide)
 	nodes := nodeStatuses(st.Nodes, hide)
 	replicas, common, tables := replicasOf(rep, time.Now())
 	if cfg.json {
@@ -107,13 +107,13 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 
 // jobsOf returns the jobs as status prints them, each with its last run
 // or missed tick.
-func jobsOf(jobs []cluster.Job) []jobStatus {
+func jobsOf(jobs []cluster.Job, hide func(string) string) []jobStatus {
 	out := make([]jobStatus, len(jobs))
 	for i, j := range jobs {
 		out[i] = jobStatus{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, PublishedBy: j.Publishers, Phantom: j.Phantom,
 			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
 		if len(j.Runs) > 0 {
-			r := historyRunOf(j.Runs[0])
+			r := historyRunOf(j.Runs[0], hide)
 			out[i].LastRun = &r
 		}
 	}

@@ -24,7 +24,7 @@ func trigger(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 	placed := 0
 	for i, e := range tr.Placed {
 		if e != nil {
-			fmt.Fprintf(stderr, "redcronctl: trigger on node %s: %s\n", cl.Nodes[i].Name(), hide(e.Error()))
+			fmt.Fprintf(stderr, "redcronctl: trigger on node %s: %s\n", hide(cl.Nodes[i].Name()), hide(e.Error()))
 			continue
 		}
 		placed++
