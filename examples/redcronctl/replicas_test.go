@@ -123,7 +123,7 @@ func TestStatusReplicas(t *testing.T) {
 		old.Started != nil || old.LastBeatAgeMS == nil || *old.LastBeatAgeMS > 10000 {
 		t.Errorf("old replica %+v: want live, its heartbeat's age and nothing else", old)
 	}
-	if o := exe(t, bin, nil, "-addrs", addrs, "status"); o.code != 0 || strings.Contains(o.stdout, "*") ||
+	if o := exe(t, bin, nil, "-addrs", addrs, "status"); o.code != 0 || strings.Contains(o.stdout, "\n* ") ||
 		!strings.Contains(o.stdout, "live replicas: [old-replica replica-a replica-b]") {
 		t.Errorf("status of agreeing replicas: %s", o)
 	}
