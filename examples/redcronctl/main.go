@@ -59,6 +59,9 @@
 //	redcronctl -addrs ... [flags] history JOB
 //	redcronctl -addrs ... [flags] trigger JOB
 //
+// Flags may come after the command too: redcronctl status -json,
+// redcronctl history -last 5 JOB, redcronctl pause JOB -force.
+//
 //	-addrs host:port,...   the independent masters, all of them (or REDCRON_ADDRS)
 //	-prefix p              key prefix of the locks (default "redcron")
 //	-username u            ACL user (or REDCRON_USERNAME)
@@ -216,8 +219,9 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// parseCommand reads the command after the flags: none (the leak scan),
-// status, pause JOB, or resume JOB.
+// parseCommand reads the command and its job among the arguments that are
+// not flags: none (the leak scan), leaks, status, or history, pause,
+// resume or trigger JOB.
 func parseCommand(cfg *config, args []string) error {
 	if len(args) == 0 {
 		return nil
@@ -225,7 +229,7 @@ func parseCommand(cfg *config, args []string) error {
 	switch args[0] {
 	case "leaks": // the default
 		if len(args) != 1 {
-			return usagef("leaks takes no argument (-fix is a flag, given before it)")
+			return usagef("leaks takes no argument (-fix is a flag)")
 		}
 		return nil
 	case "status":
@@ -236,10 +240,10 @@ func parseCommand(cfg *config, args []string) error {
 		return nil
 	case "pause", "resume", "history", "trigger":
 	default:
-		return usagef("unexpected argument %q: the commands are leaks (the default), status, history JOB, pause JOB, resume JOB and trigger JOB; every setting is a flag, given before them", args[0])
+		return usagef("unexpected argument %q: the commands are leaks (the default), status, history JOB, pause JOB, resume JOB and trigger JOB; every setting is a flag (-name value)", args[0])
 	}
 	if len(args) != 2 {
-		return usagef("%s takes one job name, after the flags", args[0])
+		return usagef("%s takes one job name", args[0])
 	}
 	if err := engine.CheckName(args[1]); err != nil {
 		return usagef("%s: %v", args[0], err)
@@ -290,10 +294,10 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 			"history JOB prints the job's last runs (-last N): replica, tick, result, error, fence.\n"+
 			"pause JOB stops every replica from running the job's ticks until resume JOB.\n"+
 			"trigger JOB has one replica run the job once, now, and waits for it to start.\n"+
-			"Exit status: 0 clean (or done), 1 leaks found, 2 error.\n\nFlags:\n")
+			"Flags may come before or after the command. Exit status: 0 clean (or done), 1 leaks found, 2 error.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	err := fs.Parse(args)
+	positional, err := parseInterleaved(fs, args)
 	// The flag package may echo a value (for example a password given to
 	// the wrong flag): redact what it printed before passing it on.
 	_, _ = io.WriteString(stderr, redact.New(nil, cfg.password, env(envPassword)).Redact(flagOut.String()))
@@ -303,7 +307,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		}
 		return nil, &usageError{msg: err.Error(), printed: true}
 	}
-	if err := parseCommand(&cfg, fs.Args()); err != nil {
+	if err := parseCommand(&cfg, positional); err != nil {
 		return nil, err
 	}
 	set := map[string]bool{}
@@ -369,6 +373,27 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// parseInterleaved parses args with fs, flags before and after the
+// command and its job alike ("status -json", "history -last 5 JOB"), and
+// returns the arguments that are not flags, in their order. After "--"
+// every argument is taken as one that is not a flag.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
+	}
 }
 
 // tlsConfig builds the TLS configuration the flags ask for, or nil for

@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "redcronctl: node %s not scanned: %s\n", ne.Node, ne.Err)
 	}
 	if scanErr != nil {
-		fmt.Fprintf(stderr, "redcronctl: no node could be scanned (%d configured); nothing to report\n", len(nodes))
+		fmt.Fprintf(stderr, "redcronctl: no node could be scanned (%s configured); nothing to report\n", plural(len(nodes), "node", "nodes"))
 		return exitError
 	}
 
@@ -159,7 +159,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	case len(found) > 0:
 		return exitLeaks
 	case len(rep.Errors) > 0:
-		fmt.Fprintf(stderr, "redcronctl: %d of %d nodes not scanned: the scan is incomplete\n", len(rep.Errors), rep.Nodes)
+		fmt.Fprintf(stderr, "redcronctl: %d of %s not scanned: the scan is incomplete\n", len(rep.Errors), plural(rep.Nodes, "node", "nodes"))
 		return exitError
 	}
 	return exitClean

@@ -94,8 +94,8 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 	if err := tw.Flush(); err != nil {
 		return exitError
 	}
-	fmt.Fprintf(stdout, "%d jobs under prefix %q on %d/%d nodes; live replicas: %v\n",
-		len(jobs), rep.Prefix, rep.Nodes-len(rep.Errors), rep.Nodes, rep.Live)
+	fmt.Fprintf(stdout, "%s under prefix %q on %d/%s; live replicas: %v\n",
+		plural(len(jobs), "job", "jobs"), rep.Prefix, rep.Nodes-len(rep.Errors), plural(rep.Nodes, "node", "nodes"), rep.Live)
 	if err := writeReplicas(stdout, replicas, common, tables); err != nil {
 		return exitError
 	}

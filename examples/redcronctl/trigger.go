@@ -31,7 +31,8 @@ func trigger(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 	}
 	switch {
 	case errors.Is(err, cluster.ErrNoMajority):
-		fmt.Fprintf(stderr, "redcronctl: trigger %s reached %d of %d nodes, not a majority (withdrawn): run it again\n", cfg.job, placed, len(cl.Nodes))
+		fmt.Fprintf(stderr, "redcronctl: trigger %s reached %d of %s, not a majority (withdrawn): run it again\n", cfg.job, placed,
+			plural(len(cl.Nodes), "node", "nodes"))
 		return exitError
 	case errors.Is(err, cluster.ErrNotTaken):
 		fmt.Fprintf(stderr, "redcronctl: no replica took the trigger of %s within -timeout %v (is a replica with the job running?); withdrawn\n",
