@@ -45,6 +45,9 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 	jobs := jobsOf(st.Jobs, hide)
 	nodes := nodeStatuses(st.Nodes, hide)
 	replicas, common, tables := replicasOf(rep, time.Now())
+	for i := range replicas { // in the same order, by instance id
+		replicas[i].SharesNoJob = st.Replicas[i].SharesNoJob
+	}
 	if cfg.json {
 		doc := struct {
 			Prefix     string          `json:"prefix"`

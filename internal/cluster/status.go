@@ -75,6 +75,10 @@ func (c *Cluster) Status(ctx context.Context, runs int, warm time.Duration) (*St
 		c.lastRuns(ctx, st.Jobs, runs)
 	}
 	st.Replicas, st.Common, st.Tables = Replicas(rep)
+	apart := st.Published.Apart()
+	for i := range st.Replicas {
+		st.Replicas[i].SharesNoJob = apart[st.Replicas[i].Instance]
+	}
 	wg.Wait()
 	return st, nil
 }

@@ -97,6 +97,79 @@ func (t *Tables) used() []string {
 	return out
 }
 
+// Apart returns the live replicas whose job table shares no job with the
+// tables of the most live replicas: the replicas of another service under
+// the same key prefix, which would otherwise pass for a deploy in
+// progress. The tables are grouped by the jobs they share (a table is in
+// the group of any table it shares a job with); with one group no replica
+// is apart; else the replicas outside the group most replicas publish are,
+// and all of them when two groups are as large. Replicas whose table is
+// unknown, or empty, are in no group.
+func (t *Tables) Apart() map[string]bool {
+	type group struct {
+		digests []string
+		jobs    map[string]bool
+	}
+	var groups []*group // pairwise without a job in common
+	for _, d := range t.used() {
+		g := &group{digests: []string{d}, jobs: map[string]bool{}}
+		for job := range t.ByDigest[d] {
+			g.jobs[job] = true
+		}
+		kept := groups[:0]
+		for _, o := range groups {
+			if !shares(o.jobs, t.ByDigest[d]) {
+				kept = append(kept, o)
+				continue
+			}
+			g.digests = append(g.digests, o.digests...)
+			for job := range o.jobs {
+				g.jobs[job] = true
+			}
+		}
+		groups = append(kept, g)
+	}
+	if len(groups) < 2 {
+		return nil
+	}
+	size := make([]int, len(groups))
+	of := map[string]int{} // digest → its group
+	for i, g := range groups {
+		for _, d := range g.digests {
+			of[d] = i
+		}
+	}
+	for _, d := range t.Of {
+		if i, ok := of[d]; ok {
+			size[i]++
+		}
+	}
+	largest := slices.Max(size)
+	tied := 0
+	for _, n := range size {
+		if n == largest {
+			tied++
+		}
+	}
+	apart := map[string]bool{}
+	for owner, d := range t.Of {
+		if i, ok := of[d]; ok && (size[i] < largest || tied > 1) {
+			apart[owner] = true
+		}
+	}
+	return apart
+}
+
+// shares reports whether table lists one of jobs.
+func shares(jobs map[string]bool, table map[string]engine.JobSpec) bool {
+	for job := range table {
+		if jobs[job] {
+			return true
+		}
+	}
+	return false
+}
+
 // Check returns nil when some live replica publishes job in its job
 // table, or when a live replica's table could not be read (it may list
 // it); otherwise an error matching ErrNoSuchJob, which says how many
