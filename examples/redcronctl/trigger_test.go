@@ -32,6 +32,7 @@ func TestTriggerEndToEnd(t *testing.T) {
 			return nil
 		})
 	}
+	awaitStatusJSON(t, bin, addrs, "the replicas' job", func(jobs map[string]jobStatus) bool { return jobs["report"].PublishedBy == 3 })
 	ran := func() []scheduler.RunInfo {
 		mu.Lock()
 		defer mu.Unlock()
