@@ -39,13 +39,14 @@ type Job struct {
 // Status is the fleet as one scan of its nodes shows it.
 type Status struct {
 	Report   *leaks.Report // the scan: leaks by class, heartbeats, pauses
-	Jobs     []Job         // every job with a lock, a state or a pause key, by name
+	Jobs     []Job         // every job with a lock, a state, a pause key or a ledger, or a live replica's, by name
 	Replicas []Replica     // the live replicas, by instance id
 	Common   string        // the job table most replicas publish ("" for none, or a tie)
 	Tables   int           // distinct job tables among them
 	Nodes    []Node        // each node's health, in the nodes' order
 	// Published is the live replicas' job tables: which replica lists
-	// which job (Tables.Check says whether a name is a job).
+	// which job (Tables.Check says whether a name is a job); nil when no
+	// node could be scanned.
 	Published *Tables
 }
 
