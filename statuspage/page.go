@@ -13,6 +13,7 @@ import (
 	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/internal/redact"
 	"github.com/redcron/redcron/mutex"
 )
 
@@ -109,7 +110,7 @@ func New(locks *mutex.Redlock, opts ...Option) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{locks: locks, cl: cl, cfg: cfg, tmpl: tmpl, hide: redactor(cl.Nodes), started: time.Now(),
+	p := &Page{locks: locks, cl: cl, cfg: cfg, tmpl: tmpl, hide: redact.New(cl.Nodes).Redact, started: time.Now(),
 		nodeErr: map[string]nodeError{}}
 	p.handler = p.routes()
 	return p, nil

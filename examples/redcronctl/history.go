@@ -23,7 +23,7 @@ type historyRun struct {
 	Fence    uint64    `json:"fence,omitempty"`
 	Start    time.Time `json:"start,omitzero"` // when the lease's acquisition started
 	DelayMS  int64     `json:"start_delay_ms"`
-	Duration float64   `json:"duration_s,omitempty"` // from the start to the release
+	Duration *float64  `json:"duration_s,omitempty"` // from the start to the release; 0: within its millisecond
 	Try      int       `json:"try,omitempty"`
 	Error    string    `json:"error,omitempty"`
 	Nodes    int       `json:"nodes"` // nodes holding the record
@@ -37,14 +37,14 @@ func history(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 	read := 0
 	for i, err := range errs {
 		if err != nil {
-			fmt.Fprintf(stderr, "redcronctl: node %s not read: %s\n", cl.Nodes[i].Name(), hide(err.Error()))
+			fmt.Fprintf(stderr, "redcronctl: node %s not read: %s\n", hide(cl.Nodes[i].Name()), hide(err.Error()))
 			continue
 		}
 		read++
 	}
 	switch {
 	case errors.Is(err, cluster.ErrNoMajority):
-		fmt.Fprintf(stderr, "redcronctl: %d of %d nodes read, not a majority: the history could miss runs\n", read, len(cl.Nodes))
+		fmt.Fprintf(stderr, "redcronctl: %d of %s read, not a majority: the history could miss runs\n", read, plural(len(cl.Nodes), "node", "nodes"))
 		return exitError
 	case err != nil:
 		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
@@ -52,7 +52,7 @@ func history(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 	}
 	out := make([]historyRun, len(runs))
 	for i, r := range runs {
-		out[i] = historyRunOf(r)
+		out[i] = historyRunOf(r, hide)
 	}
 	if cfg.json {
 		enc := json.NewEncoder(stdout)
@@ -76,19 +76,40 @@ func history(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 		case r.State == ledger.StateOperator: // when the operator acted
 			tick = r.Start.UTC().Format(time.RFC3339)
 		}
-		result := resultText(r)
-		dur := "-"
-		if r.Duration > 0 {
-			dur = (time.Duration(r.Duration * float64(time.Second))).Round(time.Millisecond).String()
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%v\t%s\t%d\t%s\n", tick, result, printable(orDash(r.Replica)), r.Fence,
-			time.Duration(r.DelayMS)*time.Millisecond, dur, r.Try, printable(orDash(r.Error)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", tick, resultText(r), printable(orDash(r.Replica)), r.Fence,
+			delayText(r), durationText(r), r.Try, printable(orDash(r.Error)))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitError
 	}
-	fmt.Fprintf(stdout, "%d runs of %q on %d/%d nodes\n", len(out), cfg.job, read, len(cl.Nodes))
+	fmt.Fprintf(stdout, "%s of %q on %d/%s\n", plural(len(out), "record", "records"), cfg.job, read, plural(len(cl.Nodes), "node", "nodes"))
 	return exitClean
+}
+
+// durationText is a run's duration for the table: "-" until it ended,
+// "<1ms" for a run that ended within the millisecond it started in (the
+// ledger's precision).
+func durationText(r historyRun) string {
+	switch {
+	case r.Duration == nil:
+		return "-"
+	case *r.Duration < 0.001:
+		return "<1ms"
+	}
+	return time.Duration(*r.Duration * float64(time.Second)).Round(time.Millisecond).String()
+}
+
+// delayText is how long after its tick a run started, for the table: "-"
+// for a record that is not a tick's run (a manual run, a missed tick, an
+// operator's action), "<1ms" within the tick's millisecond.
+func delayText(r historyRun) string {
+	switch {
+	case r.Tick.IsZero() || r.State == ledger.StateMissed || r.State == ledger.StateOperator:
+		return "-"
+	case r.DelayMS <= 0:
+		return "<1ms"
+	}
+	return (time.Duration(r.DelayMS) * time.Millisecond).String()
 }
 
 // orDash returns s, or "-" for "".
@@ -99,16 +120,18 @@ func orDash(s string) string {
 	return s
 }
 
-// historyRunOf returns the record r as history prints it.
-func historyRunOf(r ledger.Run) historyRun {
+// historyRunOf returns the record r as history prints it, its error
+// through hide.
+func historyRunOf(r ledger.Run, hide func(string) string) historyRun {
 	h := historyRun{Tick: ledger.Time(r.Tick), State: r.State, Result: r.Result, Replica: r.Owner, RunID: r.Run,
-		Fence: r.Fence, Start: ledger.Time(r.Start), DelayMS: r.Delay, Try: r.Try, Error: r.Error, Nodes: r.Nodes}
+		Fence: r.Fence, Start: ledger.Time(r.Start), DelayMS: r.Delay, Try: r.Try, Error: hide(r.Error), Nodes: r.Nodes}
 	began := r.Start // a manual run starts with its lease
 	if r.Tick != 0 {
 		began = r.Tick + r.Delay
 	}
-	if r.End != 0 && began != 0 && r.End > began {
-		h.Duration = float64(r.End-began) / 1000
+	if r.End != 0 && began != 0 && r.End >= began {
+		d := float64(r.End-began) / 1000
+		h.Duration = &d
 	}
 	return h
 }

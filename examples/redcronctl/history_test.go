@@ -40,7 +40,8 @@ func TestHistoryEndToEnd(t *testing.T) {
 		stop() // releases flushed: every record is final
 	}
 
-	o := exe(t, bin, nil, "-addrs", addrs, "-json", "-last", "100", "history", "flaky")
+	// No replica runs the job any more: -force.
+	o := exe(t, bin, nil, "-addrs", addrs, "-json", "-force", "-last", "100", "history", "flaky")
 	var doc struct {
 		Job  string       `json:"job"`
 		Runs []historyRun `json:"runs"`
@@ -72,7 +73,7 @@ func TestHistoryEndToEnd(t *testing.T) {
 		}
 	}
 
-	if o := exe(t, bin, nil, "-addrs", addrs, "history", "flaky"); o.code != 0 ||
+	if o := exe(t, bin, nil, "-addrs", addrs, "-force", "history", "flaky"); o.code != 0 ||
 		!strings.Contains(o.stdout, "TICK") || !strings.Contains(o.stdout, "odd second") || !strings.Contains(o.stdout, "replica-") {
 		t.Errorf("history table: %s", o)
 	}

@@ -46,6 +46,10 @@
 // the job's lock; it waits for the run's record and prints who took it,
 // and withdraws a request no replica took within -timeout.
 //
+// pause, resume, trigger and history act only on a job some live replica
+// publishes in its job table: any other name fails with "no such job"
+// (exit 2) and writes nothing, unless -force is given.
+//
 // Usage:
 //
 //	redcronctl -addrs redis-a:6379,redis-b:6379,redis-c:6379 [flags] [leaks]
@@ -54,6 +58,9 @@
 //	redcronctl -addrs ... [flags] resume JOB
 //	redcronctl -addrs ... [flags] history JOB
 //	redcronctl -addrs ... [flags] trigger JOB
+//
+// Flags may come after the command too: redcronctl status -json,
+// redcronctl history -last 5 JOB, redcronctl pause JOB -force.
 //
 //	-addrs host:port,...   the independent masters, all of them (or REDCRON_ADDRS)
 //	-prefix p              key prefix of the locks (default "redcron")
@@ -70,9 +77,13 @@
 //	-timeout d             bound on the whole run (default 30s)
 //	-json                  print the JSON document below instead of the table
 //	-fix                   delete the leaks found (default: dry run)
+//	-force                 pause, resume, trigger, history: act on a job no live
+//	                       replica publishes (not deployed yet, or gone)
 //
 // A flag given on the command line overrides its environment variable.
-// The password is never printed, not even in error messages.
+// The password is never printed, not even in error messages; every error
+// shown (a node's, a run's) and every address passes through
+// internal/redact, which also takes out the password of any URL.
 //
 // Exit status:
 //
@@ -82,7 +93,8 @@
 //	2  an error: bad flags, no node could be scanned, or some node could
 //	   not be scanned and no leak was found on the others (a partial scan
 //	   is not a clean bill of health); for pause and resume, fewer than a
-//	   majority of the nodes changed (0 when a majority did)
+//	   majority of the nodes changed (0 when a majority did); for pause,
+//	   resume, trigger and history, a job no live replica publishes
 //
 // With -json, stdout is one JSON document (stdout is empty when no node
 // could be scanned). Fields are never removed or renamed; arrays are [],
@@ -151,6 +163,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/redact"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -187,6 +200,7 @@ type config struct {
 	timeout  time.Duration
 	json     bool
 	fix      bool
+	force    bool   // pause, resume, trigger, history: even a job no live replica publishes
 	last     int    // history: how many records
 	command  string // "" (the leak scan), "status", "history", "pause", "resume" or "trigger"
 	job      string // the job of history, pause, resume and trigger
@@ -205,8 +219,9 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// parseCommand reads the command after the flags: none (the leak scan),
-// status, pause JOB, or resume JOB.
+// parseCommand reads the command and its job among the arguments that are
+// not flags: none (the leak scan), leaks, status, or history, pause,
+// resume or trigger JOB.
 func parseCommand(cfg *config, args []string) error {
 	if len(args) == 0 {
 		return nil
@@ -214,7 +229,7 @@ func parseCommand(cfg *config, args []string) error {
 	switch args[0] {
 	case "leaks": // the default
 		if len(args) != 1 {
-			return usagef("leaks takes no argument (-fix is a flag, given before it)")
+			return usagef("leaks takes no argument (-fix is a flag)")
 		}
 		return nil
 	case "status":
@@ -225,10 +240,10 @@ func parseCommand(cfg *config, args []string) error {
 		return nil
 	case "pause", "resume", "history", "trigger":
 	default:
-		return usagef("unexpected argument %q: the commands are leaks (the default), status, history JOB, pause JOB, resume JOB and trigger JOB; every setting is a flag, given before them", args[0])
+		return usagef("unexpected argument %q: the commands are leaks (the default), status, history JOB, pause JOB, resume JOB and trigger JOB; every setting is a flag (-name value)", args[0])
 	}
 	if len(args) != 2 {
-		return usagef("%s takes one job name, after the flags", args[0])
+		return usagef("%s takes one job name", args[0])
 	}
 	if err := engine.CheckName(args[1]); err != nil {
 		return usagef("%s: %v", args[0], err)
@@ -270,6 +285,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.BoolVar(&cfg.json, "json", false, "print a JSON document (see the README) instead of a table")
 	fs.IntVar(&cfg.last, "last", 20, "history: how many of the newest records to print")
 	fs.BoolVar(&cfg.fix, "fix", false, "delete the leaks found, by compare-and-delete (default: dry run)")
+	fs.BoolVar(&cfg.force, "force", false, "pause, resume, trigger, history: act on a job no live replica publishes (not deployed yet, or gone)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | history JOB | pause JOB | resume JOB | trigger JOB]\n\n"+
 			"leaks (the default) scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
@@ -278,20 +294,20 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 			"history JOB prints the job's last runs (-last N): replica, tick, result, error, fence.\n"+
 			"pause JOB stops every replica from running the job's ticks until resume JOB.\n"+
 			"trigger JOB has one replica run the job once, now, and waits for it to start.\n"+
-			"Exit status: 0 clean (or done), 1 leaks found, 2 error.\n\nFlags:\n")
+			"Flags may come before or after the command. Exit status: 0 clean (or done), 1 leaks found, 2 error.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	err := fs.Parse(args)
+	positional, err := parseInterleaved(fs, args)
 	// The flag package may echo a value (for example a password given to
 	// the wrong flag): redact what it printed before passing it on.
-	_, _ = io.WriteString(stderr, redact(flagOut.String(), cfg.password, env(envPassword)))
+	_, _ = io.WriteString(stderr, redact.New(nil, cfg.password, env(envPassword)).Redact(flagOut.String()))
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}
 		return nil, &usageError{msg: err.Error(), printed: true}
 	}
-	if err := parseCommand(&cfg, fs.Args()); err != nil {
+	if err := parseCommand(&cfg, positional); err != nil {
 		return nil, err
 	}
 	set := map[string]bool{}
@@ -319,6 +335,9 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		if a == "" {
 			return nil, usagef("%s: empty address in %q", addrSource, addrs)
 		}
+		if strings.Contains(a, "@") { // user info: not echoed, it may hold a password
+			return nil, usagef("%s: an address holds \"@\": want host:port, the password in %s", addrSource, envPassword)
+		}
 		host, port, err := net.SplitHostPort(a)
 		if err != nil {
 			return nil, usagef("%s: %q: %v", addrSource, a, err)
@@ -341,6 +360,9 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	if cfg.maxAge < 0 {
 		return nil, usagef("-max-age: %v is negative (0 turns the over-age check off)", cfg.maxAge)
 	}
+	if cfg.force && cfg.job == "" {
+		return nil, usagef("-force: only pause, resume, trigger and history take it")
+	}
 	if cfg.last < 1 {
 		return nil, usagef("-last: %d: must be at least 1", cfg.last)
 	}
@@ -351,6 +373,27 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		return nil, err
 	}
 	return &cfg, nil
+}
+
+// parseInterleaved parses args with fs, flags before and after the
+// command and its job alike ("status -json", "history -last 5 JOB"), and
+// returns the arguments that are not flags, in their order. After "--"
+// every argument is taken as one that is not a flag.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
+	}
 }
 
 // tlsConfig builds the TLS configuration the flags ask for, or nil for
@@ -388,14 +431,4 @@ func tlsConfig(on bool, set map[string]bool, caFile, certFile, keyFile, serverNa
 		c.Certificates = []tls.Certificate{cert}
 	}
 	return c, nil
-}
-
-// redact replaces every non-empty secret in s.
-func redact(s string, secrets ...string) string {
-	for _, secret := range secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return s
 }

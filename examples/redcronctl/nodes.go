@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 	"time"
 
@@ -28,7 +29,7 @@ type nodeStatus struct {
 func nodeStatuses(nodes []cluster.Node, hide func(string) string) []nodeStatus {
 	out := make([]nodeStatus, len(nodes))
 	for i, n := range nodes {
-		out[i] = nodeStatus{Node: n.Name, Up: n.Err == nil}
+		out[i] = nodeStatus{Node: hide(n.Name), Up: n.Err == nil}
 		if n.Err != nil {
 			out[i].Error = hide(n.Err.Error())
 			continue
@@ -38,6 +39,15 @@ func nodeStatuses(nodes []cluster.Node, hide func(string) string) []nodeStatus {
 		out[i].WarmingUp = n.WarmingUp
 	}
 	return out
+}
+
+// latencyText is a latency in ms for the table: 412µs under a
+// millisecond, 1.4ms above.
+func latencyText(ms float64) string {
+	if ms < 1 {
+		return fmt.Sprintf("%dµs", int(math.Round(ms*1000)))
+	}
+	return fmt.Sprintf("%.1fms", ms)
 }
 
 // writeNodes prints the nodes' table.
@@ -54,7 +64,7 @@ func writeNodes(w io.Writer, nodes []nodeStatus) error {
 		if n.WarmingUp {
 			note = "warming up: its vote counts a minute after its start (unless the nodes are trusted)"
 		}
-		fmt.Fprintf(tw, "%s\tyes\t%.1fms\t%v\t%s\n", n.Node, n.LatencyMS, time.Duration(n.UptimeS)*time.Second, note)
+		fmt.Fprintf(tw, "%s\tyes\t%s\t%v\t%s\n", n.Node, latencyText(n.LatencyMS), time.Duration(n.UptimeS)*time.Second, note)
 	}
 	return tw.Flush()
 }

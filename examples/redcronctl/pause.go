@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,41 +12,62 @@ import (
 	"github.com/redcron/redcron/internal/cluster"
 )
 
+// pauseDoc is what pause and resume print with -json.
+type pauseDoc struct {
+	Job        string          `json:"job"`
+	Action     string          `json:"action"`  // pause or resume
+	Done       bool            `json:"done"`    // a majority of the nodes took it
+	Changed    int             `json:"changed"` // nodes that took it
+	Nodes      int             `json:"nodes"`   // nodes configured
+	NodeErrors []jsonNodeError `json:"node_errors"`
+}
+
 // pause runs pause JOB or resume JOB: it sets the job's pause key (no TTL:
 // a pause lasts until it is resumed) on every node, or deletes it, and
 // succeeds when a majority did (see cluster.Cluster.Pause; the job's
 // ledger records it, by who). A tick of a paused job is refused by the
 // acquisition itself on every node that has the key, so with the key on a
 // majority no replica can win it (a skip with reason paused); a manual run
-// (Trigger) is not refused. It prints what it did to stdout, each node
-// that failed to stderr.
+// (Trigger) is not refused. It prints what it did to stdout (with -json, a
+// document, also when a majority was not reached), each node that failed
+// to stderr.
 func pause(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stderr io.Writer, hide func(string) string) int {
 	errs, err := cl.Pause(ctx, cfg.job, who(), cfg.command == "pause")
+	doc := pauseDoc{Job: cfg.job, Action: cfg.command, Nodes: len(cl.Nodes), NodeErrors: []jsonNodeError{}}
 	for i, e := range errs {
 		if e != nil {
-			fmt.Fprintf(stderr, "redcronctl: %s on node %s: %s\n", cfg.command, cl.Nodes[i].Name(), hide(e.Error()))
+			name := hide(cl.Nodes[i].Name())
+			doc.NodeErrors = append(doc.NodeErrors, jsonNodeError{Node: name, Error: hide(e.Error())})
+			fmt.Fprintf(stderr, "redcronctl: %s on node %s: %s\n", cfg.command, name, hide(e.Error()))
+			continue
 		}
+		doc.Changed++
 	}
-	done := len(errs)
-	for _, e := range errs {
-		if e != nil {
-			done--
+	doc.Done = err == nil
+	if cfg.json && errs != nil {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if enc.Encode(doc) != nil {
+			return exitError
 		}
 	}
 	switch {
 	case errors.Is(err, cluster.ErrNoMajority):
-		fmt.Fprintf(stderr, "redcronctl: %s %s reached %d of %d nodes, not a majority (a pause is taken back): run it again\n", cfg.command, cfg.job, done, len(cl.Nodes))
+		fmt.Fprintf(stderr, "redcronctl: %s %s reached %d of %s, not a majority (a pause is taken back): run it again\n",
+			cfg.command, cfg.job, doc.Changed, plural(len(cl.Nodes), "node", "nodes"))
 		return exitError
 	case err != nil:
 		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
-	verb := map[string]string{"pause": "paused", "resume": "resumed"}[cfg.command]
-	fmt.Fprintf(stdout, "%s %s on %d of %d nodes\n", verb, cfg.job, done, len(cl.Nodes))
-	if done < len(cl.Nodes) {
+	if !cfg.json {
+		verb := map[string]string{"pause": "paused", "resume": "resumed"}[cfg.command]
+		fmt.Fprintf(stdout, "%s %s on %d of %s\n", verb, cfg.job, doc.Changed, plural(len(cl.Nodes), "node", "nodes"))
+	}
+	if missed := len(cl.Nodes) - doc.Changed; missed > 0 {
 		// A node left out answers as before: after a resume, its refusals
 		// cost the job a vote until it is resumed too.
-		fmt.Fprintf(stderr, "redcronctl: %d node(s) missed the %s: run it again once they are back\n", len(cl.Nodes)-done, cfg.command)
+		fmt.Fprintf(stderr, "redcronctl: %s missed the %s: run it again once every node is back\n", plural(missed, "node", "nodes"), cfg.command)
 	}
 	return exitClean
 }

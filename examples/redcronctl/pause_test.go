@@ -149,18 +149,19 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // TestPauseInHistory: a pause and a resume are in the job's history, as
-// the operator's actions, by user@host, newest first.
+// the operator's actions, by user@host, newest first (of a job no replica
+// runs yet: with -force).
 func TestPauseInHistory(t *testing.T) {
 	t.Parallel()
 	bin := buildCommand(t)
 	c := redistest.Start(t, 3)
 	addrs := strings.Join(c.Addrs(), ",")
 	for _, cmd := range []string{"pause", "resume"} {
-		if o := exe(t, bin, nil, "-addrs", addrs, cmd, "nightly"); o.code != 0 {
+		if o := exe(t, bin, nil, "-addrs", addrs, "-force", cmd, "nightly"); o.code != 0 {
 			t.Fatalf("%s: %s", cmd, o)
 		}
 	}
-	o := exe(t, bin, nil, "-addrs", addrs, "-json", "history", "nightly")
+	o := exe(t, bin, nil, "-addrs", addrs, "-json", "-force", "history", "nightly")
 	var doc struct {
 		Runs []historyRun `json:"runs"`
 	}
@@ -172,7 +173,7 @@ func TestPauseInHistory(t *testing.T) {
 			t.Errorf("record %d: %+v; want the operator's %s, by %s, on 3 nodes", i, r, want, who())
 		}
 	}
-	if o := exe(t, bin, nil, "-addrs", addrs, "history", "nightly"); o.code != 0 || !strings.Contains(o.stdout, "operator: paused") {
+	if o := exe(t, bin, nil, "-addrs", addrs, "-force", "history", "nightly"); o.code != 0 || !strings.Contains(o.stdout, "operator: paused") {
 		t.Errorf("history table: %s", o)
 	}
 }

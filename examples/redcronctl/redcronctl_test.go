@@ -730,6 +730,7 @@ func TestUsageErrors(t *testing.T) {
 		{nil, map[string]string{"REDCRON_ADDRS": "redis-a"}, `REDCRON_ADDRS: "redis-a": address redis-a: missing port in address`},
 		{[]string{"-addrs", "a:1,b:2,a:1"}, nil, "-addrs: a:1 appears twice"},
 		{[]string{"-addrs", ":6379"}, nil, `-addrs: ":6379": want host:port`},
+		{[]string{"-addrs", "a:1,ops:pw-in-addr@b:1"}, nil, `-addrs: an address holds "@": want host:port, the password in REDCRON_PASSWORD`},
 		{[]string{"-addrs", "a:1", "-prefix", "red cron"}, nil, "-prefix: redcron: key prefix"},
 		{[]string{"-addrs", "a:1", "-prefix", ""}, nil, "-prefix: empty"},
 		{[]string{"-addrs", "a:1", "-max-age", "-1h"}, nil, "-max-age: -1h0m0s is negative"},

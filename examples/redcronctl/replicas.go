@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +19,7 @@ type replicaStatus struct {
 	Version       string  `json:"version"`
 	JobTable      string  `json:"job_table"`         // digest of its jobs; "" if it publishes none
 	TableDiffers  bool    `json:"job_table_differs"` // not the table most replicas publish
+	SharesNoJob   bool    `json:"shares_no_job"`     // its table shares no job with the most replicas': another service's?
 	OffsetMS      *int64  `json:"clock_offset_ms"`   // its clock minus the nodes'
 	Started       *string `json:"started"`           // RFC 3339, UTC, ms
 	LastBeatAgeMS *int64  `json:"last_beat_age_ms"`  // by this command's clock
@@ -50,8 +52,9 @@ func replicasOf(rep *leaks.Report, now time.Time) (out []replicaStatus, common s
 }
 
 // writeReplicas prints the replicas' table: instance, version, job table
-// (marked with * when it is not the most common), clock offset and the age
-// of the last heartbeat.
+// (marked with * when it is not the most common, ! when it shares no job
+// with the most replicas'), clock offset and the age of the last
+// heartbeat.
 func writeReplicas(w io.Writer, replicas []replicaStatus, common string, tables int) error {
 	if len(replicas) == 0 {
 		return nil
@@ -63,6 +66,9 @@ func writeReplicas(w io.Writer, replicas []replicaStatus, common string, tables 
 		if r.TableDiffers {
 			table += " *"
 		}
+		if r.SharesNoJob {
+			table += " !"
+		}
 		if r.OffsetMS != nil {
 			offset = fmt.Sprintf("%+dms", *r.OffsetMS)
 		}
@@ -73,6 +79,10 @@ func writeReplicas(w io.Writer, replicas []replicaStatus, common string, tables 
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if apart := slices.ContainsFunc(replicas, func(r replicaStatus) bool { return r.SharesNoJob }); apart {
+		fmt.Fprintf(w, "! job table shares no job with the other replicas': another service under the same key prefix? "+
+			"Give each service its own (mutex.WithKeyPrefix, -prefix)\n")
 	}
 	if tables <= 1 {
 		return nil

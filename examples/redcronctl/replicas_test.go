@@ -123,7 +123,7 @@ func TestStatusReplicas(t *testing.T) {
 		old.Started != nil || old.LastBeatAgeMS == nil || *old.LastBeatAgeMS > 10000 {
 		t.Errorf("old replica %+v: want live, its heartbeat's age and nothing else", old)
 	}
-	if o := exe(t, bin, nil, "-addrs", addrs, "status"); o.code != 0 || strings.Contains(o.stdout, "*") ||
+	if o := exe(t, bin, nil, "-addrs", addrs, "status"); o.code != 0 || strings.Contains(o.stdout, "\n* ") ||
 		!strings.Contains(o.stdout, "live replicas: [old-replica replica-a replica-b]") {
 		t.Errorf("status of agreeing replicas: %s", o)
 	}
@@ -190,5 +190,52 @@ func TestReplicasOf(t *testing.T) {
 	rep.Beats["d"] = engine.Beat{Format: engine.BeatFormat, JobTable: "x"}
 	if got, common, _ := replicasOf(rep, now); common != "x" || got[0].TableDiffers || !got[1].TableDiffers || got[3].TableDiffers {
 		t.Errorf("replicasOf with x the most common: %+v, %q", got, common)
+	}
+}
+
+// TestStatusFlagsAnotherService: a replica whose job table shares no job
+// with the others' (another service under the same prefix) is flagged,
+// in -json and in the table with a note saying what to do; a replica in
+// the middle of a deploy (one more job) is not.
+func TestStatusFlagsAnotherService(t *testing.T) {
+	t.Parallel()
+	bin := buildCommand(t)
+	c := redistest.Start(t, 3)
+	addrs := strings.Join(c.Addrs(), ",")
+	beats := make(chan string, 100)
+	report, cleanup := [2]string{"report", "0 3 * * *"}, [2]string{"cleanup", "@hourly"}
+	heartbeatReplica(t, c, "a1", beats, nil, report, cleanup)
+	heartbeatReplica(t, c, "a2", beats, nil, report, cleanup)
+	heartbeatReplica(t, c, "a3", beats, nil, report, cleanup, [2]string{"forgotten", "@daily"})
+	heartbeatReplica(t, c, "b1", beats, nil, [2]string{"invoice", "@daily"})
+	awaitBeats(t, beats, 1, "a1", "a2", "a3", "b1")
+	var doc struct {
+		Heartbeats []struct {
+			Instance    string `json:"instance"`
+			SharesNoJob bool   `json:"shares_no_job"`
+		} `json:"heartbeats"`
+	}
+	awaitStatusJSON(t, bin, addrs, "every replica's table", func(jobs map[string]jobStatus) bool {
+		return jobs["report"].PublishedBy == 3 && jobs["forgotten"].PublishedBy == 1 && jobs["invoice"].PublishedBy == 1
+	})
+	o := exe(t, bin, nil, "-addrs", addrs, "status", "-json")
+	if err := json.Unmarshal([]byte(o.stdout), &doc); err != nil || len(doc.Heartbeats) != 4 {
+		t.Fatalf("status -json: %v\n%s", err, o)
+	}
+	for _, r := range doc.Heartbeats {
+		if r.SharesNoJob != (r.Instance == "b1") {
+			t.Errorf("%s: shares_no_job %v; want only b1's flagged", r.Instance, r.SharesNoJob)
+		}
+	}
+	o = exe(t, bin, nil, "-addrs", addrs, "status")
+	rows := map[string][]string{}
+	for line := range strings.Lines(o.stdout) {
+		if f := strings.Fields(line); len(f) > 0 {
+			rows[f[0]] = f
+		}
+	}
+	if r := rows["b1"]; len(r) < 5 || r[3] != "*" || r[4] != "!" || rows["a3"][3] != "*" || rows["a3"][4] == "!" ||
+		!strings.Contains(o.stdout, "! job table shares no job with the other replicas': another service under the same key prefix?") {
+		t.Errorf("status: want b1's table marked ! with the note, a3's only *:\n%s", o)
 	}
 }

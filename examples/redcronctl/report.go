@@ -57,7 +57,7 @@ func writeTable(w io.Writer, res *result) error {
 		fmt.Fprintln(tw, "NAME\tKIND\tCLASSES\tNODES\tTTL\tOWNER\tAGE")
 		for _, f := range found {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(f.Name), f.Kind, classNames(f.Classes, ","),
-				nodesCell(f, rep.Nodes), ttlCell(f), ownerCell(f), ageCell(f, res.now))
+				res.hide(nodesCell(f, rep.Nodes)), ttlCell(f), ownerCell(f), ageCell(f, res.now))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -76,8 +76,8 @@ func writeTable(w io.Writer, res *result) error {
 func summary(res *result, leaked int) string {
 	rep := res.rep
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d keys scanned on %d/%d nodes (%d failed) in %v; ", rep.Scanned,
-		rep.Nodes-len(res.nodeErrors), rep.Nodes, len(res.nodeErrors), rep.Took.Round(time.Millisecond))
+	fmt.Fprintf(&b, "%s scanned on %d/%s (%d failed) in %s; ", plural(rep.Scanned, "key", "keys"),
+		rep.Nodes-len(res.nodeErrors), plural(rep.Nodes, "node", "nodes"), len(res.nodeErrors), short(rep.Took))
 	fmt.Fprintf(&b, "%d leaked", leaked)
 	var parts []string
 	for _, c := range leaks.AllClasses() {
@@ -100,7 +100,7 @@ func writeFixes(w io.Writer, fixed []fixOutcome) error {
 			deleted++
 		}
 	}
-	if _, err := fmt.Fprintf(w, "\nfix: deleted %d copies, left %d alone\n", deleted, len(fixed)-deleted); err != nil {
+	if _, err := fmt.Fprintf(w, "\nfix: deleted %s, left %d alone\n", plural(deleted, "copy", "copies"), len(fixed)-deleted); err != nil {
 		return err
 	}
 	if len(fixed) == 0 {
@@ -215,12 +215,16 @@ func ageCell(f leaks.Finding, now time.Time) string {
 	return short(now.Sub(oldest))
 }
 
-// short formats d compactly: 850ms, 59s, 12m5s, 3h2m, 4d3h.
+// short formats d compactly: 412µs, 850ms, 59s, 12m5s, 3h2m, 4d3h.
 func short(d time.Duration) string {
 	if d < 0 {
 		return "-" + short(-d)
 	}
 	switch {
+	case d == 0:
+		return "0s"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
 	case d < time.Second:
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	case d < time.Minute:
@@ -313,6 +317,7 @@ func writeJSON(w io.Writer, res *result) error {
 			l.Classes = append(l.Classes, c.String())
 		}
 		for _, c := range f.Copies {
+			c.Node = res.hide(c.Node)
 			l.Copies = append(l.Copies, copyJSON(c))
 		}
 		doc.Leaks = append(doc.Leaks, l)
@@ -346,4 +351,12 @@ func copyJSON(c leaks.Copy) jsonCopy {
 		jc.Acquired = &at
 	}
 	return jc
+}
+
+// plural returns n and the noun, one or many as n asks: "1 job", "2 jobs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/internal/redact"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -43,9 +44,10 @@ type result struct {
 	rep        *leaks.Report
 	addrs      []string // the nodes, in -addrs order: the order of copies and errors
 	nodeErrors []nodeError
-	fixRan     bool         // -fix was given
-	fixed      []fixOutcome // one per copy of each leak, with -fix
-	now        time.Time    // when the scan ended; ages are measured from it
+	fixRan     bool                // -fix was given
+	fixed      []fixOutcome        // one per copy of each leak, with -fix
+	now        time.Time           // when the scan ended; ages are measured from it
+	hide       func(string) string // for the nodes' names in the copies
 }
 
 // nodeError is a node that could not be scanned.
@@ -73,13 +75,14 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	if err != nil {
 		var ue *usageError
 		if !errors.As(err, &ue) || !ue.printed {
-			fmt.Fprintf(stderr, "redcronctl: %s\n", redact(err.Error(), env(envPassword)))
+			fmt.Fprintf(stderr, "redcronctl: %s\n", redact.New(nil, env(envPassword)).Redact(err.Error()))
 		}
 		return exitError
 	}
-	// From here on, every text that may carry a server's or a client's
-	// words goes through hide before it is printed.
-	hide := func(s string) string { return redact(s, cfg.password) }
+	// From here on, every text that may carry a server's, a client's or a
+	// job's words, and every address, goes through hide before it is
+	// printed.
+	hide := redact.New(nil, cfg.password).Redact
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
@@ -90,12 +93,23 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
+	hide = redact.New(nodes, cfg.password).Redact
 	keys, err := engine.NewKeyspace(cfg.prefix)
 	if err != nil {
 		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
 	cl := &cluster.Cluster{Nodes: nodes, Keys: keys, MaxAge: cfg.maxAge}
+	if cfg.job != "" && !cfg.force {
+		if err := cl.CheckJob(ctx, cfg.job); err != nil {
+			anyway := cfg.command + " it anyway"
+			if cfg.command == "history" {
+				anyway = "show its history anyway"
+			}
+			fmt.Fprintf(stderr, "redcronctl: %s (-force: %s)\n", hide(err.Error()), anyway)
+			return exitError
+		}
+	}
 	switch cfg.command {
 	case "pause", "resume":
 		return pause(ctx, cfg, cl, stdout, stderr, hide)
@@ -107,11 +121,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		return trigger(ctx, cfg, cl, stdout, stderr, hide)
 	}
 	rep, scanErr := cl.Scanner().Scan(ctx)
-	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix}
+	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix, hide: hide}
 	for _, e := range rep.Errors {
 		ne := nodeError{Err: hide(e.Error())}
 		if se := (*engine.Error)(nil); errors.As(e, &se) {
-			ne.Node = se.Node
+			ne.Node = hide(se.Node)
 		}
 		res.nodeErrors = append(res.nodeErrors, ne)
 	}
@@ -123,7 +137,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "redcronctl: node %s not scanned: %s\n", ne.Node, ne.Err)
 	}
 	if scanErr != nil {
-		fmt.Fprintf(stderr, "redcronctl: no node could be scanned (%d configured); nothing to report\n", len(nodes))
+		fmt.Fprintf(stderr, "redcronctl: no node could be scanned (%s configured); nothing to report\n", plural(len(nodes), "node", "nodes"))
 		return exitError
 	}
 
@@ -145,7 +159,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	case len(found) > 0:
 		return exitLeaks
 	case len(rep.Errors) > 0:
-		fmt.Fprintf(stderr, "redcronctl: %d of %d nodes not scanned: the scan is incomplete\n", len(rep.Errors), rep.Nodes)
+		fmt.Fprintf(stderr, "redcronctl: %d of %s not scanned: the scan is incomplete\n", len(rep.Errors), plural(rep.Nodes, "node", "nodes"))
 		return exitError
 	}
 	return exitClean
@@ -202,7 +216,7 @@ func fix(ctx context.Context, cl *cluster.Cluster, rep *leaks.Report, hide func(
 	results := cl.Fix(ctx, rep, who())
 	out := make([]fixOutcome, 0, len(results))
 	for _, r := range results {
-		o := fixOutcome{Node: r.Node, Key: r.Key, Deleted: r.Deleted}
+		o := fixOutcome{Node: hide(r.Node), Key: r.Key, Deleted: r.Deleted}
 		switch {
 		case r.Err != nil:
 			o.Reason, o.Err = reasonError, hide(r.Err.Error())

@@ -13,14 +13,18 @@ import (
 
 // jobStatus is one job's lock as the nodes hold it.
 type jobStatus struct {
-	Name     string    `json:"name"`
-	Spec     string    `json:"spec,omitempty"` // from the job table the most replicas publish
-	Zone     string    `json:"zone,omitempty"`
-	Next     time.Time `json:"next,omitzero"`     // its next tick
-	PausedOn int       `json:"paused_on"`         // nodes with its pause key
-	Holder   string    `json:"holder,omitempty"`  // the owner holding its lock on the most nodes
-	Tick     time.Time `json:"tick,omitzero"`     // the tick that value claims
-	HeldOn   int       `json:"held_on,omitempty"` // nodes with that value
+	Name string    `json:"name"`
+	Spec string    `json:"spec,omitempty"` // from the job table the most replicas publish
+	Zone string    `json:"zone,omitempty"`
+	Next time.Time `json:"next,omitzero"` // its next tick
+	// PublishedBy is how many live replicas list it in their job table;
+	// Phantom: none does (a leftover of a job gone, or one not deployed yet).
+	PublishedBy int       `json:"published_by"`
+	Phantom     bool      `json:"phantom"`
+	PausedOn    int       `json:"paused_on"`         // nodes with its pause key
+	Holder      string    `json:"holder,omitempty"`  // the owner holding its lock on the most nodes
+	Tick        time.Time `json:"tick,omitzero"`     // the tick that value claims
+	HeldOn      int       `json:"held_on,omitempty"` // nodes with that value
 	// LastRun is the newest record of its ledger: a run or a missed tick.
 	LastRun *historyRun `json:"last_run,omitempty"`
 }
@@ -38,9 +42,12 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 		fmt.Fprintf(stderr, "redcronctl: no node could be scanned; nothing to report\n")
 		return exitError
 	}
-	jobs := jobsOf(st.Jobs)
+	jobs := jobsOf(st.Jobs, hide)
 	nodes := nodeStatuses(st.Nodes, hide)
 	replicas, common, tables := replicasOf(rep, time.Now())
+	for i := range replicas { // in the same order, by instance id
+		replicas[i].SharesNoJob = st.Replicas[i].SharesNoJob
+	}
 	if cfg.json {
 		doc := struct {
 			Prefix     string          `json:"prefix"`
@@ -76,8 +83,11 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 			tick = j.Tick.UTC().Format(time.RFC3339)
 		}
 		spec, next := "-", "-"
-		if j.Spec != "" {
+		switch {
+		case j.Spec != "":
 			spec = printable(j.Spec)
+		case j.Phantom:
+			spec = "(no live replica has it)"
 		}
 		if !j.Next.IsZero() {
 			next = j.Next.UTC().Format(time.RFC3339)
@@ -87,8 +97,8 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 	if err := tw.Flush(); err != nil {
 		return exitError
 	}
-	fmt.Fprintf(stdout, "%d jobs under prefix %q on %d/%d nodes; live replicas: %v\n",
-		len(jobs), rep.Prefix, rep.Nodes-len(rep.Errors), rep.Nodes, rep.Live)
+	fmt.Fprintf(stdout, "%s under prefix %q on %d/%s; live replicas: %v\n",
+		plural(len(jobs), "job", "jobs"), rep.Prefix, rep.Nodes-len(rep.Errors), plural(rep.Nodes, "node", "nodes"), rep.Live)
 	if err := writeReplicas(stdout, replicas, common, tables); err != nil {
 		return exitError
 	}
@@ -100,13 +110,13 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 
 // jobsOf returns the jobs as status prints them, each with its last run
 // or missed tick.
-func jobsOf(jobs []cluster.Job) []jobStatus {
+func jobsOf(jobs []cluster.Job, hide func(string) string) []jobStatus {
 	out := make([]jobStatus, len(jobs))
 	for i, j := range jobs {
-		out[i] = jobStatus{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, PausedOn: j.PausedOn, Holder: j.Holder,
-			Tick: j.Tick, HeldOn: j.HeldOn}
+		out[i] = jobStatus{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, PublishedBy: j.Publishers, Phantom: j.Phantom,
+			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
 		if len(j.Runs) > 0 {
-			r := historyRunOf(j.Runs[0])
+			r := historyRunOf(j.Runs[0], hide)
 			out[i].LastRun = &r
 		}
 	}

@@ -24,14 +24,15 @@ func trigger(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 	placed := 0
 	for i, e := range tr.Placed {
 		if e != nil {
-			fmt.Fprintf(stderr, "redcronctl: trigger on node %s: %s\n", cl.Nodes[i].Name(), hide(e.Error()))
+			fmt.Fprintf(stderr, "redcronctl: trigger on node %s: %s\n", hide(cl.Nodes[i].Name()), hide(e.Error()))
 			continue
 		}
 		placed++
 	}
 	switch {
 	case errors.Is(err, cluster.ErrNoMajority):
-		fmt.Fprintf(stderr, "redcronctl: trigger %s reached %d of %d nodes, not a majority (withdrawn): run it again\n", cfg.job, placed, len(cl.Nodes))
+		fmt.Fprintf(stderr, "redcronctl: trigger %s reached %d of %s, not a majority (withdrawn): run it again\n", cfg.job, placed,
+			plural(len(cl.Nodes), "node", "nodes"))
 		return exitError
 	case errors.Is(err, cluster.ErrNotTaken):
 		fmt.Fprintf(stderr, "redcronctl: no replica took the trigger of %s within -timeout %v (is a replica with the job running?); withdrawn\n",

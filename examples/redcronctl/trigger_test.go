@@ -15,8 +15,8 @@ import (
 
 // TestTriggerEndToEnd: a trigger from the command runs the job once, on
 // one replica of three, and its run is in the job's history, with the
-// request's ticket; a trigger of a job no replica has fails and leaves no
-// request behind.
+// request's ticket; a trigger of a job no replica has, forced, fails and
+// leaves no request behind.
 func TestTriggerEndToEnd(t *testing.T) {
 	t.Parallel()
 	bin := buildCommand(t)
@@ -32,6 +32,7 @@ func TestTriggerEndToEnd(t *testing.T) {
 			return nil
 		})
 	}
+	awaitStatusJSON(t, bin, addrs, "the replicas' job", func(jobs map[string]jobStatus) bool { return jobs["report"].PublishedBy == 3 })
 	ran := func() []scheduler.RunInfo {
 		mu.Lock()
 		defer mu.Unlock()
@@ -68,9 +69,9 @@ func TestTriggerEndToEnd(t *testing.T) {
 		t.Errorf("leak scan after triggers: %s", o)
 	}
 
-	o = exe(t, bin, nil, "-addrs", addrs, "-timeout", "5s", "trigger", "nobody-has-it")
+	o = exe(t, bin, nil, "-addrs", addrs, "-timeout", "5s", "-force", "trigger", "nobody-has-it")
 	if o.code != 2 || !strings.Contains(o.stderr, "no replica took the trigger") {
-		t.Errorf("trigger of an unknown job: %s", o)
+		t.Errorf("trigger -force of an unknown job: %s", o)
 	}
 	keys, _ := engine.NewKeyspace("")
 	lk, _ := keys.Lock("nobody-has-it")

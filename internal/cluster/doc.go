@@ -7,6 +7,7 @@
 // when, what), on every node that takes it.
 //
 // It works on the nodes themselves (internal/engine), with no Redlock: the
-// admin command has none. Its errors carry the nodes' own words; callers
-// redact them before showing them.
+// admin command has none. Its errors carry the nodes' own words, and its
+// records the runs' errors: callers pass them, and the nodes' names,
+// through internal/redact before showing them.
 package cluster

@@ -14,6 +14,10 @@ type Replica struct {
 	Version      string
 	JobTable     string // digest of its jobs; "" if it publishes none
 	TableDiffers bool   // not the table most replicas publish
+	// SharesNoJob: its job table shares no job with the tables of the most
+	// live replicas (Tables.Apart): another service's replica under the
+	// same key prefix? Set by Status.
+	SharesNoJob bool
 	// Offset is its clock minus the nodes', when OffsetKnown.
 	Offset      time.Duration
 	OffsetKnown bool

@@ -2,74 +2,55 @@ package cluster
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/scheduler"
 )
 
-// specs sets each job's Spec, Zone and Next from the job table the most
-// live replicas publish (the heartbeats carry its digest; the replicas
-// publish the table under it): the job's spec and zone, and its next tick
-// after now as the scheduler computes it. Jobs the table lacks are left as
-// they are.
-func (c *Cluster) specs(ctx context.Context, rep *leaks.Report, jobs []Job, now time.Time) {
-	byDigest := map[string]int{}
-	for _, b := range rep.Beats {
-		if b.JobTable != "" {
-			byDigest[b.JobTable]++
-		}
-	}
-	digest := ""
-	for d, n := range byDigest {
-		if digest == "" || n > byDigest[digest] || n == byDigest[digest] && d < digest {
-			digest = d
-		}
-	}
-	if digest == "" {
-		return
-	}
-	var table map[string]engine.JobSpec
-	for _, n := range c.Nodes {
-		if t, err := n.JobTable(ctx, c.Keys.JobTable(digest)); err == nil && len(t) > 0 {
-			table = t
-			break
-		}
-	}
+// specs sets each job's Spec, Zone and Next from the live replicas' job
+// tables (t.Spec: the most published table that lists it), and its
+// Publishers and Phantom. Jobs no table lists keep no spec.
+func specs(t *Tables, jobs []Job, now time.Time) {
 	for i := range jobs {
-		js, ok := table[jobs[i].Name]
+		jobs[i].Publishers = len(t.Publishers(jobs[i].Name))
+		jobs[i].Phantom = t.Check(jobs[i].Name) != nil
+		js, ok := t.Spec(jobs[i].Name)
 		if !ok {
 			continue
 		}
 		jobs[i].Spec, jobs[i].Zone = js.Spec, js.Zone
-		jobs[i].Next = nextTick(jobs[i].Name, js, now)
+		jobs[i].Next = NextTick(js, now)
 	}
 }
 
-// nextTick returns the first tick after now of a job with spec js, as a
-// scheduler computes it (six fields: with seconds); zero if the spec is
-// not one this build reads.
-func nextTick(name string, js engine.JobSpec, now time.Time) time.Time {
+// NextTick returns the first tick after now of a job with the published
+// spec js, as a replica computes it: by a scheduler's own parser, reading
+// the spec in js.Zone (its CRON_TZ= or TZ= prefix's, or WithLocation's).
+// Whether the replica reads seconds (scheduler.WithSeconds) is told by the
+// spec itself: the parser takes five fields without them and six with,
+// and descriptors and @every the same either way; so the spec is tried
+// without seconds, then with. Zero if this build cannot read the spec.
+func NextTick(js engine.JobSpec, now time.Time) time.Time {
 	loc, err := time.LoadLocation(js.Zone)
 	if err != nil {
 		loc = time.UTC
 	}
-	opts := []scheduler.Option{scheduler.WithLocation(loc), scheduler.WithClock(func() time.Time { return now })}
-	if fields := strings.Fields(js.Spec); len(fields) == 6 || len(fields) == 7 && strings.Contains(fields[0], "TZ=") {
-		opts = append(opts, scheduler.WithSeconds())
-	}
-	s, err := scheduler.New(nopLocker{}, opts...)
-	if err != nil {
-		return time.Time{}
-	}
-	nop := func(context.Context, scheduler.RunInfo) error { return nil }
-	if s.Add(name, js.Spec, nop) != nil {
-		return time.Time{}
-	}
-	if es := s.Entries(); len(es) == 1 {
-		return es[0].Next
+	for _, seconds := range []bool{false, true} {
+		opts := []scheduler.Option{scheduler.WithLocation(loc), scheduler.WithClock(func() time.Time { return now })}
+		if seconds {
+			opts = append(opts, scheduler.WithSeconds())
+		}
+		s, err := scheduler.New(nopLocker{}, opts...)
+		if err != nil {
+			return time.Time{}
+		}
+		if s.Add("job", js.Spec, func(context.Context, scheduler.RunInfo) error { return nil }) != nil {
+			continue
+		}
+		if es := s.Entries(); len(es) == 1 {
+			return es[0].Next
+		}
 	}
 	return time.Time{}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/internal/ledger"
 )
@@ -20,10 +21,16 @@ type Job struct {
 	Tick     time.Time // the tick that value claims; zero for none, or a manual run
 	HeldOn   int       // nodes with that value; 0 when the lock is free
 	// Spec, Zone and Next are the job's spec, the zone it is read in and
-	// its next tick, from the job table the most live replicas publish;
-	// empty when none does (replicas of an older release).
+	// its next tick (NextTick), from the job table the most live replicas
+	// publish among those that list it; empty when none does (a name no
+	// live replica runs, or replicas of an older release).
 	Spec, Zone string
 	Next       time.Time
+	// Publishers is how many live replicas list it in their job table.
+	// Phantom: none does, while every live replica's table was read (see
+	// Tables.Check; with no live replica, every job is phantom).
+	Publishers int
+	Phantom    bool
 	// Runs are the newest records of its ledger, newest first: runs and
 	// missed ticks, not operators' actions.
 	Runs []ledger.Run
@@ -32,11 +39,15 @@ type Job struct {
 // Status is the fleet as one scan of its nodes shows it.
 type Status struct {
 	Report   *leaks.Report // the scan: leaks by class, heartbeats, pauses
-	Jobs     []Job         // every job with a lock, a state or a pause key, by name
+	Jobs     []Job         // every job with a lock, a state, a pause key or a ledger, or a live replica's, by name
 	Replicas []Replica     // the live replicas, by instance id
 	Common   string        // the job table most replicas publish ("" for none, or a tie)
 	Tables   int           // distinct job tables among them
 	Nodes    []Node        // each node's health, in the nodes' order
+	// Published is the live replicas' job tables: which replica lists
+	// which job (Tables.Check says whether a name is a job); nil when no
+	// node could be scanned.
+	Published *Tables
 }
 
 // Status scans the nodes and returns the fleet's jobs, each with up to runs
@@ -54,14 +65,35 @@ func (c *Cluster) Status(ctx context.Context, runs int, warm time.Duration) (*St
 		wg.Wait()
 		return st, err
 	}
-	st.Jobs = Jobs(rep)
-	c.specs(ctx, rep, st.Jobs, time.Now())
+	beats := map[string]engine.Beat{}
+	for _, owner := range rep.Live {
+		beats[owner] = rep.Beats[owner]
+	}
+	st.Published = c.tables(ctx, beats)
+	st.Jobs = withPublished(Jobs(rep), st.Published)
+	specs(st.Published, st.Jobs, time.Now())
 	if runs > 0 {
 		c.lastRuns(ctx, st.Jobs, runs)
 	}
 	st.Replicas, st.Common, st.Tables = Replicas(rep)
+	apart := st.Published.Apart()
+	for i := range st.Replicas {
+		st.Replicas[i].SharesNoJob = apart[st.Replicas[i].Instance]
+	}
 	wg.Wait()
 	return st, nil
+}
+
+// withPublished adds to jobs (sorted by name) the jobs the live replicas'
+// tables list that the nodes hold no key of yet (a job that never ran).
+func withPublished(jobs []Job, t *Tables) []Job {
+	for _, name := range t.Names() {
+		if !slices.ContainsFunc(jobs, func(j Job) bool { return j.Name == name }) {
+			jobs = append(jobs, Job{Name: name})
+		}
+	}
+	slices.SortFunc(jobs, func(a, b Job) int { return strings.Compare(a.Name, b.Name) })
+	return jobs
 }
 
 // Jobs returns every job that has a lock, a state or a pause key on the
