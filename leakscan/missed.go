@@ -134,20 +134,7 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 		copies, errs := ledger.ReadNodes(ctx, nodes, lk, capacity)
 		reads = append(reads, read{lk, copies, errs})
 	}
-	after := nodeInfos(ctx, nodes)
-	// A node's copy holds every record written since its server started,
-	// if that server still answered after the reads. A tick's commit may
-	// come a lead (at most the max TTL) before it, and the clocks of the
-	// replicas and of this one differ by up to a skew each (2 s), with the
-	// uptime in whole seconds: the margin covers them.
-	margin := s.r.MaxTTL() + 5*time.Second
-	since := make([]int64, len(nodes))
-	for i := range nodes {
-		since[i] = -1 // unread: no witness
-		if before[i].RunID != "" && before[i].RunID == after[i].RunID {
-			since[i] = now.Add(-before[i].Uptime).Add(margin).UnixMilli()
-		}
-	}
+	since := s.witnessSince(now, before, nodeInfos(ctx, nodes))
 	out := map[string]map[string]int{}
 	for _, rd := range reads {
 		var copies []ledger.Copy
@@ -176,6 +163,26 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 		}
 	}
 	return out
+}
+
+// witnessSince returns, for each node, the first tick (unix ms) its copies
+// of the ledgers can vouch for, by its server's run id and uptime read
+// before and after the reads; -1 for a node whose server changed or did
+// not answer. A node's copy holds every record written since its server
+// started. A tick's commit may come a lead (at most the max TTL) before
+// it, and the clocks of the replicas and of this one differ by up to a
+// skew each (2 s), with the uptime in whole seconds: the margin covers
+// them.
+func (s *Scanner) witnessSince(now time.Time, before, after []engine.Info) []int64 {
+	margin := s.r.MaxTTL() + 5*time.Second
+	since := make([]int64, len(before))
+	for i := range before {
+		since[i] = -1
+		if before[i].RunID != "" && before[i].RunID == after[i].RunID {
+			since[i] = now.Add(-before[i].Uptime).Add(margin).UnixMilli()
+		}
+	}
+	return since
 }
 
 // nodeInfos returns each node's run id and uptime, in parallel; a zero
