@@ -2,50 +2,62 @@ package redcron
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
 )
 
-// Publishing the job table: every jobTableEvery, with a TTL of
-// jobTableTTL.
-const (
-	jobTableEvery = 30 * time.Second
-	jobTableTTL   = 2 * time.Minute
-)
+// jobTableEvery is how often a replica publishes its job table; the table
+// lives four periods on a node.
+const jobTableEvery = 30 * time.Second
 
-// publishJobTable publishes the replica's job table (each job's spec and
-// zone) under its digest on every node until ctx is done, for the admin
-// command's status (the heartbeat carries only the digest): in full when
-// the digest is new to a node, then only its TTL. Replicas with the same
-// table share one key.
+// publishJobTable publishes the replica's job table (each job's spec, zone
+// and options) under its digest on every node, at once and then every
+// period until ctx is done, for the admin command's status (the heartbeat
+// carries only the digest). Replicas with the same table share one key.
+//
+// A node gets the table in full (HSET and PEXPIRE, one round trip) when
+// the digest is new to it; after that, each period costs one command per
+// node, a PEXPIRE that renews the TTL and tells whether the node still has
+// the table. A node that lost it (restarted empty, or the key expired while
+// this replica was paused or cut off) gets it in full in the same period,
+// in one more round trip: what a node forgets is written again within a
+// period, not only when the table changes.
 func (s *Scheduler) publishJobTable(ctx context.Context) {
 	keys, nodes, err := s.nodes()
 	if err != nil {
 		return // the Redlock checked its prefix
 	}
-	published := make([]string, len(nodes)) // the digest each node has in full
-	ticker := time.NewTicker(jobTableEvery)
+	every := s.tableEvery
+	ttl := 4 * every
+	published := make([]string, len(nodes)) // the digest each node was last given in full
+	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
-		digest := s.table.get()
-		var jobs map[string]engine.JobSpec // built only for a node without this digest's table
-		if slices.ContainsFunc(published, func(d string) bool { return d != digest }) {
-			jobs = map[string]engine.JobSpec{}
-			for _, e := range s.s.Entries() {
-				jobs[e.Name] = engine.JobSpec{Spec: e.Spec, Zone: e.Location.String()}
+		start := time.Now()
+		fields, digest := s.table.table()
+		key := keys.JobTable(digest)
+		errs := engine.OnEach(nodes, func(i int, n *engine.Node) error {
+			if len(fields) == 0 {
+				return nil // no job: no table
 			}
-		}
-		engine.OnEach(nodes, func(i int, n *engine.Node) error {
-			nctx, cancel := context.WithTimeout(ctx, jobTableEvery/2)
+			nctx, cancel := context.WithTimeout(ctx, every/2)
 			defer cancel()
-			err := n.PublishJobTable(nctx, keys.JobTable(digest), jobs, published[i] == digest, jobTableTTL)
-			if err == nil {
-				published[i] = digest
+			if published[i] == digest {
+				if kept, err := n.RenewJobTable(nctx, key, ttl); err != nil || kept {
+					return err
+				}
 			}
-			return err
+			published[i] = ""
+			if err := n.PublishJobTable(nctx, key, fields, ttl); err != nil {
+				return err
+			}
+			published[i] = digest
+			return nil
 		})
+		if s.tableRound != nil {
+			s.tableRound(start, errs)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -47,6 +47,12 @@ type Scheduler struct {
 	started atomic.Bool     // Run was called
 	shut    atomic.Bool     // Shutdown was called
 	close   sync.Once
+
+	// tableEvery is how often it publishes its job table (jobTableEvery;
+	// tests shorten it); tableRound, if set, is called after each round
+	// with when it started and each node's error.
+	tableEvery time.Duration
+	tableRound func(start time.Time, errs []error)
 }
 
 // Add registers a job: see scheduler.Scheduler.Add.
@@ -242,7 +248,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
 		}
 	}
-	return &Scheduler{s: s, locks: locks, scan: scan, table: table, log: cfg.logger}, nil
+	return &Scheduler{s: s, locks: locks, scan: scan, table: table, tableEvery: jobTableEvery, log: cfg.logger}, nil
 }
 
 // Run runs the scheduler until ctx is done or Shutdown is called (see
