@@ -2,6 +2,8 @@ package redcron
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -63,6 +65,30 @@ func (s *Scheduler) publishJobTable(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
+	}
+}
+
+// goodbyeTimeout bounds the removal of a stopped replica's heartbeat.
+const goodbyeTimeout = time.Second
+
+// goodbye removes the replica's heartbeat (and with it the skips it
+// reports) from every node, in parallel, within goodbyeTimeout, once Run
+// stopped its heartbeats, its runs ended and their leases were released:
+// a clean stop is seen at once, not after the heartbeat's TTL. A node
+// that misses it keeps the key until its TTL. The job table stays: other
+// replicas may publish the same one, and a table no live heartbeat names
+// is read by no one and expires within four periods.
+func (s *Scheduler) goodbye(ctx context.Context) {
+	keys, nodes, err := s.nodes()
+	if err != nil {
+		return
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), goodbyeTimeout)
+	defer cancel()
+	key := keys.Heartbeat(s.s.InstanceID())
+	errs := engine.OnEach(nodes, func(_ int, n *engine.Node) error { return n.EndHeartbeat(gctx, key) })
+	if err := errors.Join(errs...); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelDebug, "heartbeat left on some nodes until its TTL", slog.Any("error", err))
 	}
 }
 

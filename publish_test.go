@@ -3,11 +3,13 @@ package redcron_test
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/leakscan"
@@ -222,4 +224,78 @@ func (p *publisher) table(t *testing.T, c *redistest.Cluster) string {
 		t.Fatal(err)
 	}
 	return heartbeatOn(t, c, 0, "replica-a").JobTable
+}
+
+// TestCleanStopSaysGoodbye: a replica stopped by Shutdown, and one whose
+// Run ends with its context, remove their heartbeats from every node
+// before Shutdown, or Run, returns: the fleet's view (internal/cluster, as
+// status and the page read it) stops listing them at once. The job table
+// they shared with a replica still running stays on the nodes.
+func TestCleanStopSaysGoodbye(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 3)
+	keys, _ := engine.NewKeyspace("")
+	cl := &cluster.Cluster{Keys: keys}
+	for _, srv := range c.Nodes() {
+		n, err := engine.NewNode(srv.Addr(), srv.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.Nodes = append(cl.Nodes, n)
+	}
+	start := time.Now()
+	stop := map[string]func(){}
+	reps := map[string]*publisher{}
+	for _, id := range []string{"replica-a", "replica-b", "replica-c"} {
+		p := newPublisher(t, c, id, 200*time.Millisecond)
+		if err := p.Add("report", "@hourly", func(context.Context, scheduler.RunInfo) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = p.Run(ctx) }()
+		stop[id] = func() { cancel(); <-done }
+		t.Cleanup(stop[id])
+		reps[id] = p
+	}
+	for id, p := range reps {
+		for _, addr := range c.Addrs() {
+			if err := after(t, "heartbeat", p.beats, start, addr); err != nil {
+				t.Fatalf("first heartbeat of %s on %s: %v", id, addr, err)
+			}
+		}
+	}
+	table := "redcron:jobs:" + heartbeatOn(t, c, 0, "replica-b").JobTable
+	live := func(what string, want ...string) {
+		t.Helper()
+		st, err := cl.Status(context.Background(), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range st.Replicas {
+			got = append(got, r.Instance)
+		}
+		if !slices.Equal(got, want) || st.Tables != 1 {
+			t.Errorf("%s: the fleet's view lists replicas %v and %d job tables, want %v and 1", what, got, st.Tables, want)
+		}
+		for _, id := range []string{"replica-a", "replica-b", "replica-c"} {
+			on := c.KeyOn(t, "redcron:hb:"+id)
+			if slices.Contains(want, id) != slices.Contains(on, true) || slices.Contains(want, id) && slices.Contains(on, false) {
+				t.Errorf("%s: heartbeat of %s on the nodes: %v", what, id, on)
+			}
+		}
+		if on := c.KeyOn(t, table); slices.Contains(on, false) {
+			t.Errorf("%s: the job table %s on the nodes: %v, want on every node", what, table, on)
+		}
+	}
+	live("all running", "replica-a", "replica-b", "replica-c")
+
+	if err := reps["replica-a"].Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	live("after replica-a's Shutdown", "replica-b", "replica-c")
+
+	stop["replica-c"]()
+	live("after replica-c's Run ended", "replica-b")
 }
