@@ -32,6 +32,7 @@ func (s *Scheduler) publishJobTable(ctx context.Context) {
 	}
 	every := s.tableEvery
 	ttl := 4 * every
+	timeout := max(every/2, time.Second)    // each node's, in each round
 	published := make([]string, len(nodes)) // the digest each node was last given in full
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
@@ -43,7 +44,7 @@ func (s *Scheduler) publishJobTable(ctx context.Context) {
 			if len(fields) == 0 {
 				return nil // no job: no table
 			}
-			nctx, cancel := context.WithTimeout(ctx, every/2)
+			nctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			if published[i] == digest {
 				if kept, err := n.RenewJobTable(nctx, key, ttl); err != nil || kept {
