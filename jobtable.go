@@ -2,55 +2,94 @@ package redcron
 
 import (
 	"context"
-	"slices"
+	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
 )
 
-// Publishing the job table: every jobTableEvery, with a TTL of
-// jobTableTTL.
-const (
-	jobTableEvery = 30 * time.Second
-	jobTableTTL   = 2 * time.Minute
-)
+// jobTableEvery is how often a replica publishes its job table; the table
+// lives four periods on a node.
+const jobTableEvery = 30 * time.Second
 
-// publishJobTable publishes the replica's job table (each job's spec and
-// zone) under its digest on every node until ctx is done, for the admin
-// command's status (the heartbeat carries only the digest): in full when
-// the digest is new to a node, then only its TTL. Replicas with the same
-// table share one key.
+// publishJobTable publishes the replica's job table (each job's spec, zone
+// and options) under its digest on every node, at once and then every
+// period until ctx is done, for the admin command's status (the heartbeat
+// carries only the digest). Replicas with the same table share one key.
+//
+// A node gets the table in full (HSET and PEXPIRE, one round trip) when
+// the digest is new to it; after that, each period costs one command per
+// node, a PEXPIRE that renews the TTL and tells whether the node still has
+// the table. A node that lost it (restarted empty, or the key expired while
+// this replica was paused or cut off) gets it in full in the same period,
+// in one more round trip: what a node forgets is written again within a
+// period, not only when the table changes.
 func (s *Scheduler) publishJobTable(ctx context.Context) {
 	keys, nodes, err := s.nodes()
 	if err != nil {
 		return // the Redlock checked its prefix
 	}
-	published := make([]string, len(nodes)) // the digest each node has in full
-	ticker := time.NewTicker(jobTableEvery)
+	every := s.tableEvery
+	ttl := 4 * every
+	timeout := max(every/2, time.Second)    // each node's, in each round
+	published := make([]string, len(nodes)) // the digest each node was last given in full
+	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
-		digest := s.table.get()
-		var jobs map[string]engine.JobSpec // built only for a node without this digest's table
-		if slices.ContainsFunc(published, func(d string) bool { return d != digest }) {
-			jobs = map[string]engine.JobSpec{}
-			for _, e := range s.s.Entries() {
-				jobs[e.Name] = engine.JobSpec{Spec: e.Spec, Zone: e.Location.String()}
+		start := time.Now()
+		fields, digest := s.table.table()
+		key := keys.JobTable(digest)
+		errs := engine.OnEach(nodes, func(i int, n *engine.Node) error {
+			if len(fields) == 0 {
+				return nil // no job: no table
 			}
-		}
-		engine.OnEach(nodes, func(i int, n *engine.Node) error {
-			nctx, cancel := context.WithTimeout(ctx, jobTableEvery/2)
+			nctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			err := n.PublishJobTable(nctx, keys.JobTable(digest), jobs, published[i] == digest, jobTableTTL)
-			if err == nil {
-				published[i] = digest
+			if published[i] == digest {
+				if kept, err := n.RenewJobTable(nctx, key, ttl); err != nil || kept {
+					return err
+				}
 			}
-			return err
+			published[i] = ""
+			if err := n.PublishJobTable(nctx, key, fields, ttl); err != nil {
+				return err
+			}
+			published[i] = digest
+			return nil
 		})
+		if s.tableRound != nil {
+			s.tableRound(start, errs)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
+	}
+}
+
+// goodbyeTimeout bounds the removal of a stopped replica's heartbeat.
+const goodbyeTimeout = time.Second
+
+// goodbye removes the replica's heartbeat (and with it the skips it
+// reports) from every node, in parallel, within goodbyeTimeout, once Run
+// stopped its heartbeats, its runs ended and their leases were released:
+// a clean stop is seen at once, not after the heartbeat's TTL. A node
+// that misses it keeps the key until its TTL. The job table stays: other
+// replicas may publish the same one, and a table no live heartbeat names
+// is read by no one and expires within four periods.
+func (s *Scheduler) goodbye(ctx context.Context) {
+	keys, nodes, err := s.nodes()
+	if err != nil {
+		return
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), goodbyeTimeout)
+	defer cancel()
+	key := keys.Heartbeat(s.s.InstanceID())
+	errs := engine.OnEach(nodes, func(_ int, n *engine.Node) error { return n.EndHeartbeat(gctx, key) })
+	if err := errors.Join(errs...); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelDebug, "heartbeat left on some nodes until its TTL", slog.Any("error", err))
 	}
 }
 

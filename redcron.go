@@ -36,7 +36,8 @@ import (
 // and to a leak scanner. Add, Remove, Trigger, Entries and Shutdown are the
 // scheduler's (see package scheduler); Run also logs the nodes' state
 // first, keeps the replica's heartbeat and scans for leaks while the
-// scheduler runs, and closes the clients New made when it returns.
+// scheduler runs, and removes the heartbeat and closes the clients New
+// made when it returns.
 type Scheduler struct {
 	s       *scheduler.Scheduler
 	locks   *mutex.Redlock
@@ -47,6 +48,10 @@ type Scheduler struct {
 	started atomic.Bool     // Run was called
 	shut    atomic.Bool     // Shutdown was called
 	close   sync.Once
+
+	tableEvery time.Duration                       // how often it publishes its job table (tests shorten it)
+	tableRound func(start time.Time, errs []error) // if set, called after each round (tests)
+	stopped    chan struct{}                       // closed when Run has removed the heartbeat
 }
 
 // Add registers a job: see scheduler.Scheduler.Add.
@@ -76,12 +81,15 @@ func (s *Scheduler) Entries() []scheduler.Entry { return s.s.Entries() }
 
 // Shutdown stops the scheduler gracefully (see scheduler.Scheduler.Shutdown),
 // then waits at most 5 s for releases still under way on slow nodes. If
-// Run was never called, it closes the clients New made.
+// Run was called, it waits for Run to remove the replica's heartbeat; if
+// not, it closes the clients New made.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	s.shut.Store(true)
 	err := s.s.Shutdown(ctx)
 	s.flush(ctx)
-	if !s.started.Load() {
+	if s.started.Load() {
+		<-s.stopped
+	} else {
 		s.closeClients()
 	}
 	return err
@@ -242,18 +250,22 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
 		}
 	}
-	return &Scheduler{s: s, locks: locks, scan: scan, table: table, log: cfg.logger}, nil
+	return &Scheduler{s: s, locks: locks, scan: scan, table: table, tableEvery: jobTableEvery,
+		stopped: make(chan struct{}), log: cfg.logger}, nil
 }
 
 // Run runs the scheduler until ctx is done or Shutdown is called (see
-// scheduler.Scheduler.Run), then closes the clients New made. Before the
-// first tick it logs the state of each node (mutex.Redlock.LogNodes). A
-// second call returns the scheduler's error at once and closes nothing.
+// scheduler.Scheduler.Run), then removes the replica's heartbeat, so that
+// the admin command and the status page stop counting it at once, and
+// closes the clients New made. Before the first tick it logs the state of
+// each node (mutex.Redlock.LogNodes). A second call returns the
+// scheduler's error at once and closes nothing.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return s.s.Run(ctx)
 	}
 	defer s.closeClients()
+	defer close(s.stopped)
 	if s.shut.Load() {
 		return s.s.Run(ctx) // closed: it returns at once
 	}
@@ -267,6 +279,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	stopScan()
 	wg.Wait()
 	s.flush(ctx)
+	s.goodbye(ctx)
 	return err
 }
 

@@ -1,56 +1,63 @@
 package redcron
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/scheduler"
 )
 
 // jobTable gives the replica's heartbeat the digest of its scheduler's
-// jobs (leakscan.WithReplicaInfo), computed again only after an Add or a
-// Remove.
+// jobs (leakscan.WithReplicaInfo), and the publisher the table itself,
+// both computed again only after an Add or a Remove.
 type jobTable struct {
 	s       *scheduler.Scheduler
 	changes atomic.Uint64 // Adds and Removes so far
 
 	mu     sync.Mutex
-	seen   uint64 // changes when digest was computed
-	digest string // "" until computed
+	seen   uint64            // changes when the table was encoded
+	fields map[string]string // the table as its hash holds it; nil until encoded
+	digest string            // the digest of fields
 }
 
 // changed records an Add or a Remove, once it has returned.
 func (t *jobTable) changed() { t.changes.Add(1) }
 
-// get returns the digest of the current job table. An Add that lands while
-// it is computed is counted after, so the next call computes it again.
+// get returns the digest of the current job table.
 func (t *jobTable) get() string {
+	_, digest := t.table()
+	return digest
+}
+
+// table returns the current job table, as its hash holds it, and its
+// digest, both from one reading of the scheduler's jobs: the table
+// published under a digest is the table of that digest. An Add that lands
+// while it is encoded is counted after, so the next call encodes it again.
+// The fields are shared: the caller must not change them.
+func (t *jobTable) table() (map[string]string, string) {
 	n := t.changes.Load()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.digest == "" || t.seen != n {
-		t.digest, t.seen = digest(t.s.Entries()), n
+	if t.fields == nil || t.seen != n {
+		t.fields, t.digest = encodeTable(t.s.Entries())
+		t.seen = n
 	}
-	return t.digest
+	return t.fields, t.digest
 }
 
-// digest returns 12 hex characters of the SHA-256 of a job table: every
-// job's name, spec (its fields, however spaced), time zone and options
-// (scheduler.Entry), in name order, so that two replicas with the same jobs
-// agree whatever order they added them in, and any job added, removed or
-// changed changes it.
-func digest(entries []scheduler.Entry) string {
-	entries = slices.Clone(entries)
-	slices.SortFunc(entries, func(a, b scheduler.Entry) int { return strings.Compare(a.Name, b.Name) })
-	h := sha256.New()
+// encodeTable returns the job table of entries as its hash holds it, and
+// its digest (engine.EncodeJobTable): every job's name, spec (its fields,
+// however spaced), time zone and options, so that two replicas with the
+// same jobs agree whatever order they added them in, and any job added,
+// removed or changed changes it.
+func encodeTable(entries []scheduler.Entry) (map[string]string, string) {
+	jobs := make(map[string]engine.JobSpec, len(entries))
 	for _, e := range entries {
-		fmt.Fprintf(h, "%q %q %q %d %d %d %d %d %d\n", e.Name, strings.Join(strings.Fields(e.Spec), " "), e.Location.String(),
-			e.LockTTL, e.RunTimeout, e.MisfireGrace, e.CatchUp, e.Attempts, e.Backoff)
+		jobs[e.Name] = engine.JobSpec{Spec: strings.Join(strings.Fields(e.Spec), " "), Zone: e.Location.String(),
+			LockTTL: e.LockTTL, RunTimeout: e.RunTimeout, MisfireGrace: e.MisfireGrace, CatchUp: e.CatchUp,
+			Attempts: e.Attempts, Backoff: e.Backoff}
 	}
-	return hex.EncodeToString(h.Sum(nil)[:6])
+	return engine.EncodeJobTable(jobs)
 }

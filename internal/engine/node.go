@@ -151,3 +151,12 @@ func (n *Node) Heartbeat(ctx context.Context, key, value string, ttl time.Durati
 	}
 	return now.Val(), nil
 }
+
+// EndHeartbeat deletes the heartbeat key key: its replica stopped cleanly
+// and says goodbye.
+func (n *Node) EndHeartbeat(ctx context.Context, key string) error {
+	if err := n.client.Del(ctx, key).Err(); err != nil {
+		return n.fail("heartbeat", key, err)
+	}
+	return nil
+}
