@@ -205,11 +205,10 @@ func (l lat) samples() string {
 
 func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 	m.WriteHeader(w)
-	fmt.Fprintf(w, "run:     %d replicas (a process each) × %d redis-servers; jobs due every second (\"* * * * * *\", WithSeconds), trivial;\n", cfg.replicas, cfg.nodes)
-	fmt.Fprintf(w, "         per number of jobs J and lock-ahead: %d rounds of %v warm-up + max(%d, ceil(%d / J)) measured ticks (at least %d runs a round),\n",
-		cfg.rounds, cfg.warmup, int(cfg.measure/time.Second), cfg.minSamples, cfg.minSamples)
-	fmt.Fprintf(w, "         interleaved; medians over rounds (sums for counts)\n\n")
+	writeRun(w, cfg)
 	sums := summarize(cfg, results)
+	writeFigures(w, cfg, results, sums)
+	fmt.Fprintln(w, "\nin detail:")
 
 	tw := table.New(w)
 	fmt.Fprintln(tw, "jobs\tahead\tledger\tticks\truns/tick\tduplicates\tmisses\tunhandled\tsamples\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\treplicas CPU\tredis µs/job/tick\treplicas µs/job/tick")
@@ -292,6 +291,42 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 			writeGoals(w, cfg, sums, ahead, !on)
 		}
 	}
+}
+
+// writeRun describes the run: the replicas, how they are built, the jobs
+// and the windows.
+func writeRun(w io.Writer, cfg config) {
+	if cfg.shape != "" {
+		fmt.Fprintf(w, "shape:   %s\n", cfg.shape)
+	}
+	jobs := "trivial"
+	if cfg.jobSleep > 0 {
+		jobs = fmt.Sprintf("each sleeps %v", cfg.jobSleep)
+	}
+	lockTTL := "30s (default)"
+	if cfg.lockTTL > 0 {
+		lockTTL = cfg.lockTTL.String()
+	}
+	maxTTL := cfg.effectiveMaxTTL().String()
+	if cfg.maxTTL == 0 {
+		maxTTL += " (default)"
+	}
+	fmt.Fprintf(w, "run:     %d replicas (a process each) × %d redis-servers (no persistence); ", cfg.replicas, cfg.nodes)
+	if cfg.wiring == wiringRedcron {
+		fmt.Fprintf(w, "each replica redcron.NewWithClients (WithSeconds, untrusted nodes, every other option at its default);\n")
+	} else {
+		fmt.Fprintf(w, "each replica scheduler.New over mutex.New (WithTrustedNodes) and a heartbeat;\n")
+	}
+	fmt.Fprintf(w, "         lock TTL %s, max TTL %s; jobs %s; the replicas register their jobs, then start together\n", lockTTL, maxTTL, jobs)
+	if cfg.rush {
+		fmt.Fprintf(w, "         rush: all jobs on one daily spec \"S M H * * *\" (UTC), due at one instant at least %v after the replicas were started\n", cfg.rushLead)
+		fmt.Fprintf(w, "         (and once every node votes); measured from before the tick to %v after it; %d rounds, interleaved\n\n", cfg.idle, cfg.rounds)
+		return
+	}
+	fmt.Fprintf(w, "         jobs due every second (\"* * * * * *\"); per number of jobs J and lock-ahead: %d rounds of %v warm-up (longer until every node votes)\n",
+		cfg.rounds, cfg.warmup)
+	fmt.Fprintf(w, "         + max(%d, ceil(%d / J)) measured ticks (at least %d runs a round), interleaved; medians over rounds (sums for counts)\n\n",
+		int(cfg.measure/time.Second), cfg.minSamples, cfg.minSamples)
 }
 
 func onOff(on bool) string {
