@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redcron/redcron/bench/internal/stats"
@@ -113,6 +116,10 @@ those run inside scripts included (INFO commandstats deltas summed over the serv
 CPU: the servers' and the replicas' processes', per job-tick and in cores over the window. replica share: the least
 and the largest share of the window's runs one replica started. heap B/job: the live heap (HeapAlloc after a GC) after registering
 the jobs minus before, ÷ jobs, the largest of the replicas; register: the slowest replica's time to add the jobs.`
+	if cfg.baseline != "" {
+		legend += "\nbaseline: the replicas ran " + cfg.baseline + ", built at " + builds(results, true) +
+			"; the others this build, " + builds(results, false) + "."
+	}
 	if rush {
 		legend += `
 within 2 s: runs started at most 2 s after the tick; the rush's window is its one tick and the idle time after it.`
@@ -149,4 +156,85 @@ func msOrDash(d time.Duration, samples int) string {
 }
 
 // setup returns the setup r was measured with.
-func (r result) setup() setup { return setup{jobs: r.jobs, ahead: r.ahead, noLedger: r.noLedger} }
+func (r result) setup() setup {
+	return setup{jobs: r.jobs, ahead: r.ahead, noLedger: r.noLedger, baseline: r.baseline}
+}
+
+// Issue 30's goals, for 3 replicas and 5 nodes on this machine.
+const (
+	goal30Jobs    = 10_000                 // sustained, one-second jobs
+	goal30P99     = 100 * time.Millisecond // start delay p99, sustained
+	goal30Cores   = 1.0                    // Redis and replicas, sustained
+	goal30Cmds    = 5.0                    // server commands per job-tick, sustained
+	goal30ShareLo = 0.25                   // each replica's share of the job-ticks run
+	goal30ShareHi = 0.42
+	goal30Rush    = 100_000 // jobs due at one instant
+	goal30Within  = 2 * time.Second
+	goal30Reg     = time.Second // registering goal30Rush jobs
+	goal30Heap    = 1024        // bytes per registered job per replica
+)
+
+// writeGoals30 evaluates issue 30's goals on every setup of the number
+// of jobs they are stated for: goal30Jobs sustained, goal30Rush in the
+// rush.
+func writeGoals30(w io.Writer, cfg config, sums []summary) {
+	want := goal30Jobs
+	if cfg.rush {
+		want = goal30Rush
+	}
+	n := 0
+	for _, s := range sums {
+		if s.jobs != want {
+			continue
+		}
+		n++
+		rs := s.rounds
+		med := func(f func(result) float64) float64 { return stats.MedianOf(rs, f) }
+		fmt.Fprintf(w, " issue 30, %s:\n", s.setup)
+		fmt.Fprintf(w, "  0 run twice, 0 missed: %d twice, %d missed: %s\n", s.duplicates, s.misses, metStr(s.duplicates == 0 && s.misses == 0))
+		if cfg.rush {
+			all := !slices.ContainsFunc(rs, func(r result) bool { return r.within2s < r.due() })
+			fmt.Fprintf(w, "  every job started within %v of the tick: %.0f of %d (median), the last %s after it: %s\n", goal30Within,
+				med(func(r result) float64 { return float64(r.within2s) }), want, s.maxDelay, metStr(all))
+			reg := time.Duration(med(func(r result) float64 { return float64(r.register) }))
+			fmt.Fprintf(w, "  registering %d jobs under %v: %v: %s\n", want, goal30Reg, reg.Round(time.Millisecond), metStr(reg < goal30Reg))
+			heap := med(func(r result) float64 { return r.heapPerJob })
+			fmt.Fprintf(w, "  heap per registered job per replica under %d B: %.0f B: %s\n", goal30Heap, heap, metStr(heap < goal30Heap))
+			continue
+		}
+		fmt.Fprintf(w, "  p99 start delay under %v: %s: %s\n", goal30P99, s.p99, metStr(s.p99.ok() && s.p99.d < goal30P99))
+		cores := med(result.cores)
+		fmt.Fprintf(w, "  total CPU (Redis and replicas) under %.0f core: %.2f: %s\n", goal30Cores, cores, metStr(cores < goal30Cores))
+		fmt.Fprintf(w, "  server commands per job-tick under %.0f: %.1f: %s\n", goal30Cmds, s.server, metStr(s.server < goal30Cmds))
+		inRange := !slices.ContainsFunc(rs, func(r result) bool {
+			lo, hi := r.shares()
+			return lo < goal30ShareLo || hi > goal30ShareHi
+		})
+		lo := slices.MinFunc(rs, func(a, b result) int { l, _ := a.shares(); m, _ := b.shares(); return cmp.Compare(l, m) })
+		hi := slices.MaxFunc(rs, func(a, b result) int { _, l := a.shares(); _, m := b.shares(); return cmp.Compare(l, m) })
+		l, _ := lo.shares()
+		_, h := hi.shares()
+		fmt.Fprintf(w, "  each replica's share of the job-ticks run between %.0f%% and %.0f%% in every round: %.0f-%.0f%%: %s\n",
+			100*goal30ShareLo, 100*goal30ShareHi, 100*l, 100*h, metStr(inRange))
+	}
+	if n == 0 {
+		fmt.Fprintf(w, " issue 30: not evaluated: no run with %d jobs\n", want)
+	}
+}
+
+// builds returns the commits the replicas of the baseline's rounds (or of
+// the others) reported they were built from.
+func builds(results []result, baseline bool) string {
+	var bs []string
+	for _, r := range results {
+		if r.baseline == baseline {
+			bs = append(bs, r.builds...)
+		}
+	}
+	slices.Sort(bs)
+	bs = slices.Compact(bs)
+	if len(bs) == 0 {
+		return "unknown"
+	}
+	return strings.Join(bs, ", ")
+}

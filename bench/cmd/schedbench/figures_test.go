@@ -3,8 +3,11 @@ package main
 import (
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redcron/redcron/bench/internal/machine"
 )
 
 // TestShapeMidnight checks that -shape midnight sets issue 30's
@@ -71,4 +74,31 @@ func TestFigures(t *testing.T) {
 	if got := r.cores(); got != 1 {
 		t.Errorf("%v cores, want 1", got)
 	}
+}
+
+// TestBaselinePaired checks that with -baseline every setup has a twin run
+// by the baseline's replicas, and that the report compares each round of
+// this build with the same round of the baseline.
+func TestBaselinePaired(t *testing.T) {
+	cfg := testConfig()
+	cfg.jobs, cfg.baseline = []int{goalJobs}, "/bin/true"
+	if got := cfg.setups(); len(got) != 2 || got[0].baseline || !got[1].baseline || got[1].String() != "1000 jobs, baseline" {
+		t.Fatalf("setups %v", got)
+	}
+	var results []result
+	for r := range 3 {
+		this, base := round(goalJobs, r, 8000, 50*time.Millisecond), round(goalJobs, r, 8000, 100*time.Millisecond)
+		base.baseline = true
+		this.ranPairs, base.ranPairs = 8000, 4000
+		results = append(results, this, base)
+	}
+	var b strings.Builder
+	writeReport(&b, machine.Machine{}, cfg, results)
+	reportHas(t, b.String(),
+		"this build vs the baseline",
+		"1000 jobs (3 rounds paired):",
+		"job-ticks run                 1 vs 0.5      share; this ÷ base 2.000 (2.00-2.00)",
+		"start p99                    50 vs 100      ms; this ÷ base 0.500 (0.50-0.50)",
+		"1000 jobs, baseline  1      8000  4000 (50 %)",
+	)
 }

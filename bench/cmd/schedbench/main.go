@@ -35,6 +35,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,6 +55,7 @@ type config struct {
 	rush        bool          // one tick of a daily spec, all jobs due at once (see rush.go)
 	rushLead    time.Duration // from the replicas' start to the rush's tick, at least
 	idle        time.Duration // measured after the rush's tick
+	baseline    string        // a schedbench executable built at another commit, whose replicas every setup is also run with
 	aheads      []time.Duration
 	ledgers     []bool // the lock ledger on (true) or off, each run with every number of jobs and lead
 	replicas    int
@@ -99,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		" -max-ttl 10s -lock-ttl 8s -job-sleep 10ms -jobs 1000,5000,10000 -measure 20s; with -rush, -jobs 100000)")
 	fs.BoolVar(&c.rush, "rush", false, "the rush: each number of jobs due at one instant, a daily spec \"S M H * * *\" (UTC) for an instant -rush-lead after the replicas start, then idle for -idle")
 	fs.DurationVar(&c.rushLead, "rush-lead", 20*time.Second, "with -rush: from the replicas' start to the tick, at least; it must cover their start-up and the registration of the jobs")
+	fs.StringVar(&c.baseline, "baseline", "", "also run every setup with replicas from this schedbench executable, built at another library commit (the baseline), interleaved, and compare")
 	fs.DurationVar(&c.idle, "idle", 10*time.Second, "with -rush: the measured time after the tick")
 	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
@@ -138,6 +142,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, errors.New("-rush-lead at least 2s, -idle at least 1s")
 	}
 	c.rushLead, c.idle = c.rushLead.Round(time.Second), c.idle.Round(time.Second)
+	if c.baseline != "" {
+		if c.baseline, err = exec.LookPath(c.baseline); err != nil {
+			return config{}, fmt.Errorf("-baseline: %w", err)
+		}
+		if c.baseline, err = filepath.Abs(c.baseline); err != nil {
+			return config{}, fmt.Errorf("-baseline: %w", err)
+		}
+	}
 	return c, nil
 }
 
@@ -220,7 +232,11 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 			if su.jobs == cfg.profileJobs {
 				p, profile = profile, "" // the first window only
 			}
-			res, err := runOnce(ctx, cfg, exe, servers, admin, serversUp, su, r, p, stderr)
+			x := exe
+			if su.baseline {
+				x = cfg.baseline
+			}
+			res, err := runOnce(ctx, cfg, x, servers, admin, serversUp, su, r, p, stderr)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", su, r+1, err)
 			}
@@ -255,6 +271,7 @@ type setup struct {
 	jobs     int
 	ahead    time.Duration
 	noLedger bool
+	baseline bool // the replicas run the -baseline executable
 }
 
 func (su setup) String() string {
@@ -264,6 +281,9 @@ func (su setup) String() string {
 	}
 	if su.noLedger {
 		s += ", ledger off"
+	}
+	if su.baseline {
+		s += ", baseline"
 	}
 	return s
 }
@@ -278,13 +298,17 @@ func (c config) ledgerModes() []bool {
 }
 
 // setups returns every combination of a number of jobs, a lead and a
-// ledger setting, by lead, then ledger setting.
+// ledger setting, by lead, then ledger setting; with -baseline, each
+// followed by its twin run by the baseline's replicas.
 func (c config) setups() []setup {
 	var out []setup
 	for _, a := range c.aheads {
 		for _, l := range c.ledgerModes() {
 			for _, j := range c.jobs {
 				out = append(out, setup{jobs: j, ahead: a, noLedger: !l})
+				if c.baseline != "" {
+					out = append(out, setup{jobs: j, ahead: a, noLedger: !l, baseline: true})
+				}
 			}
 		}
 	}

@@ -61,7 +61,7 @@ func summarize(cfg config, results []result) []summary {
 	for _, su := range cfg.setups() {
 		var rs []result
 		for _, r := range results {
-			if r.jobs == su.jobs && r.ahead == su.ahead && r.noLedger == su.noLedger {
+			if r.setup() == su {
 				rs = append(rs, r)
 			}
 		}
@@ -211,15 +211,15 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 	fmt.Fprintln(w, "\nin detail:")
 
 	tw := table.New(w)
-	fmt.Fprintln(tw, "jobs\tahead\tledger\tticks\truns/tick\tduplicates\tmisses\tunhandled\tsamples\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\treplicas CPU\tredis µs/job/tick\treplicas µs/job/tick")
+	fmt.Fprintln(tw, "jobs\tahead\tledger\treplicas\tticks\truns/tick\tduplicates\tmisses\tunhandled\tsamples\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\treplicas CPU\tredis µs/job/tick\treplicas µs/job/tick")
 	for _, s := range sums {
-		fmt.Fprintf(tw, "%d\t%v\t%s\t%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
-			s.jobs, s.ahead, onOff(!s.noLedger), s.ticks, s.runsPerTick, s.duplicates, s.misses, s.unhandled, s.p99.samples(), s.p50, s.p99, s.maxDelay, s.jobP99,
+		fmt.Fprintf(tw, "%d\t%v\t%s\t%s\t%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
+			s.jobs, s.ahead, onOff(!s.noLedger), buildName(s.baseline), s.ticks, s.runsPerTick, s.duplicates, s.misses, s.unhandled, s.p99.samples(), s.p50, s.p99, s.maxDelay, s.jobP99,
 			s.calls, s.scripts, s.plain, s.pipe, s.server, s.redisCores, s.procCores, s.redisUs, s.procUs)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, `
-ticks: ticks measured per round, max(-measure, ceil(-min-samples / J)). runs/tick: runs started per tick of the window
+replicas: this build's, or the -baseline executable's. ticks: ticks measured per round, max(-measure, ceil(-min-samples / J)). runs/tick: runs started per tick of the window
 (must equal jobs). samples: runs per round that the start percentiles rest on (the fewest of the rounds); a round
 without runs is left out of the latency medians, and "-" means no round had any. duplicates: (job, tick) pairs run more
 than once; misses: pairs run by no replica; both by the scheduler's run_started events or by the jobs' own start records
@@ -284,13 +284,17 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 	}
 
 	writeLedger(w, sums)
+	writeBaseline(w, sums)
 
 	fmt.Fprintln(w, "\ngoals:")
-	for _, ahead := range cfg.aheads {
-		for _, on := range cfg.ledgerModes() {
-			writeGoals(w, cfg, sums, ahead, !on)
+	if !cfg.rush {
+		for _, ahead := range cfg.aheads {
+			for _, on := range cfg.ledgerModes() {
+				writeGoals(w, cfg, sums, ahead, !on)
+			}
 		}
 	}
+	writeGoals30(w, cfg, sums)
 }
 
 // writeRun describes the run: the replicas, how they are built, the jobs
@@ -329,6 +333,15 @@ func writeRun(w io.Writer, cfg config) {
 		int(cfg.measure/time.Second), cfg.minSamples, cfg.minSamples)
 }
 
+// buildName names the replicas' executable: this build's or the
+// baseline's.
+func buildName(baseline bool) string {
+	if baseline {
+		return "baseline"
+	}
+	return "this"
+}
+
 func onOff(on bool) string {
 	if on {
 		return "on"
@@ -337,23 +350,48 @@ func onOff(on bool) string {
 }
 
 // writeLedger compares each setup run with the lock ledger on with the
-// same setup run with it off, if it was: medians of each side over the
-// rounds, and the median over rounds of the per-round ratios on ÷ off
-// (round r of both ran one after the other), with their extremes, and of
-// the per-round differences of the CPU per job and tick.
+// same setup run with it off, if it was (writePaired).
 func writeLedger(w io.Writer, sums []summary) {
+	writePaired(w, sums, "ledger on vs off", "on", "off", func(su setup) (setup, bool) {
+		off := su
+		off.noLedger = true
+		return off, !su.noLedger
+	})
+}
+
+// writeBaseline compares each setup run with this build's replicas with
+// the same setup run with the baseline's (-baseline), if it was
+// (writePaired).
+func writeBaseline(w io.Writer, sums []summary) {
+	writePaired(w, sums, "this build vs the baseline", "this", "base", func(su setup) (setup, bool) {
+		b := su
+		b.baseline = true
+		return b, !su.baseline
+	})
+}
+
+// writePaired compares each setup a with its twin b (twin returns it and
+// whether a is a setup to compare), if both were run: medians of each
+// side over the rounds, and the median over rounds of the per-round
+// ratios a ÷ b (round r of both ran one after the other), with their
+// extremes, and of the per-round differences of the CPU and the servers'
+// commands per job and tick. title heads the part; an and bn name the
+// sides.
+func writePaired(w io.Writer, sums []summary, title, an, bn string, twin func(setup) (setup, bool)) {
 	header := false
 	for _, on := range sums {
-		if on.noLedger {
+		other, ok := twin(on.setup)
+		if !ok {
 			continue
 		}
-		i := slices.IndexFunc(sums, func(s summary) bool { return s.noLedger && s.jobs == on.jobs && s.ahead == on.ahead })
+		i := slices.IndexFunc(sums, func(s summary) bool { return s.setup == other })
 		if i < 0 {
 			continue
 		}
 		off := sums[i]
 		if !header {
-			fmt.Fprintln(w, "\nledger on vs off (medians over rounds; on ÷ off: median of the per-round ratios, min-max; on − off: median of the per-round differences):")
+			fmt.Fprintf(w, "\n%s (medians over rounds; %s ÷ %s: median of the per-round ratios, min-max; %s − %s: median of the per-round differences):\n",
+				title, an, bn, an, bn)
 			header = true
 		}
 		// paired returns f of the rounds of on and off with the same round
@@ -374,41 +412,38 @@ func writeLedger(w io.Writer, sums []summary) {
 			if len(rs) == 0 {
 				return
 			}
-			fmt.Fprintf(w, "    %-22s %8.4g vs %-8.4g %s; on ÷ off %.3f (%.2f-%.2f)", name, stats.MedianOf(on.rounds, f), stats.MedianOf(off.rounds, f), unit,
-				stats.Median(rs), slices.Min(rs), slices.Max(rs))
+			fmt.Fprintf(w, "    %-22s %8.4g vs %-8.4g %s; %s ÷ %s %.3f (%.2f-%.2f)", name, stats.MedianOf(on.rounds, f), stats.MedianOf(off.rounds, f), unit,
+				an, bn, stats.Median(rs), slices.Min(rs), slices.Max(rs))
 			if diff {
 				ds := make([]float64, len(ons))
 				for k := range ons {
 					ds[k] = ons[k] - offs[k]
 				}
-				fmt.Fprintf(w, "; on − off %.4g %s (%.4g to %.4g)", stats.Median(ds), unit, slices.Min(ds), slices.Max(ds))
+				fmt.Fprintf(w, "; %s − %s %.4g %s (%.4g to %.4g)", an, bn, stats.Median(ds), unit, slices.Min(ds), slices.Max(ds))
 			}
 			fmt.Fprintln(w)
 		}
 		pairs, _ := paired(func(result) float64 { return 1 })
 		fmt.Fprintf(w, "  %s (%d rounds paired):\n", on.setup, len(pairs))
+		line("job-ticks run", "share", result.ranShare, false)
 		line("redis CPU", "µs/job/tick", func(r result) float64 { return 1e6 * r.redisCPU / r.jobTicks() }, true)
 		line("replicas CPU", "µs/job/tick", func(r result) float64 { return 1e6 * r.procCPU / r.jobTicks() }, true)
-		line("redis + replicas CPU", "µs/job/tick", func(r result) float64 { return 1e6 * (r.redisCPU + r.procCPU) / r.jobTicks() }, true)
+		line("redis + replicas CPU", "µs/job/tick", result.cpuUs, true)
 		line("calls", "/job/tick", result.callsPerJobTick, false)
-		line("server cmds", "/job/tick", func(r result) float64 {
-			var n uint64
-			for _, v := range r.server {
-				n += v
-			}
-			return float64(n) / r.jobTicks()
-		}, true)
+		line("server cmds", "/job/tick", result.serverCmds, true)
 		line("start p50", "ms", func(r result) float64 { return stats.Millis(r.p50) }, false)
 		line("start p99", "ms", func(r result) float64 { return stats.Millis(r.p99) }, false)
+		line("heap per job", "B", func(r result) float64 { return r.heapPerJob }, false)
+		line("registration", "ms", func(r result) float64 { return stats.Millis(r.register) }, false)
 	}
 }
 
 // writeGoals evaluates the goals on the summaries of runs with the given
-// lock-ahead and ledger setting.
+// lock-ahead and ledger setting, by this build's replicas.
 func writeGoals(w io.Writer, cfg config, sums []summary, ahead time.Duration, noLedger bool) {
 	var one, goal *summary
 	for i := range sums {
-		if sums[i].ahead != ahead || sums[i].noLedger != noLedger {
+		if sums[i].ahead != ahead || sums[i].noLedger != noLedger || sums[i].baseline {
 			continue
 		}
 		switch sums[i].jobs {

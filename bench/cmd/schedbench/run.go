@@ -70,6 +70,7 @@ type result struct {
 	jobs, round int
 	ahead       time.Duration
 	noLedger    bool
+	baseline    bool
 	ticks       int           // ticks in the window: cfg.ticks(jobs)
 	window      time.Duration // wall time between the two snapshots
 
@@ -202,6 +203,9 @@ func runOnce(ctx context.Context, cfg config, exe string, servers []*redisproc.S
 	if su.noLedger {
 		prefix += "-nl"
 	}
+	if su.baseline {
+		prefix += "-b"
+	}
 	spec := replicaSpec{Prefix: prefix, Jobs: jobs, Spec: "* * * * * *", Ahead: su.ahead, NoLedger: su.noLedger,
 		Wiring: cfg.wiring, LockTTL: cfg.lockTTL, MaxTTL: cfg.maxTTL, JobSleep: cfg.jobSleep}
 	votes := cfg.votesFrom(serversUp)
@@ -282,7 +286,7 @@ func runOnce(ctx context.Context, cfg config, exe string, servers []*redisproc.S
 	col.inJobs.set(inJobs)
 	col.fails.set(fails)
 	res := analyze(col, jobs, cfg.replicas, ticks)
-	res.round, res.ahead, res.noLedger, res.goroutinesLeft = round, su.ahead, su.noLedger, left
+	res.round, res.ahead, res.noLedger, res.baseline, res.goroutinesLeft = round, su.ahead, su.noLedger, su.baseline, left
 	for _, r := range readies {
 		res.register = max(res.register, r.Register)
 		if r.HeapAfter > r.HeapBefore {
