@@ -89,6 +89,8 @@ type replicaOutput struct {
 	// was built were left after its scheduler stopped and its clients
 	// were closed.
 	GoroutinesLeft int
+	// ShutdownErr is why the scheduler's Shutdown failed, if it did.
+	ShutdownErr string
 }
 
 // replicaSnap is a replica's counters at one instant.
@@ -167,16 +169,22 @@ func runReplica(ctx context.Context, spec replicaSpec, ready func(replicaReady) 
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- rep.run(runCtx) }()
-	// stopRun shuts the scheduler down; on an early return, deferred.
+	// stopRun shuts the scheduler down; on an early return, deferred. A
+	// shutdown that did not complete in time (runs or lock attempts still
+	// going: an overloaded replica) is reported, not a failure of the run.
+	var shutdownErr string
 	stopRun := sync.OnceValue(func() error {
 		sctx, done := context.WithTimeout(context.Background(), 10*time.Second)
 		defer done()
-		serr := rep.shutdown(sctx)
+		if err := rep.shutdown(sctx); err != nil {
+			shutdownErr = err.Error()
+			fmt.Fprintf(os.Stderr, "  replica %d: shutdown: %v\n", spec.ID, err)
+		}
 		cancel()
 		if err := <-ran; !errors.Is(err, scheduler.ErrClosed) {
 			return fmt.Errorf("the scheduler's Run: %w", err)
 		}
-		return serr
+		return nil
 	})
 	defer stopRun()
 
@@ -218,6 +226,7 @@ func runReplica(ctx context.Context, spec replicaSpec, ready func(replicaReady) 
 	}
 	closeRep()
 	out.GoroutinesLeft = goroutinesAbove(base)
+	out.ShutdownErr = shutdownErr
 	out.Recs, out.InJobs, out.Fails = col.records(), col.jobStarts(), col.lockFails()
 	return out, nil
 }

@@ -54,6 +54,7 @@ type summary struct {
 	skips, failedRuns           map[string]int
 	perReplica                  []int
 	tickShares                  []float64 // over rounds' ticks (see tickStat.share)
+	shutdownErrs                int       // replicas whose Shutdown failed, summed over rounds
 }
 
 func summarize(cfg config, results []result) []summary {
@@ -131,6 +132,7 @@ func summarize(cfg config, results []result) []summary {
 			s.misses += r.misses
 			s.unhandled += r.unhandled
 			s.retries += r.retries
+			s.shutdownErrs += r.shutdownErrs
 			if r.runs > 0 {
 				s.maxDelay = lat{d: max(s.maxDelay.d, r.maxDelay), n: s.maxDelay.n + r.runs, rounds: s.maxDelay.rounds + 1, of: len(rs)}
 			}
@@ -247,6 +249,9 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 		}
 		fmt.Fprintf(w, "  %s: skipped: %s; lock retries %d; runs by replica %s\n",
 			s.setup, strings.Join(parts, ", "), s.retries, strings.Join(share, "/"))
+		if s.shutdownErrs > 0 {
+			fmt.Fprintf(w, "             %d replica shutdowns did not finish within 10 s (runs or lock attempts still going)\n", s.shutdownErrs)
+		}
 		if len(s.tickShares) > 0 {
 			fmt.Fprintf(w, "             the replica that started most of a tick's runs started %.0f%% of them (median over all rounds' ticks; %.0f-%.0f%%)\n",
 				100*stats.Median(s.tickShares), 100*slices.Min(s.tickShares), 100*slices.Max(s.tickShares))

@@ -126,6 +126,7 @@ type result struct {
 	procCPU  float64           // seconds
 
 	goroutinesLeft []int // by replica, after its shutdown (replicaOutput)
+	shutdownErrs   int   // replicas whose scheduler's Shutdown failed (not finished within 10 s)
 
 	register   time.Duration // registering the jobs, the slowest replica
 	heapPerJob float64       // heap in use per registered job, bytes, the largest of the replicas
@@ -154,10 +155,10 @@ func (r result) callsPerJobTick() float64 {
 }
 
 func (r result) brief() string {
-	return fmt.Sprintf("runs %d/%d, duplicates %d, misses %d (events vs the jobs' records: %d differ), unhandled %d, start delay p50 %v p99 %v (in the job: %v, %v), calls/job/tick %.1f, skips %v",
+	return fmt.Sprintf("runs %d/%d, duplicates %d, misses %d (events vs the jobs' records: %d differ), unhandled %d, start delay p50 %v p99 %v (in the job: %v, %v), calls/job/tick %.1f, skips %v; registration %v, heap %.0f B/job; shutdowns failed %d",
 		r.runs, r.jobs*r.ticks, r.duplicates, r.misses, r.mismatches, r.unhandled, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
 		r.jobP50.Round(time.Microsecond), r.jobP99.Round(time.Microsecond),
-		r.callsPerJobTick(), r.skips)
+		r.callsPerJobTick(), r.skips, r.register.Round(time.Millisecond), r.heapPerJob, r.shutdownErrs)
 }
 
 // tickStat is the start delays of one tick's runs, over replicas.
@@ -209,6 +210,13 @@ func runOnce(ctx context.Context, cfg config, exe string, servers []*redisproc.S
 	spec := replicaSpec{Prefix: prefix, Jobs: jobs, Spec: "* * * * * *", Ahead: su.ahead, NoLedger: su.noLedger,
 		Wiring: cfg.wiring, LockTTL: cfg.lockTTL, MaxTTL: cfg.maxTTL, JobSleep: cfg.jobSleep}
 	votes := cfg.votesFrom(serversUp)
+	// The rush is due by the wall clock, on a daily spec for an instant
+	// -rush-lead ahead (and once every node votes). scheduler.WithClock
+	// could move the replicas' clock to a midnight instead, but the
+	// Redlock checks each claimed occurrence against the real clock (no
+	// more than the max TTL and 2 s ahead: mutex's checkOccurrence), and
+	// an untrusted node vouches for an occurrence by its uptime in real
+	// time: a shifted clock's ticks would be refused.
 	var tick time.Time // the rush's
 	if cfg.rush {
 		tick = later(time.Now().Truncate(time.Second).Add(cfg.rushLead), votes)
@@ -275,9 +283,13 @@ func runOnce(ctx context.Context, cfg config, exe string, servers []*redisproc.S
 	var recs, inJobs []record
 	var fails []lockFail
 	var left []int
+	shutdownErrs := 0
 	for _, o := range outs {
 		recs, inJobs, fails = append(recs, o.Recs...), append(inJobs, o.InJobs...), append(fails, o.Fails...)
 		left = append(left, o.GoroutinesLeft)
+		if o.ShutdownErr != "" {
+			shutdownErrs++
+		}
 		a.addReplica(o.A)
 		b.addReplica(o.B)
 	}
@@ -287,6 +299,7 @@ func runOnce(ctx context.Context, cfg config, exe string, servers []*redisproc.S
 	col.fails.set(fails)
 	res := analyze(col, jobs, cfg.replicas, ticks)
 	res.round, res.ahead, res.noLedger, res.baseline, res.goroutinesLeft = round, su.ahead, su.noLedger, su.baseline, left
+	res.shutdownErrs = shutdownErrs
 	for _, r := range readies {
 		res.register = max(res.register, r.Register)
 		if r.HeapAfter > r.HeapBefore {
