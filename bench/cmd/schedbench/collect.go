@@ -55,7 +55,10 @@ func (c *collector) observer(id int) func(scheduler.Event) {
 		}
 		r := record{Kind: e.Kind, Skip: e.Skip, Result: e.Result, Replica: int8(id), Job: job,
 			Attempts: int16(min(e.Attempts, 1<<14)), Tick: e.Tick.Unix(), Delay: e.StartDelay}
-		if (e.Kind == "run_started" || e.Kind == "skipped") && r.Tick >= c.w0 && r.Tick < c.w1 {
+		if !c.inWindow(r.Tick) {
+			return // the window's ticks only: at 10,000 jobs, the warm-up's would take memory
+		}
+		if e.Kind == "run_started" || e.Kind == "skipped" {
 			c.handled.Add(1)
 		}
 		c.recs.add(r)
@@ -70,7 +73,7 @@ func (c *collector) observer(id int) func(scheduler.Event) {
 func (c *collector) jobStarted(id int, info scheduler.RunInfo) {
 	delay := time.Since(info.Tick)
 	job, ok := jobIndex(info.Job)
-	if !ok {
+	if !ok || !c.inWindow(info.Tick.Unix()) {
 		return
 	}
 	c.inJobs.add(record{Kind: "run_started", Replica: int8(id), Job: job, Tick: info.Tick.Unix(), Delay: delay})
@@ -193,8 +196,13 @@ func (c *collector) lockObserver(id int) func(mutex.Event) {
 				f.Reason = "no_quorum"
 			}
 		}
-		c.fails.add(f)
+		if c.inWindow(f.Tick) || c.inWindow(f.HolderTick) {
+			c.fails.add(f)
+		}
 	}
 }
+
+// inWindow reports whether tick (unix seconds) is one of the window's.
+func (c *collector) inWindow(tick int64) bool { return tick >= c.w0 && tick < c.w1 }
 
 func (c *collector) lockFails() []lockFail { return c.fails.all() }

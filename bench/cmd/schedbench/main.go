@@ -12,19 +12,31 @@
 // also with the lock ledger off (mutex.WithLedger(0, 0)), and the report
 // compares the two.
 //
+// -wiring redcron builds each replica with redcron.NewWithClients
+// instead of from the library's parts, with untrusted nodes (measured once
+// every node votes); -lock-ttl, -max-ttl and -job-sleep set the jobs' lock
+// TTL, the max TTL and how long each run sleeps; -shape midnight is issue
+// 30's reproduction. -rush makes all jobs due at one instant (a daily
+// spec), then idle.
+//
 // Usage:
 //
 //	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-ahead 0,400ms] [-ledger on,off] [-replicas 3] [-nodes 5]
 //	    [-warmup 3s] [-measure 8s] [-min-samples 200] [-rounds 3] [-settle 10s]
+//	    [-wiring scheduler|redcron] [-lock-ttl d] [-max-ttl d] [-job-sleep d] [-shape midnight]
+//	    [-rush [-rush-lead 20s] [-idle 10s]]
 //	    [-per-tick] [-cpuprofile file [-profile-jobs 1000]]   (writes file.0, file.1, ...: one per replica)
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -35,6 +47,15 @@ import (
 
 type config struct {
 	jobs        []int
+	wiring      string        // wiringScheduler or wiringRedcron: how a replica is built
+	lockTTL     time.Duration // each job's scheduler.WithLockTTL; 0: the library's default (30 s)
+	maxTTL      time.Duration // mutex.WithMaxTTL; 0: the library's default (1 min)
+	jobSleep    time.Duration // how long each run sleeps after recording its start
+	shape       string        // the preset applied, if any
+	rush        bool          // one tick of a daily spec, all jobs due at once (see rush.go)
+	rushLead    time.Duration // from the replicas' start to the rush's tick, at least
+	idle        time.Duration // measured after the rush's tick
+	baseline    string        // a schedbench executable built at another commit, whose replicas every setup is also run with
 	aheads      []time.Duration
 	ledgers     []bool // the lock ledger on (true) or off, each run with every number of jobs and lead
 	replicas    int
@@ -58,7 +79,7 @@ func main() {
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := cli.NewFlagSet("schedbench", stderr)
-	jobs := fs.String("jobs", "1,100,1000,5000", "comma-separated numbers of jobs, each due every second")
+	jobs := fs.String("jobs", "1,100,1000,5000", "comma-separated numbers of jobs, each due every second (with -rush: at one instant)")
 	aheads := fs.String("ahead", "0", "comma-separated lock-ahead leads (scheduler.WithLockAhead), each run with every number of jobs")
 	ledgers := fs.String("ledger", "on", "comma-separated: on (the default ledger) and/or off (mutex.WithLedger(0, 0)), each run with every number of jobs and lead")
 	var c config
@@ -72,7 +93,21 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the first measured window of -profile-jobs, replica i's to this file's name followed by .i")
 	fs.BoolVar(&c.perTick, "per-tick", false, "after each round, print each window tick's start delays (p50, p99, max) and its runs and p99 by replica")
 	fs.IntVar(&c.profileJobs, "profile-jobs", 1000, "number of jobs whose windows -cpuprofile covers")
+	fs.StringVar(&c.wiring, "wiring", wiringScheduler, "how each replica is built: "+wiringScheduler+" (scheduler.New over mutex.New with WithTrustedNodes and a heartbeat, no scans) or "+
+		wiringRedcron+" (redcron.NewWithClients: untrusted nodes, which vote once up for the max TTL; heartbeat, leak scans, job table)")
+	fs.DurationVar(&c.lockTTL, "lock-ttl", 0, "each job's lock TTL (scheduler.WithLockTTL); 0: the library's default, 30s")
+	fs.DurationVar(&c.maxTTL, "max-ttl", 0, "the Redlock's max TTL (mutex.WithMaxTTL); 0: the library's default, 1m")
+	fs.DurationVar(&c.jobSleep, "job-sleep", 0, "how long each run sleeps after recording its start")
+	fs.StringVar(&c.shape, "shape", "", "a preset for the flags not given: "+shapeMidnight+" (issue 30's reproduction: -wiring "+wiringRedcron+
+		" -max-ttl 10s -lock-ttl 8s -job-sleep 10ms -jobs 1000,5000,10000 -measure 20s; with -rush, -jobs 100000)")
+	fs.BoolVar(&c.rush, "rush", false, "the rush: each number of jobs due at one instant, a daily spec \"S M H * * *\" (UTC) for an instant -rush-lead after the replicas start, then idle for -idle")
+	fs.DurationVar(&c.rushLead, "rush-lead", 20*time.Second, "with -rush: from the replicas' start to the tick, at least; it must cover their start-up and the registration of the jobs")
+	fs.StringVar(&c.baseline, "baseline", "", "also run every setup with replicas from this schedbench executable, built at another library commit (the baseline), interleaved, and compare")
+	fs.DurationVar(&c.idle, "idle", 10*time.Second, "with -rush: the measured time after the tick")
 	if err := cli.Parse(fs, args); err != nil {
+		return config{}, err
+	}
+	if err := applyShape(fs, c.shape, c.rush); err != nil {
 		return config{}, err
 	}
 	var err error
@@ -94,7 +129,81 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.replicas < 1 || c.nodes < 1 || c.rounds < 1 || c.measure < time.Second || c.warmup < time.Second || c.settle < 0 || c.minSamples < 0 {
 		return config{}, errors.New("-replicas, -nodes, -rounds at least 1; -measure and -warmup at least 1s; -settle and -min-samples not negative")
 	}
+	switch {
+	case c.wiring != wiringScheduler && c.wiring != wiringRedcron:
+		return config{}, fmt.Errorf("-wiring: %q is neither %s nor %s", c.wiring, wiringScheduler, wiringRedcron)
+	case c.lockTTL != 0 && c.lockTTL < time.Second:
+		return config{}, fmt.Errorf("-lock-ttl: %v is below 1s (the library's least)", c.lockTTL)
+	case c.maxTTL < 0 || c.jobSleep < 0:
+		return config{}, errors.New("-max-ttl and -job-sleep: not negative")
+	case c.lockTTL > c.effectiveMaxTTL():
+		return config{}, fmt.Errorf("-lock-ttl %v is above the max TTL %v", c.lockTTL, c.effectiveMaxTTL())
+	case c.rush && (c.rushLead < 2*time.Second || c.idle < time.Second):
+		return config{}, errors.New("-rush-lead at least 2s, -idle at least 1s")
+	}
+	c.rushLead, c.idle = c.rushLead.Round(time.Second), c.idle.Round(time.Second)
+	if c.baseline != "" {
+		if c.baseline, err = exec.LookPath(c.baseline); err != nil {
+			return config{}, fmt.Errorf("-baseline: %w", err)
+		}
+		if c.baseline, err = filepath.Abs(c.baseline); err != nil {
+			return config{}, fmt.Errorf("-baseline: %w", err)
+		}
+	}
 	return c, nil
+}
+
+// The ways a replica is built (-wiring).
+const (
+	wiringScheduler = "scheduler" // scheduler.New over mutex.New(WithTrustedNodes) and a heartbeat
+	wiringRedcron   = "redcron"   // redcron.NewWithClients, every option at its default but those asked
+)
+
+// libraryMaxTTL is mutex's default max TTL, which -max-ttl 0 leaves.
+const libraryMaxTTL = time.Minute
+
+// effectiveMaxTTL returns the Redlock's max TTL.
+func (c config) effectiveMaxTTL() time.Duration {
+	if c.maxTTL == 0 {
+		return libraryMaxTTL
+	}
+	return c.maxTTL
+}
+
+// shapeMidnight is issue 30's reproduction: 5 redis-servers without
+// persistence, 3 replica processes each built with redcron.NewWithClients
+// (WithSeconds, max TTL 10 s, lock TTL 8 s, every other option at its
+// default), jobs "* * * * * *" that sleep 10 ms, started together and
+// measured for 20 s once every node votes.
+const shapeMidnight = "midnight"
+
+// applyShape sets the flags of the preset called shape that the command
+// line did not set.
+func applyShape(fs *flag.FlagSet, shape string, rush bool) error {
+	var preset [][2]string
+	switch shape {
+	case "":
+		return nil
+	case shapeMidnight:
+		jobs := "1000,5000,10000"
+		if rush {
+			jobs = "100000"
+		}
+		preset = [][2]string{{"wiring", wiringRedcron}, {"max-ttl", "10s"}, {"lock-ttl", "8s"}, {"job-sleep", "10ms"},
+			{"jobs", jobs}, {"measure", "20s"}, {"nodes", "5"}, {"replicas", "3"}}
+	default:
+		return fmt.Errorf("-shape: %q is not a preset (%s)", shape, shapeMidnight)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, p := range preset {
+		if !set[p[0]] {
+			if err := fs.Set(p[0], p[1]); err != nil {
+				return fmt.Errorf("-shape %s: -%s %s: %w", shape, p[0], p[1], err)
+			}
+		}
+	}
+	return nil
 }
 
 func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer) error {
@@ -105,7 +214,12 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 		return err
 	}
 	defer cl.Close()
+	serversUp := time.Now()
 	servers, admin := cl.Servers, cl.Clients
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	profile := cfg.cpuProfile
 
 	var results []result
@@ -118,7 +232,11 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 			if su.jobs == cfg.profileJobs {
 				p, profile = profile, "" // the first window only
 			}
-			res, err := runOnce(ctx, cfg, servers, admin, su, r, p, stderr)
+			x := exe
+			if su.baseline {
+				x = cfg.baseline
+			}
+			res, err := runOnce(ctx, cfg, x, servers, admin, serversUp, su, r, p, stderr)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", su, r+1, err)
 			}
@@ -141,6 +259,9 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 // ticks returns the number of ticks a round of jobs jobs measures: those
 // of -measure, or more, so that the round has at least -min-samples runs.
 func (c config) ticks(jobs int) int {
+	if c.rush {
+		return 1
+	}
 	return stats.TicksFor(jobs, int(c.measure/time.Second), c.minSamples)
 }
 
@@ -150,6 +271,7 @@ type setup struct {
 	jobs     int
 	ahead    time.Duration
 	noLedger bool
+	baseline bool // the replicas run the -baseline executable
 }
 
 func (su setup) String() string {
@@ -159,6 +281,9 @@ func (su setup) String() string {
 	}
 	if su.noLedger {
 		s += ", ledger off"
+	}
+	if su.baseline {
+		s += ", baseline"
 	}
 	return s
 }
@@ -173,13 +298,17 @@ func (c config) ledgerModes() []bool {
 }
 
 // setups returns every combination of a number of jobs, a lead and a
-// ledger setting, by lead, then ledger setting.
+// ledger setting, by lead, then ledger setting; with -baseline, each
+// followed by its twin run by the baseline's replicas.
 func (c config) setups() []setup {
 	var out []setup
 	for _, a := range c.aheads {
 		for _, l := range c.ledgerModes() {
 			for _, j := range c.jobs {
 				out = append(out, setup{jobs: j, ahead: a, noLedger: !l})
+				if c.baseline != "" {
+					out = append(out, setup{jobs: j, ahead: a, noLedger: !l, baseline: true})
+				}
 			}
 		}
 	}

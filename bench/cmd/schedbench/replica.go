@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/internal/engine"
@@ -17,64 +18,151 @@ import (
 )
 
 // replica is one scheduler replica with its own clients, nodes and
-// Redlock, in a process of its own (see replicaMain).
+// Redlock, in a process of its own (see replicaMain), built one of two
+// ways (replicaSpec.Wiring): from the library's parts (s and scan) or by
+// its front door (front).
 type replica struct {
 	id      int
 	clients []*redis.Client
 	rl      *mutex.Redlock
-	s       *scheduler.Scheduler
-	scan    *leakscan.Scanner // the heartbeats, as the front door keeps them; no scans
 	counter *cmdCounter
+
+	s     *scheduler.Scheduler
+	scan  *leakscan.Scanner  // the heartbeats, as the front door keeps them; no scans
+	front *redcron.Scheduler // wiringRedcron: all of it
 }
 
-// newReplica builds replica id over the servers at addrs, with jobs
-// trivial jobs due every second, named j0, j1, ..., locked ahead before
-// their ticks, with the lock ledger on (the default) or off (noLedger);
-// its events go to col.
-func newReplica(id int, addrs []string, prefix string, jobs int, ahead time.Duration, noLedger bool, col *collector) (*replica, error) {
+// newReplica builds replica spec.ID over the servers at spec.Addrs, its
+// jobs' ticks locked spec.Ahead before they come, with the lock ledger on
+// (the default) or off (spec.NoLedger); its events go to col. It adds no
+// job (addJobs).
+//
+// wiringScheduler: scheduler.New over mutex.New with WithTrustedNodes
+// (brand-new servers vote at once), a key prefix, a mutex observer and
+// the heartbeat check (WithOwnerCheck), and a leakscan.Scanner that keeps
+// the heartbeat without scanning; over the benchmarks' clients
+// (redisnode.NewClient).
+//
+// wiringRedcron: redcron.NewWithClients, over clients made as redcron.New
+// makes them (1 s timeouts, no command retries, one dial per attempt),
+// with scheduler.WithSeconds and only what the benchmark needs to tell
+// runs apart and count them: a key prefix of the run's, observers, and
+// replica-N as the instance ID. The nodes are not trusted: a server votes
+// only once it has been up for the max TTL (and, for a tick, since the
+// max TTL and 3 s before it).
+func newReplica(spec replicaSpec, col *collector) (*replica, error) {
+	id := spec.ID
 	rep := &replica{id: id, counter: newCmdCounter()}
-	for _, a := range addrs {
-		c := redisnode.NewClient(a)
+	for _, a := range spec.Addrs {
+		var c *redis.Client
+		if spec.Wiring == wiringRedcron {
+			c = frontDoorClient(a)
+		} else {
+			c = redisnode.NewClient(a)
+		}
 		c.AddHook(rep.counter)
 		rep.clients = append(rep.clients, c)
 	}
-	opts := []mutex.Option{mutex.WithTrustedNodes(), mutex.WithKeyPrefix(prefix),
-		mutex.WithObserver(col.lockObserver(id)),
-		mutex.WithOwnerCheck(func(owner string, extending bool) error { return rep.scan.Check(owner, extending) })}
-	if noLedger {
+	opts := []mutex.Option{mutex.WithKeyPrefix(spec.Prefix), mutex.WithObserver(col.lockObserver(id))}
+	if spec.MaxTTL > 0 {
+		opts = append(opts, mutex.WithMaxTTL(spec.MaxTTL))
+	}
+	if spec.NoLedger {
 		opts = append(opts, mutex.WithLedger(0, 0))
 	}
+	instance := fmt.Sprintf("replica-%d", id)
+	schedOpts := []scheduler.Option{scheduler.WithSeconds(), scheduler.WithObserver(col.observer(id)), scheduler.WithInstanceID(instance)}
+	if spec.Ahead > 0 {
+		schedOpts = append(schedOpts, scheduler.WithLockAhead(spec.Ahead))
+	}
 	var err error
-	rep.rl, err = locks.NewRedlock(rep.clients, opts...)
-	if err != nil {
-		rep.close()
-		return nil, err
-	}
-	rep.scan, err = leakscan.New(rep.rl, fmt.Sprintf("replica-%d", id), leakscan.WithInterval(0))
-	if err != nil {
-		rep.close()
-		return nil, err
-	}
-	rep.s, err = scheduler.New(scheduler.NewRedlockLocker(rep.rl),
-		scheduler.WithSeconds(),
-		scheduler.WithObserver(col.observer(id)),
-		scheduler.WithInstanceID(fmt.Sprintf("replica-%d", id)),
-		scheduler.WithLockAhead(ahead))
-	if err != nil {
-		rep.close()
-		return nil, err
-	}
-	job := scheduler.JobFunc(func(_ context.Context, info scheduler.RunInfo) error {
-		col.jobStarted(id, info)
-		return nil
-	})
-	for j := range jobs {
-		if err := rep.s.Add("j"+strconv.Itoa(j), "* * * * * *", job); err != nil {
+	if spec.Wiring == wiringRedcron {
+		clients := make([]redis.UniversalClient, len(rep.clients))
+		for i, c := range rep.clients {
+			clients[i] = c
+		}
+		rep.front, err = redcron.NewWithClients(clients, redcron.WithLockOptions(opts...), redcron.WithSchedulerOptions(schedOpts...))
+		if err != nil {
 			rep.close()
 			return nil, err
 		}
+		rep.rl = rep.front.Locks()
+		return rep, nil
+	}
+	opts = append(opts, mutex.WithTrustedNodes(),
+		mutex.WithOwnerCheck(func(owner string, extending bool) error { return rep.scan.Check(owner, extending) }))
+	if rep.rl, err = locks.NewRedlock(rep.clients, opts...); err != nil {
+		rep.close()
+		return nil, err
+	}
+	if rep.scan, err = leakscan.New(rep.rl, instance, leakscan.WithInterval(0)); err != nil {
+		rep.close()
+		return nil, err
+	}
+	if rep.s, err = scheduler.New(scheduler.NewRedlockLocker(rep.rl), schedOpts...); err != nil {
+		rep.close()
+		return nil, err
 	}
 	return rep, nil
+}
+
+// frontDoorClient returns a client of the server at addr with the options
+// redcron.New gives its own.
+func frontDoorClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+}
+
+// addJobs adds spec.Jobs jobs named j0, j1, ..., on spec.Spec, each with
+// spec.LockTTL if set: each records its start (col.jobStarted), then
+// sleeps spec.JobSleep.
+func (r *replica) addJobs(spec replicaSpec, col *collector) error {
+	sleep := spec.JobSleep
+	job := scheduler.JobFunc(func(ctx context.Context, info scheduler.RunInfo) error {
+		col.jobStarted(r.id, info)
+		if sleep <= 0 {
+			return nil
+		}
+		t := time.NewTimer(sleep)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	var opts []scheduler.JobOption
+	if spec.LockTTL > 0 {
+		opts = append(opts, scheduler.WithLockTTL(spec.LockTTL))
+	}
+	add := func(name string) error { return r.s.Add(name, spec.Spec, job, opts...) }
+	if r.front != nil {
+		add = func(name string) error { return r.front.Add(name, spec.Spec, job, opts...) }
+	}
+	for j := range spec.Jobs {
+		if err := add("j" + strconv.Itoa(j)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// run runs the replica until ctx is done or shutdown is called.
+func (r *replica) run(ctx context.Context) error {
+	if r.front != nil {
+		return r.front.Run(ctx)
+	}
+	go r.scan.Run(ctx) // heartbeats until the replica ends
+	return r.s.Run(ctx)
+}
+
+// shutdown stops the replica's scheduler gracefully.
+func (r *replica) shutdown(ctx context.Context) error {
+	if r.front != nil {
+		return r.front.Shutdown(ctx)
+	}
+	return r.s.Shutdown(ctx)
 }
 
 func (r *replica) close() {

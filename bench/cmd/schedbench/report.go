@@ -54,6 +54,7 @@ type summary struct {
 	skips, failedRuns           map[string]int
 	perReplica                  []int
 	tickShares                  []float64 // over rounds' ticks (see tickStat.share)
+	shutdownErrs                int       // replicas whose Shutdown failed, summed over rounds
 }
 
 func summarize(cfg config, results []result) []summary {
@@ -61,7 +62,7 @@ func summarize(cfg config, results []result) []summary {
 	for _, su := range cfg.setups() {
 		var rs []result
 		for _, r := range results {
-			if r.jobs == su.jobs && r.ahead == su.ahead && r.noLedger == su.noLedger {
+			if r.setup() == su {
 				rs = append(rs, r)
 			}
 		}
@@ -131,6 +132,7 @@ func summarize(cfg config, results []result) []summary {
 			s.misses += r.misses
 			s.unhandled += r.unhandled
 			s.retries += r.retries
+			s.shutdownErrs += r.shutdownErrs
 			if r.runs > 0 {
 				s.maxDelay = lat{d: max(s.maxDelay.d, r.maxDelay), n: s.maxDelay.n + r.runs, rounds: s.maxDelay.rounds + 1, of: len(rs)}
 			}
@@ -205,22 +207,21 @@ func (l lat) samples() string {
 
 func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 	m.WriteHeader(w)
-	fmt.Fprintf(w, "run:     %d replicas (a process each) × %d redis-servers; jobs due every second (\"* * * * * *\", WithSeconds), trivial;\n", cfg.replicas, cfg.nodes)
-	fmt.Fprintf(w, "         per number of jobs J and lock-ahead: %d rounds of %v warm-up + max(%d, ceil(%d / J)) measured ticks (at least %d runs a round),\n",
-		cfg.rounds, cfg.warmup, int(cfg.measure/time.Second), cfg.minSamples, cfg.minSamples)
-	fmt.Fprintf(w, "         interleaved; medians over rounds (sums for counts)\n\n")
+	writeRun(w, cfg)
 	sums := summarize(cfg, results)
+	writeFigures(w, cfg, results, sums)
+	fmt.Fprintln(w, "\nin detail:")
 
 	tw := table.New(w)
-	fmt.Fprintln(tw, "jobs\tahead\tledger\tticks\truns/tick\tduplicates\tmisses\tunhandled\tsamples\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\treplicas CPU\tredis µs/job/tick\treplicas µs/job/tick")
+	fmt.Fprintln(tw, "jobs\tahead\tledger\treplicas\tticks\truns/tick\tduplicates\tmisses\tunhandled\tsamples\tstart p50\tstart p99\tmax\tin-job p99\tcalls/job/tick\tscripts\tplain\tpipelines\tserver cmds\tredis CPU\treplicas CPU\tredis µs/job/tick\treplicas µs/job/tick")
 	for _, s := range sums {
-		fmt.Fprintf(tw, "%d\t%v\t%s\t%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
-			s.jobs, s.ahead, onOff(!s.noLedger), s.ticks, s.runsPerTick, s.duplicates, s.misses, s.unhandled, s.p99.samples(), s.p50, s.p99, s.maxDelay, s.jobP99,
+		fmt.Fprintf(tw, "%d\t%v\t%s\t%s\t%d\t%.1f\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.1f\t%.2f\t%.2f\t%.1f\t%.1f\n",
+			s.jobs, s.ahead, onOff(!s.noLedger), buildName(s.baseline), s.ticks, s.runsPerTick, s.duplicates, s.misses, s.unhandled, s.p99.samples(), s.p50, s.p99, s.maxDelay, s.jobP99,
 			s.calls, s.scripts, s.plain, s.pipe, s.server, s.redisCores, s.procCores, s.redisUs, s.procUs)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, `
-ticks: ticks measured per round, max(-measure, ceil(-min-samples / J)). runs/tick: runs started per tick of the window
+replicas: this build's, or the -baseline executable's. ticks: ticks measured per round, max(-measure, ceil(-min-samples / J)). runs/tick: runs started per tick of the window
 (must equal jobs). samples: runs per round that the start percentiles rest on (the fewest of the rounds); a round
 without runs is left out of the latency medians, and "-" means no round had any. duplicates: (job, tick) pairs run more
 than once; misses: pairs run by no replica; both by the scheduler's run_started events or by the jobs' own start records
@@ -248,6 +249,9 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 		}
 		fmt.Fprintf(w, "  %s: skipped: %s; lock retries %d; runs by replica %s\n",
 			s.setup, strings.Join(parts, ", "), s.retries, strings.Join(share, "/"))
+		if s.shutdownErrs > 0 {
+			fmt.Fprintf(w, "             %d replica shutdowns did not finish within 10 s (runs or lock attempts still going)\n", s.shutdownErrs)
+		}
 		if len(s.tickShares) > 0 {
 			fmt.Fprintf(w, "             the replica that started most of a tick's runs started %.0f%% of them (median over all rounds' ticks; %.0f-%.0f%%)\n",
 				100*stats.Median(s.tickShares), 100*slices.Min(s.tickShares), 100*slices.Max(s.tickShares))
@@ -285,13 +289,62 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 	}
 
 	writeLedger(w, sums)
+	writeBaseline(w, sums)
 
 	fmt.Fprintln(w, "\ngoals:")
-	for _, ahead := range cfg.aheads {
-		for _, on := range cfg.ledgerModes() {
-			writeGoals(w, cfg, sums, ahead, !on)
+	if !cfg.rush {
+		for _, ahead := range cfg.aheads {
+			for _, on := range cfg.ledgerModes() {
+				writeGoals(w, cfg, sums, ahead, !on)
+			}
 		}
 	}
+	writeGoals30(w, cfg, sums)
+}
+
+// writeRun describes the run: the replicas, how they are built, the jobs
+// and the windows.
+func writeRun(w io.Writer, cfg config) {
+	if cfg.shape != "" {
+		fmt.Fprintf(w, "shape:   %s\n", cfg.shape)
+	}
+	jobs := "trivial"
+	if cfg.jobSleep > 0 {
+		jobs = fmt.Sprintf("each sleeps %v", cfg.jobSleep)
+	}
+	lockTTL := "30s (default)"
+	if cfg.lockTTL > 0 {
+		lockTTL = cfg.lockTTL.String()
+	}
+	maxTTL := cfg.effectiveMaxTTL().String()
+	if cfg.maxTTL == 0 {
+		maxTTL += " (default)"
+	}
+	fmt.Fprintf(w, "run:     %d replicas (a process each) × %d redis-servers (no persistence); ", cfg.replicas, cfg.nodes)
+	if cfg.wiring == wiringRedcron {
+		fmt.Fprintf(w, "each replica redcron.NewWithClients (WithSeconds, untrusted nodes, every other option at its default);\n")
+	} else {
+		fmt.Fprintf(w, "each replica scheduler.New over mutex.New (WithTrustedNodes) and a heartbeat;\n")
+	}
+	fmt.Fprintf(w, "         lock TTL %s, max TTL %s; jobs %s; the replicas register their jobs, then start together\n", lockTTL, maxTTL, jobs)
+	if cfg.rush {
+		fmt.Fprintf(w, "         rush: all jobs on one daily spec \"S M H * * *\" (UTC), due at one instant at least %v after the replicas were started\n", cfg.rushLead)
+		fmt.Fprintf(w, "         (and once every node votes); measured from before the tick to %v after it; %d rounds, interleaved\n\n", cfg.idle, cfg.rounds)
+		return
+	}
+	fmt.Fprintf(w, "         jobs due every second (\"* * * * * *\"); per number of jobs J and lock-ahead: %d rounds of %v warm-up (longer until every node votes)\n",
+		cfg.rounds, cfg.warmup)
+	fmt.Fprintf(w, "         + max(%d, ceil(%d / J)) measured ticks (at least %d runs a round), interleaved; medians over rounds (sums for counts)\n\n",
+		int(cfg.measure/time.Second), cfg.minSamples, cfg.minSamples)
+}
+
+// buildName names the replicas' executable: this build's or the
+// baseline's.
+func buildName(baseline bool) string {
+	if baseline {
+		return "baseline"
+	}
+	return "this"
 }
 
 func onOff(on bool) string {
@@ -302,23 +355,48 @@ func onOff(on bool) string {
 }
 
 // writeLedger compares each setup run with the lock ledger on with the
-// same setup run with it off, if it was: medians of each side over the
-// rounds, and the median over rounds of the per-round ratios on ÷ off
-// (round r of both ran one after the other), with their extremes, and of
-// the per-round differences of the CPU per job and tick.
+// same setup run with it off, if it was (writePaired).
 func writeLedger(w io.Writer, sums []summary) {
+	writePaired(w, sums, "ledger on vs off", "on", "off", func(su setup) (setup, bool) {
+		off := su
+		off.noLedger = true
+		return off, !su.noLedger
+	})
+}
+
+// writeBaseline compares each setup run with this build's replicas with
+// the same setup run with the baseline's (-baseline), if it was
+// (writePaired).
+func writeBaseline(w io.Writer, sums []summary) {
+	writePaired(w, sums, "this build vs the baseline", "this", "base", func(su setup) (setup, bool) {
+		b := su
+		b.baseline = true
+		return b, !su.baseline
+	})
+}
+
+// writePaired compares each setup a with its twin b (twin returns it and
+// whether a is a setup to compare), if both were run: medians of each
+// side over the rounds, and the median over rounds of the per-round
+// ratios a ÷ b (round r of both ran one after the other), with their
+// extremes, and of the per-round differences of the CPU and the servers'
+// commands per job and tick. title heads the part; an and bn name the
+// sides.
+func writePaired(w io.Writer, sums []summary, title, an, bn string, twin func(setup) (setup, bool)) {
 	header := false
 	for _, on := range sums {
-		if on.noLedger {
+		other, ok := twin(on.setup)
+		if !ok {
 			continue
 		}
-		i := slices.IndexFunc(sums, func(s summary) bool { return s.noLedger && s.jobs == on.jobs && s.ahead == on.ahead })
+		i := slices.IndexFunc(sums, func(s summary) bool { return s.setup == other })
 		if i < 0 {
 			continue
 		}
 		off := sums[i]
 		if !header {
-			fmt.Fprintln(w, "\nledger on vs off (medians over rounds; on ÷ off: median of the per-round ratios, min-max; on − off: median of the per-round differences):")
+			fmt.Fprintf(w, "\n%s (medians over rounds; %s ÷ %s: median of the per-round ratios, min-max; %s − %s: median of the per-round differences):\n",
+				title, an, bn, an, bn)
 			header = true
 		}
 		// paired returns f of the rounds of on and off with the same round
@@ -339,41 +417,38 @@ func writeLedger(w io.Writer, sums []summary) {
 			if len(rs) == 0 {
 				return
 			}
-			fmt.Fprintf(w, "    %-22s %8.4g vs %-8.4g %s; on ÷ off %.3f (%.2f-%.2f)", name, stats.MedianOf(on.rounds, f), stats.MedianOf(off.rounds, f), unit,
-				stats.Median(rs), slices.Min(rs), slices.Max(rs))
+			fmt.Fprintf(w, "    %-22s %8.4g vs %-8.4g %s; %s ÷ %s %.3f (%.2f-%.2f)", name, stats.MedianOf(on.rounds, f), stats.MedianOf(off.rounds, f), unit,
+				an, bn, stats.Median(rs), slices.Min(rs), slices.Max(rs))
 			if diff {
 				ds := make([]float64, len(ons))
 				for k := range ons {
 					ds[k] = ons[k] - offs[k]
 				}
-				fmt.Fprintf(w, "; on − off %.4g %s (%.4g to %.4g)", stats.Median(ds), unit, slices.Min(ds), slices.Max(ds))
+				fmt.Fprintf(w, "; %s − %s %.4g %s (%.4g to %.4g)", an, bn, stats.Median(ds), unit, slices.Min(ds), slices.Max(ds))
 			}
 			fmt.Fprintln(w)
 		}
 		pairs, _ := paired(func(result) float64 { return 1 })
 		fmt.Fprintf(w, "  %s (%d rounds paired):\n", on.setup, len(pairs))
+		line("job-ticks run", "share", result.ranShare, false)
 		line("redis CPU", "µs/job/tick", func(r result) float64 { return 1e6 * r.redisCPU / r.jobTicks() }, true)
 		line("replicas CPU", "µs/job/tick", func(r result) float64 { return 1e6 * r.procCPU / r.jobTicks() }, true)
-		line("redis + replicas CPU", "µs/job/tick", func(r result) float64 { return 1e6 * (r.redisCPU + r.procCPU) / r.jobTicks() }, true)
+		line("redis + replicas CPU", "µs/job/tick", result.cpuUs, true)
 		line("calls", "/job/tick", result.callsPerJobTick, false)
-		line("server cmds", "/job/tick", func(r result) float64 {
-			var n uint64
-			for _, v := range r.server {
-				n += v
-			}
-			return float64(n) / r.jobTicks()
-		}, true)
+		line("server cmds", "/job/tick", result.serverCmds, true)
 		line("start p50", "ms", func(r result) float64 { return stats.Millis(r.p50) }, false)
 		line("start p99", "ms", func(r result) float64 { return stats.Millis(r.p99) }, false)
+		line("heap per job", "B", func(r result) float64 { return r.heapPerJob }, false)
+		line("registration", "ms", func(r result) float64 { return stats.Millis(r.register) }, false)
 	}
 }
 
 // writeGoals evaluates the goals on the summaries of runs with the given
-// lock-ahead and ledger setting.
+// lock-ahead and ledger setting, by this build's replicas.
 func writeGoals(w io.Writer, cfg config, sums []summary, ahead time.Duration, noLedger bool) {
 	var one, goal *summary
 	for i := range sums {
-		if sums[i].ahead != ahead || sums[i].noLedger != noLedger {
+		if sums[i].ahead != ahead || sums[i].noLedger != noLedger || sums[i].baseline {
 			continue
 		}
 		switch sums[i].jobs {

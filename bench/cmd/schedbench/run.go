@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -69,10 +70,13 @@ type result struct {
 	jobs, round int
 	ahead       time.Duration
 	noLedger    bool
+	baseline    bool
 	ticks       int           // ticks in the window: cfg.ticks(jobs)
 	window      time.Duration // wall time between the two snapshots
 
 	runs       int // runs started for window ticks: the samples of p50, p99
+	ranPairs   int // (job, tick) pairs with at least one run_started event
+	within2s   int // runs started at most 2 s after their tick
 	inJobRuns  int // start records of the jobs themselves: the samples of jobP50, jobP99
 	duplicates int // (job, tick) pairs run more than once, by the events or by the jobs' own records
 	extraRuns  int // runs beyond the first of those
@@ -122,6 +126,11 @@ type result struct {
 	procCPU  float64           // seconds
 
 	goroutinesLeft []int // by replica, after its shutdown (replicaOutput)
+	shutdownErrs   int   // replicas whose scheduler's Shutdown failed (not finished within 10 s)
+
+	register   time.Duration // registering the jobs, the slowest replica
+	heapPerJob float64       // heap in use per registered job, bytes, the largest of the replicas
+	builds     []string      // the replicas' executables' commits
 }
 
 // jobTicks is the number of job executions the window calls for.
@@ -146,10 +155,10 @@ func (r result) callsPerJobTick() float64 {
 }
 
 func (r result) brief() string {
-	return fmt.Sprintf("runs %d/%d, duplicates %d, misses %d (events vs the jobs' records: %d differ), unhandled %d, start delay p50 %v p99 %v (in the job: %v, %v), calls/job/tick %.1f, skips %v",
+	return fmt.Sprintf("runs %d/%d, duplicates %d, misses %d (events vs the jobs' records: %d differ), unhandled %d, start delay p50 %v p99 %v (in the job: %v, %v), calls/job/tick %.1f, skips %v; registration %v, heap %.0f B/job; shutdowns failed %d",
 		r.runs, r.jobs*r.ticks, r.duplicates, r.misses, r.mismatches, r.unhandled, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
 		r.jobP50.Round(time.Microsecond), r.jobP99.Round(time.Microsecond),
-		r.callsPerJobTick(), r.skips)
+		r.callsPerJobTick(), r.skips, r.register.Round(time.Millisecond), r.heapPerJob, r.shutdownErrs)
 }
 
 // tickStat is the start delays of one tick's runs, over replicas.
@@ -181,39 +190,82 @@ func (t tickStat) String() string {
 }
 
 // runOnce runs J jobs on the replicas, each in a process of its own
-// (replicaMain), for the warm-up and the window; they stop once they have
-// handled the window's ticks.
-func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin []*redis.Client, su setup, round int, profile string, progress io.Writer) (result, error) {
+// (replicaMain) started from exe: once every replica has registered its
+// jobs, they run from the same instant, for the warm-up and the window
+// (or up to the rush's tick and the idle time after it); they stop once
+// they have handled the window's ticks. serversUp is when the servers
+// were started, after which untrusted nodes wait the max TTL before they
+// vote.
+func runOnce(ctx context.Context, cfg config, exe string, servers []*redisproc.Server, admin []*redis.Client, serversUp time.Time,
+	su setup, round int, profile string, progress io.Writer) (result, error) {
 	jobs := su.jobs
 	ticks := cfg.ticks(jobs)
-	start := time.Now()
-	w0 := start.Truncate(time.Second).Add(time.Second + cfg.warmup)
-	w1 := w0.Add(time.Duration(ticks) * time.Second)
-	// Snapshots midway between a tick and the lock-ahead of the next,
-	// before the window's first tick and before the tick after its last,
-	// so that the traffic between them is that of the window's ticks (for
-	// ticks handled within that gap), heartbeats included.
-	gap := (time.Second + su.ahead) / 2
 	prefix := fmt.Sprintf("sb-r%d-j%d-a%d", round, jobs, su.ahead.Milliseconds())
 	if su.noLedger {
 		prefix += "-nl"
 	}
-	spec := replicaSpec{Prefix: prefix,
-		Jobs: jobs, Ahead: su.ahead, NoLedger: su.noLedger, W0: w0.Unix(), W1: w1.Unix(),
-		SnapA: w0.Add(-gap), SnapB: w1.Add(-gap), Deadline: w1.Add(cfg.settle)}
+	if su.baseline {
+		prefix += "-b"
+	}
+	spec := replicaSpec{Prefix: prefix, Jobs: jobs, Spec: "* * * * * *", Ahead: su.ahead, NoLedger: su.noLedger,
+		Wiring: cfg.wiring, LockTTL: cfg.lockTTL, MaxTTL: cfg.maxTTL, JobSleep: cfg.jobSleep}
+	votes := cfg.votesFrom(serversUp)
+	// The rush is due by the wall clock, on a daily spec for an instant
+	// -rush-lead ahead (and once every node votes). scheduler.WithClock
+	// could move the replicas' clock to a midnight instead, but the
+	// Redlock checks each claimed occurrence against the real clock (no
+	// more than the max TTL and 2 s ahead: mutex's checkOccurrence), and
+	// an untrusted node vouches for an occurrence by its uptime in real
+	// time: a shifted clock's ticks would be refused.
+	var tick time.Time // the rush's
+	if cfg.rush {
+		tick = later(time.Now().Truncate(time.Second).Add(cfg.rushLead), votes)
+		spec.Spec = dailySpec(tick)
+	}
 	for _, s := range servers {
 		spec.Addrs = append(spec.Addrs, s.Addr())
 	}
-	procs, err := startReplicas(ctx, cfg.replicas, spec, profile, progress)
+	procs, err := startReplicas(ctx, exe, cfg.replicas, spec, profile, progress)
 	if err != nil {
 		return result{}, err
 	}
+	readies, err := procs.ready()
+	if err != nil {
+		return result{}, err
+	}
+	// Started together on the next whole second; measured once every node
+	// votes.
+	g := replicaGo{Start: time.Now().Truncate(time.Second).Add(time.Second)}
+	if cfg.rush {
+		if lead := tick.Sub(g.Start); lead < su.ahead+time.Second {
+			return result{}, errors.Join(fmt.Errorf("the replicas were ready %v before the rush's tick at %s, less than the lock-ahead and 1 s: raise -rush-lead (%v)",
+				lead, tick.UTC().Format(time.TimeOnly), cfg.rushLead), procs.kill())
+		}
+		g.W0, g.W1 = tick.Unix(), tick.Unix()+1
+		g.SnapA, g.SnapB = later(tick.Add(-su.ahead-time.Second/2), g.Start), tick.Add(cfg.idle)
+		g.Deadline = g.SnapB.Add(cfg.settle)
+	} else {
+		w0 := later(g.Start.Add(cfg.warmup), votes)
+		w1 := w0.Add(time.Duration(ticks) * time.Second)
+		// Snapshots midway between a tick and the lock-ahead of the next,
+		// before the window's first tick and before the tick after its
+		// last, so that the traffic between them is that of the window's
+		// ticks (for ticks handled within that gap), heartbeats included.
+		gap := (time.Second + su.ahead) / 2
+		g.W0, g.W1 = w0.Unix(), w1.Unix()
+		g.SnapA, g.SnapB, g.Deadline = w0.Add(-gap), w1.Add(-gap), w1.Add(cfg.settle)
+	}
+	if err := procs.start(g); err != nil {
+		return result{}, err
+	}
+	fmt.Fprintf(progress, "  ready %v before the start; window %s-%s\n", time.Until(g.Start).Round(time.Millisecond),
+		time.Unix(g.W0, 0).UTC().Format(time.TimeOnly), time.Unix(g.W1, 0).UTC().Format(time.TimeOnly))
 
 	var a, b snapshot
-	if sleepUntil(ctx, spec.SnapA) {
+	if sleepUntil(ctx, g.SnapA) {
 		a, err = serverSnapshot(ctx, admin)
 	}
-	if err == nil && sleepUntil(ctx, spec.SnapB) {
+	if err == nil && sleepUntil(ctx, g.SnapB) {
 		b, err = serverSnapshot(ctx, admin)
 	}
 	if err != nil {
@@ -231,18 +283,30 @@ func runOnce(ctx context.Context, cfg config, servers []*redisproc.Server, admin
 	var recs, inJobs []record
 	var fails []lockFail
 	var left []int
+	shutdownErrs := 0
 	for _, o := range outs {
 		recs, inJobs, fails = append(recs, o.Recs...), append(inJobs, o.InJobs...), append(fails, o.Fails...)
 		left = append(left, o.GoroutinesLeft)
+		if o.ShutdownErr != "" {
+			shutdownErrs++
+		}
 		a.addReplica(o.A)
 		b.addReplica(o.B)
 	}
-	col := &collector{w0: w0.Unix(), w1: w1.Unix()}
+	col := &collector{w0: g.W0, w1: g.W1}
 	col.recs.set(recs)
 	col.inJobs.set(inJobs)
 	col.fails.set(fails)
 	res := analyze(col, jobs, cfg.replicas, ticks)
-	res.round, res.ahead, res.noLedger, res.goroutinesLeft = round, su.ahead, su.noLedger, left
+	res.round, res.ahead, res.noLedger, res.baseline, res.goroutinesLeft = round, su.ahead, su.noLedger, su.baseline, left
+	res.shutdownErrs = shutdownErrs
+	for _, r := range readies {
+		res.register = max(res.register, r.Register)
+		if r.HeapAfter > r.HeapBefore {
+			res.heapPerJob = max(res.heapPerJob, float64(r.HeapAfter-r.HeapBefore)/float64(jobs))
+		}
+		res.builds = append(res.builds, r.Build)
+	}
 	res.window = b.at.Sub(a.at)
 	res.nodes = engine.Stats{Calls: b.nodes.Calls - a.nodes.Calls, Pipelines: b.nodes.Pipelines - a.nodes.Pipelines,
 		Failed: b.nodes.Failed - a.nodes.Failed, Skipped: b.nodes.Skipped - a.nodes.Skipped}
@@ -278,6 +342,12 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 		i := int(r.Tick-col.w0)*jobs + int(r.Job)
 		switch r.Kind {
 		case "run_started":
+			if runs[i] == 0 {
+				res.ranPairs++
+			}
+			if r.Delay <= 2*time.Second {
+				res.within2s++
+			}
 			runs[i]++
 			outcomes[i]++
 			res.runs++
@@ -408,6 +478,42 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 		res.maxDelay = delays[len(delays)-1]
 	}
 	return res
+}
+
+// votesFrom returns the first instant every untrusted node votes for a
+// tick at, on servers started by serversUp (zero with trusted nodes): a
+// node votes once up for the max TTL, and for a tick only if it was up
+// the max TTL and 3 s (the clock-skew margin and a second for the
+// resolution of Redis's uptime) before it; and a second more, for the
+// uptime's estimate (mutex/servers.go).
+func (c config) votesFrom(serversUp time.Time) time.Time {
+	if c.wiring != wiringRedcron {
+		return time.Time{}
+	}
+	return ceilSecond(serversUp.Add(c.effectiveMaxTTL() + 4*time.Second))
+}
+
+// dailySpec returns the six-field cron spec due every day at t's second,
+// in UTC (the scheduler's default location).
+func dailySpec(t time.Time) string {
+	t = t.UTC()
+	return fmt.Sprintf("%d %d %d * * *", t.Second(), t.Minute(), t.Hour())
+}
+
+// ceilSecond returns t rounded up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if u := t.Truncate(time.Second); !u.Equal(t) {
+		return u.Add(time.Second)
+	}
+	return t
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // sleepUntil sleeps until t or until ctx is done; it reports whether it
