@@ -18,13 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron/internal/shard"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/mutex"
@@ -42,6 +43,7 @@ type Scheduler struct {
 	s       *scheduler.Scheduler
 	locks   *mutex.Redlock
 	scan    *leakscan.Scanner
+	shards  *shard.Keeper
 	table   *jobTable // the digest its heartbeat publishes
 	log     *slog.Logger
 	owned   []*redis.Client // the clients New made
@@ -191,18 +193,21 @@ func nodeName(c redis.UniversalClient, i int) string {
 	return fmt.Sprintf("node-%d", i)
 }
 
+// invalid returns err, matching ErrInvalidOption too when an option of the
+// packages underneath was refused.
+func invalid(err error) error {
+	if errors.Is(err, mutex.ErrInvalidOption) || errors.Is(err, scheduler.ErrInvalidOption) ||
+		errors.Is(err, metrics.ErrInvalidOption) || errors.Is(err, leakscan.ErrInvalidOption) {
+		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
+	return err
+}
+
 // build wires the nodes, the Redlock, the scheduler and the metrics. An
 // option the packages underneath refuse matches ErrInvalidOption too; the
 // metrics are registered last, so that a refusal leaves the registerer as
 // it was.
 func build(names []string, clients []redis.UniversalClient, cfg config) (*Scheduler, error) {
-	invalid := func(err error) error {
-		if errors.Is(err, mutex.ErrInvalidOption) || errors.Is(err, scheduler.ErrInvalidOption) ||
-			errors.Is(err, metrics.ErrInvalidOption) || errors.Is(err, leakscan.ErrInvalidOption) {
-			return fmt.Errorf("%w: %w", ErrInvalidOption, err)
-		}
-		return err
-	}
 	nodes := make([]*store.Node, len(clients))
 	for i, c := range clients {
 		n, err := store.NewNode(names[i], c)
@@ -223,6 +228,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	skipped, tie := housekeeping(table, &scan)
 	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger), skipped}, cfg.scheduler...)
 	scanOpts := append([]leakscan.Option{leakscan.WithLogger(cfg.logger)}, append(tie, cfg.leakscan...)...)
+	shardOpts := slices.Clone(lockOpts)
 	var m *metrics.Collector
 	if cfg.registerer != nil {
 		var err error
@@ -237,7 +243,8 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	if err != nil {
 		return nil, invalid(err)
 	}
-	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), schedOpts...)
+	gate := shard.NewGate(scheduler.NewRedlockLocker(locks))
+	s, err := scheduler.New(gate, schedOpts...)
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -245,12 +252,16 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	if scan, err = leakscan.New(locks, s.InstanceID(), scanOpts...); err != nil {
 		return nil, invalid(err)
 	}
+	shards, err := newShards(nodes, shardOpts, gate, s.InstanceID(), table, scan, cfg.logger)
+	if err != nil {
+		return nil, invalid(err)
+	}
 	if m != nil {
 		if err := cfg.registerer.Register(m); err != nil {
 			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
 		}
 	}
-	return &Scheduler{s: s, locks: locks, scan: scan, table: table, tableEvery: jobTableEvery,
+	return &Scheduler{s: s, locks: locks, scan: scan, shards: shards, table: table, tableEvery: jobTableEvery,
 		stopped: make(chan struct{}), log: cfg.logger}, nil
 }
 
@@ -273,6 +284,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { s.scan.Run(scanCtx) })
+	wg.Go(func() { s.shards.Run(scanCtx) })
 	wg.Go(func() { s.takeTriggers(scanCtx) })
 	wg.Go(func() { s.publishJobTable(scanCtx) })
 	err := s.s.Run(ctx)
@@ -286,115 +298,3 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // Locks returns the Redlock the scheduler claims ticks with, for locks of
 // your own over the same nodes, or for the nodes' state (NodeStates).
 func (s *Scheduler) Locks() *mutex.Redlock { return s.locks }
-
-// ErrInvalidOption is matched by the error of New and NewWithClients for a
-// bad option or argument, which it names, including the options of the
-// packages underneath.
-var ErrInvalidOption = errors.New("redcron: invalid option")
-
-// Option configures New and NewWithClients.
-type Option func(*config) error
-
-type config struct {
-	logger       *slog.Logger
-	registerer   prometheus.Registerer
-	redisOptions []func(*redis.Options)
-	lock         []mutex.Option
-	scheduler    []scheduler.Option
-	leakscan     []leakscan.Option
-}
-
-func newConfig(opts []Option) (config, error) {
-	cfg := config{logger: slog.New(slog.DiscardHandler)}
-	for i, o := range opts {
-		if o == nil {
-			return config{}, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
-		}
-		if err := o(&cfg); err != nil {
-			return config{}, err
-		}
-	}
-	return cfg, nil
-}
-
-// WithLogger logs through l: the scheduler's runs and skips, and the
-// nodes' state as it changes. The default is silent.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		if l == nil {
-			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidOption)
-		}
-		c.logger = l
-		return nil
-	}
-}
-
-// WithMetrics registers the Prometheus collector (package metrics) on reg,
-// with a series per node. The default is no metrics.
-func WithMetrics(reg prometheus.Registerer) Option {
-	return func(c *config) error {
-		if reg == nil {
-			return fmt.Errorf("%w: WithMetrics: nil registerer", ErrInvalidOption)
-		}
-		c.registerer = reg
-		return nil
-	}
-}
-
-// WithRedisOptions calls f on the options of each client New makes, after
-// redcron's own settings: set Password, Username or TLSConfig there. It
-// has no effect with NewWithClients.
-func WithRedisOptions(f func(*redis.Options)) Option {
-	return func(c *config) error {
-		if f == nil {
-			return fmt.Errorf("%w: WithRedisOptions: nil function", ErrInvalidOption)
-		}
-		c.redisOptions = append(c.redisOptions, f)
-		return nil
-	}
-}
-
-// WithLockOptions passes options to the Redlock (mutex.New): the max TTL,
-// trusted nodes, the key prefix, the state TTL, and so on.
-func WithLockOptions(opts ...mutex.Option) Option {
-	return func(c *config) error {
-		c.lock = append(c.lock, opts...)
-		return nil
-	}
-}
-
-// WithSchedulerOptions passes options to the scheduler (scheduler.New):
-// seconds in specs, the time zone, the instance id, lock-ahead, observers,
-// and so on.
-func WithSchedulerOptions(opts ...scheduler.Option) Option {
-	return func(c *config) error {
-		c.scheduler = append(c.scheduler, opts...)
-		return nil
-	}
-}
-
-// WithLeakScanOptions passes options to the leak scanner (leakscan.New):
-// the scan interval (0 turns periodic scans off), the heartbeat interval
-// and TTL, observers, the version the heartbeat publishes
-// (leakscan.WithReplicaInfo(version, nil); the job table's digest is the
-// scheduler's).
-func WithLeakScanOptions(opts ...leakscan.Option) Option {
-	return func(c *config) error {
-		c.leakscan = append(c.leakscan, opts...)
-		return nil
-	}
-}
-
-// housekeeping returns the options that tie the scheduler to the leak
-// scanner (*scan, once made): the scheduler's skips go to the heartbeat,
-// and the heartbeat carries the digest of its job table; the missed-tick
-// check reads the ticks due from the scheduler.
-func housekeeping(table *jobTable, scan **leakscan.Scanner) (scheduler.Option, []leakscan.Option) {
-	skipped := scheduler.WithObserver(func(e scheduler.Event) {
-		if e.Kind == "skipped" {
-			(*scan).Skipped(e.Job, e.Tick, e.Skip)
-		}
-	})
-	due := func(from, to time.Time) map[string][]time.Time { return table.s.Due(from, to) }
-	return skipped, []leakscan.Option{leakscan.WithReplicaInfo("", table.get), leakscan.WithDue(due)}
-}

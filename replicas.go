@@ -25,6 +25,16 @@ type jobTable struct {
 // changed records an Add or a Remove, once it has returned.
 func (t *jobTable) changed() { t.changes.Add(1) }
 
+// jobs returns the digest of the current job table and its jobs' names.
+func (t *jobTable) jobs() (string, []string) {
+	fields, digest := t.table()
+	names := make([]string, 0, len(fields))
+	for name := range fields {
+		names = append(names, name)
+	}
+	return digest, names
+}
+
 // get returns the digest of the current job table.
 func (t *jobTable) get() string {
 	_, digest := t.table()

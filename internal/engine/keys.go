@@ -88,6 +88,10 @@ func (k Keyspace) ScanTurn() string { return k.prefix + ":scan" }
 // a trigger's request: replicas look there for requests to take.
 func (k Keyspace) Triggers() string { return k.prefix + ":triggers" }
 
+// Replicas returns the key of the sorted set of the live replicas, each
+// scored by when its presence expires (see Node.Presence).
+func (k Keyspace) Replicas() string { return k.prefix + ":replicas" }
+
 // JobTable returns the key of the job table whose digest is digest: a hash
 // of each job's name to its spec and zone (see JobSpec), published by the
 // replicas that run that table, for the admin command.

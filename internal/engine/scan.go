@@ -37,6 +37,7 @@ const (
 	KindTrigger                  // p:{name}:trigger
 	KindTriggers                 // p:triggers
 	KindJobTable                 // p:jobs:<digest>
+	KindReplicas                 // p:replicas
 )
 
 // String returns the kind's name.
@@ -60,6 +61,8 @@ func (k KeyKind) String() string {
 		return "triggers"
 	case KindJobTable:
 		return "job_table"
+	case KindReplicas:
+		return "replicas"
 	}
 	return "foreign"
 }
@@ -76,6 +79,8 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 		return KindScanTurn, ""
 	case "triggers":
 		return KindTriggers, ""
+	case "replicas":
+		return KindReplicas, ""
 	}
 	if owner, ok := strings.CutPrefix(rest, "hb:"); ok {
 		return KindHeartbeat, owner

@@ -142,7 +142,7 @@ func own(rep *Report, live map[string]bool, kind engine.KeyKind, name string, c 
 	case kind == engine.KindLedger && c.Type == "zset":
 		rep.Ledgers[name]++
 	case kind == engine.KindTrigger && c.Type == "string", kind == engine.KindTriggers && c.Type == "set", kind == engine.KindScanTurn,
-		kind == engine.KindJobTable && c.Type == "hash":
+		kind == engine.KindJobTable && c.Type == "hash", kind == engine.KindReplicas && c.Type == "zset":
 	case kind == engine.KindHeartbeat:
 		live[name] = true
 		if b := engine.ParseBeat(c.Value); rep.Beats[name].SentMS <= b.SentMS {

@@ -1,0 +1,121 @@
+// Package shard spreads the claiming of ticks over the replicas, so that
+// they do not all contend for every tick: job names hash to Count shards,
+// one replica at a time holds a shard's lease (a lock of its own on the
+// nodes, kept alive), and only the holder of a job's shard asks the nodes
+// for the job's ticks. The other replicas refuse them at once, without
+// I/O, as held by another replica.
+//
+// Safety does not rest on the shards: every tick is still claimed with the
+// job's own lock, occurrence mark and fence, so two replicas that both
+// believe they hold a shard (a lease lost unnoticed, views of the fleet
+// that differ for a moment) still run each tick at most once. The shards
+// only decide who asks, which removes the split votes of every replica
+// asking at once and divides the nodes' work per tick by the replicas.
+//
+// A job that not every live replica runs (a deploy in progress) is not
+// gated: every replica that runs it asks for its ticks, as without shards,
+// so that a holder that lacks the job cannot keep it from running.
+package shard
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sync/atomic"
+
+	"github.com/redcron/redcron/scheduler"
+)
+
+// Count is the number of shards. It is fixed: every replica of a fleet
+// must hash a job to the same shard.
+const Count = 64
+
+// Of returns the shard of a job.
+func Of(job string) int {
+	h := fnv.New32a()
+	h.Write([]byte(job))
+	return int(h.Sum32() % Count)
+}
+
+// Gate is a scheduler.Locker that passes to its inner Locker the requests
+// of the jobs whose shard this replica holds, and answers the others
+// itself: ErrHeld for a shard another replica is to hold, ErrNoQuorum (to
+// be asked again within the tick's grace) for a shard this replica is to
+// hold but has not won yet. Until its Keeper's first round, and for manual
+// runs and jobs not every live replica runs, it passes every request.
+type Gate struct {
+	inner scheduler.Locker
+	on    atomic.Bool
+	held  [Count]atomic.Bool // this replica holds the shard's lease
+	want  [Count]atomic.Bool // this replica is the shard's target
+	// shared, if not nil, are the jobs every live replica runs; nil: all
+	// of them (every live replica publishes the same job table).
+	shared atomic.Pointer[map[string]bool]
+}
+
+// NewGate returns a Gate over inner. It passes every request until a
+// Keeper turns it on.
+func NewGate(inner scheduler.Locker) *Gate { return &Gate{inner: inner} }
+
+// verdict returns nil for a request to pass to the inner Locker, or the
+// error that answers it.
+func (g *Gate) verdict(req scheduler.LockRequest) error {
+	if !g.on.Load() || req.Tick.IsZero() {
+		return nil
+	}
+	if shared := g.shared.Load(); shared != nil && !(*shared)[req.Job] {
+		return nil
+	}
+	k := Of(req.Job)
+	switch {
+	case g.held[k].Load():
+		return nil
+	case g.want[k].Load():
+		return fmt.Errorf("%w: shard %d of job %q: its lease is not won here yet", scheduler.ErrNoQuorum, k, req.Job)
+	}
+	return fmt.Errorf("%w: shard %d of job %q is another replica's", scheduler.ErrHeld, k, req.Job)
+}
+
+// Acquire asks the inner Locker for the lease of a job whose shard this
+// replica holds, and refuses the others.
+func (g *Gate) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
+	if err := g.verdict(req); err != nil {
+		return nil, err
+	}
+	return g.inner.Acquire(ctx, req)
+}
+
+// AcquireAll asks the inner Locker, in one call, for the leases of the
+// jobs whose shard this replica holds, and refuses the others.
+func (g *Gate) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	out := make([]scheduler.LockResult, len(reqs))
+	var pass []scheduler.LockRequest
+	var at []int
+	for i, req := range reqs {
+		if err := g.verdict(req); err != nil {
+			out[i].Err = err
+			continue
+		}
+		pass, at = append(pass, req), append(at, i)
+	}
+	if len(pass) == 0 {
+		return out
+	}
+	results := g.inner.AcquireAll(ctx, pass)
+	for j, i := range at {
+		if j < len(results) {
+			out[i] = results[j]
+		} else {
+			out[i].Err = fmt.Errorf("%w: the locker returned %d results for %d requests", scheduler.ErrNoQuorum, len(results), len(pass))
+		}
+	}
+	for _, r := range results[min(len(at), len(results)):] {
+		if r.Lease != nil {
+			_ = r.Lease.Release(ctx, scheduler.Outcome{})
+		}
+	}
+	return out
+}
+
+// Check is the inner Locker's.
+func (g *Gate) Check(req scheduler.LockRequest) error { return g.inner.Check(req) }

@@ -1,0 +1,31 @@
+package redcron
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/redcron/redcron/internal/shard"
+	"github.com/redcron/redcron/leakscan"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
+)
+
+// shardTTL is the TTL of a shard's lease (at most the max TTL): how long a
+// crashed replica's shards wait before another replica takes them.
+const shardTTL = 10 * time.Second
+
+// newShards returns the keeper of the replica's shards (see package
+// internal/shard), whose leases are won on a Redlock of their own over the
+// nodes, with the jobs' lock options (lockOpts, without their metrics) but
+// without a ledger, logging nothing (the jobs' Redlock logs the nodes). A
+// replica writes its presence for the shards only while its owner check
+// (the heartbeat, the clock) lets it claim ticks.
+func newShards(nodes []*store.Node, lockOpts []mutex.Option, gate *shard.Gate, self string, table *jobTable, scan *leakscan.Scanner, log *slog.Logger) (*shard.Keeper, error) {
+	opts := append(lockOpts, mutex.WithLedger(0, 0), mutex.WithLogger(slog.New(slog.DiscardHandler)))
+	locks, err := mutex.New(nodes, opts...)
+	if err != nil {
+		return nil, err
+	}
+	check := func() error { return scan.Check(self, false) }
+	return shard.NewKeeper(gate, locks, self, min(locks.MaxTTL(), shardTTL), table.jobs, check, log)
+}
