@@ -15,12 +15,16 @@ import (
 )
 
 // Timing of a Keeper: a round every roundEvery, the replica's presence
-// written every presenceEvery for presenceTTL, a shard released once it
-// has been another replica's target for releaseAfter rounds in a row.
+// written every presenceEvery for presenceTTL, but a replica counted gone
+// once its presence was last written more than presenceStale ago (it
+// missed two writes: its shards are not left without a target for the
+// whole TTL), a shard released once it has been another replica's target
+// for releaseAfter rounds in a row.
 const (
 	roundEvery    = 250 * time.Millisecond
 	presenceEvery = time.Second
 	presenceTTL   = 5 * time.Second
+	presenceStale = 2500 * time.Millisecond
 	releaseAfter  = 4
 	leaseTimeout  = 2 * time.Second // bounds one shard lease's acquisition or release
 )
@@ -114,7 +118,7 @@ func (k *Keeper) presence(ctx context.Context) ([]string, bool) {
 	digest, jobs := k.table()
 	ctx, cancel := context.WithTimeout(ctx, presenceEvery)
 	defer cancel()
-	answers := make([][]string, len(k.nodes))
+	answers := make([]map[string]time.Duration, len(k.nodes))
 	k.member = k.self + "\x00" + digest
 	errs := engine.OnEach(k.nodes, func(i int, n *engine.Node) (err error) {
 		answers[i], err = n.Presence(ctx, k.key, k.member, presenceTTL)
@@ -126,7 +130,10 @@ func (k *Keeper) presence(ctx context.Context) ([]string, bool) {
 	digests := map[string]bool{}
 	var fleet []string
 	for _, a := range answers {
-		for _, m := range a {
+		for m, age := range a {
+			if age > presenceStale {
+				continue
+			}
 			inst, d, _ := strings.Cut(m, "\x00")
 			digests[d] = true
 			fleet = append(fleet, inst)
