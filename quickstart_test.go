@@ -71,6 +71,60 @@ func TestQuickstart(t *testing.T) {
 	}
 }
 
+// TestQuickstartNodeDown runs the README's Quickstart with one of its
+// three nodes down, until a tick has been tried (and skipped: the others
+// are warming up), and checks that it logged each node's state once, and
+// not one of go-redis's own lines about its failed dials.
+func TestQuickstartNodeDown(t *testing.T) {
+	t.Parallel()
+	bin := buildQuickstart(t)
+	c := redistest.Start(t, 3)
+	c.Node(2).Kill()
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, c.Addrs()...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	// The Quickstart's job is due every 5 s: its first tick is skipped
+	// within 10 s, after many attempts on the dead node.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "tick skipped") && time.Now().Before(deadline) {
+		<-time.After(100 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+	stopped = true
+	got := out.String()
+	if !strings.Contains(got, "tick skipped") {
+		t.Fatalf("no tick was tried in 30 s:\n%s", got)
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if strings.HasPrefix(line, "redis: ") || strings.Contains(line, "connection pool") {
+			t.Errorf("go-redis logged: %s", line)
+		}
+	}
+	if n := strings.Count(got, "redis node "); n != 3 {
+		t.Errorf("%d lines about nodes, want one per node:\n%s", n, got)
+	}
+	for i, a := range c.Addrs() {
+		want := "redis node warming_up node=" + a + " "
+		if i == 2 {
+			want = "redis node down node=" + a + " "
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("no line %q:\n%s", want, got)
+		}
+	}
+}
+
 // buildQuickstart writes the README's Quickstart program into a module of
 // its own that uses this checkout, and builds it.
 func buildQuickstart(t *testing.T) string {

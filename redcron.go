@@ -24,6 +24,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
@@ -115,6 +116,13 @@ func (s *Scheduler) closeClients() {
 // you raise mutex.WithNodeTimeout above a second). WithRedisOptions
 // adjusts them (password, TLS). It validates the options and does no I/O;
 // its errors for bad input match ErrInvalidOption and name what is wrong.
+//
+// go-redis logs every failed dial itself, to stderr, several lines a
+// second per node down, where WithLogger already logs each node's state
+// change once. So New sets go-redis's logger (redis.SetLogger, which is
+// process-wide) to go-redis's own, less its "failed to dial" lines: this
+// also quiets those lines for your other go-redis clients, and replaces a
+// logger you set before New; set yours after New to keep it.
 func New(addrs []string, opts ...Option) (*Scheduler, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -147,14 +155,20 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 		return nil, err
 	}
 	s.owned = owned
+	redis.SetLogger(logging.NewBlacklistLogger([]string{quietRedis}))
 	return s, nil
 }
+
+// quietRedis is the part of go-redis's log lines New leaves out: its
+// connection pool's, for each failed dial.
+const quietRedis = "connection pool: failed to dial"
 
 // NewWithClients returns a Scheduler over your own go-redis clients, one
 // per independent master (for TLS, ACLs, Sentinel, a Cluster or Ring
 // client). Set MaxRetries to -1 and DialerRetries to 1 on them, and
 // timeouts above the node timeout (250 ms): see the README. The clients
-// stay yours to close. It does no I/O. Its errors for bad input match
+// stay yours to close, and so does go-redis's logging (redis.SetLogger: it
+// logs every failed dial). It does no I/O. Its errors for bad input match
 // ErrInvalidOption.
 func NewWithClients(clients []redis.UniversalClient, opts ...Option) (*Scheduler, error) {
 	cfg, err := newConfig(opts)
