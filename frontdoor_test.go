@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -234,6 +235,18 @@ func TestFrontDoorBadInput(t *testing.T) {
 	}
 	if err := (*engine.Node)(s.Locks().Nodes()[0]).Client().Ping(context.Background()).Err(); !errors.Is(err, redis.ErrClosed) {
 		t.Errorf("a client of a Scheduler shut down before Run: %v, want closed", err)
+	}
+	for _, addr := range []string{"localhost", "10.0.0.7", "localhost:", "redis://localhost:6379", "::1"} {
+		if _, err := redcron.New([]string{"a:1", addr}); !errors.Is(err, redcron.ErrInvalidOption) ||
+			!strings.Contains(err.Error(), "address 1 "+strconv.Quote(addr)) {
+			t.Errorf("New with address %q = %v, want ErrInvalidOption naming it", addr, err)
+		}
+	}
+	unix := redcron.WithRedisOptions(func(o *redis.Options) { o.Network = "unix" })
+	if s, err := redcron.New([]string{"/run/redis.sock"}, unix); err != nil {
+		t.Errorf("New with a Unix socket: %v", err)
+	} else {
+		_ = s.Shutdown(context.Background())
 	}
 	if _, err := redcron.New(nil); !errors.Is(err, redcron.ErrInvalidOption) {
 		t.Errorf("New(nil) = %v, want ErrInvalidOption", err)

@@ -24,7 +24,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/logging"
 
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
@@ -131,21 +130,9 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: New: no node addresses", ErrInvalidOption)
 	}
-	for i, addr := range addrs {
-		if addr == "" {
-			return nil, fmt.Errorf("%w: New: address %d is empty", ErrInvalidOption, i)
-		}
-	}
-	clients := make([]redis.UniversalClient, len(addrs))
-	var owned []*redis.Client
-	for i, addr := range addrs {
-		o := &redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1}
-		for _, f := range cfg.redisOptions {
-			f(o)
-		}
-		c := redis.NewClient(o)
-		clients[i], owned = c, append(owned, c)
+	clients, owned, err := newClients(addrs, cfg)
+	if err != nil {
+		return nil, err
 	}
 	s, err := build(addrs, clients, cfg)
 	if err != nil {
@@ -155,13 +142,9 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 		return nil, err
 	}
 	s.owned = owned
-	redis.SetLogger(logging.NewBlacklistLogger([]string{quietRedis}))
+	quietGoRedis()
 	return s, nil
 }
-
-// quietRedis is the part of go-redis's log lines New leaves out: its
-// connection pool's, for each failed dial.
-const quietRedis = "connection pool: failed to dial"
 
 // NewWithClients returns a Scheduler over your own go-redis clients, one
 // per independent master (for TLS, ACLs, Sentinel, a Cluster or Ring
