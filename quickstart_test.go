@@ -8,16 +8,24 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 )
+
+// quickstartPrefix is the key prefix the Quickstart's program sets.
+const quickstartPrefix = "redcron"
 
 // TestQuickstart builds the README's Quickstart program from the README's
 // own text, runs two copies of it against three fresh redis-servers, and
 // checks that each logs when the nodes' votes begin and that each tick
-// after that is run by one copy only.
+// after that is run by one copy only; that a trigger (as the admin
+// command's) runs once and is logged as a manual run; and that each copy
+// stops cleanly on SIGTERM, as under systemd or Kubernetes.
 func TestQuickstart(t *testing.T) {
 	t.Parallel()
 	bin := buildQuickstart(t)
@@ -68,6 +76,65 @@ func TestQuickstart(t *testing.T) {
 		if n != 1 {
 			t.Errorf("tick %s ran %d times", tick, n)
 		}
+	}
+	triggerQuickstart(t, c)
+	deadline = time.Now().Add(10 * time.Second)
+	for !strings.Contains(outs[0].String()+outs[1].String(), "a manual run runs here") && time.Now().Before(deadline) {
+		<-time.After(100 * time.Millisecond)
+	}
+	if got := outs[0].String() + outs[1].String(); strings.Count(got, "a manual run runs here") != 1 || strings.Contains(got, "tick 00:00:00") {
+		t.Errorf("a trigger, want one line about a manual run, and no tick 00:00:00:\n%s", got)
+	}
+	for i, cmd := range cmds {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("copy %d on SIGTERM: %v, want a clean stop; it said:\n%s", i, err, outs[i])
+		}
+	}
+}
+
+// triggerQuickstart places a trigger of the Quickstart's job, as the
+// admin command does, and waits until a copy took it.
+func triggerQuickstart(t *testing.T, c *redistest.Cluster) {
+	t.Helper()
+	keys, err := engine.NewKeyspace(quickstartPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &cluster.Cluster{Keys: keys}
+	for _, srv := range c.Nodes() {
+		n, err := engine.NewNode(srv.Addr(), srv.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.Nodes = append(cl.Nodes, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := cl.Trigger(ctx, "hello", "quickstart-test", 30*time.Second); err != nil {
+		t.Fatalf("trigger: %v", err)
+	}
+}
+
+// TestQuickstartSaysGoVersion: the Quickstart says which Go it needs, the
+// go directive of go.mod.
+func TestQuickstartSaysGoVersion(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod has no go directive")
+	}
+	_, quick, _ := strings.Cut(string(readme), "## Quickstart\n")
+	quick, _, _ = strings.Cut(quick, "\n## ")
+	if want := "Go " + string(m[1]) + " or later"; !strings.Contains(quick, want) {
+		t.Errorf("the Quickstart does not say %q", want)
 	}
 }
 
