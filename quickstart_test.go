@@ -18,14 +18,15 @@ import (
 )
 
 // quickstartPrefix is the key prefix the Quickstart's program sets.
-const quickstartPrefix = "redcron"
+const quickstartPrefix = "hello"
 
 // TestQuickstart builds the README's Quickstart program from the README's
 // own text, runs two copies of it against three fresh redis-servers, and
 // checks that each logs when the nodes' votes begin and that each tick
 // after that is run by one copy only; that a trigger (as the admin
-// command's) runs once and is logged as a manual run; and that each copy
-// stops cleanly on SIGTERM, as under systemd or Kubernetes.
+// command's) runs once and is logged as a manual run; that its keys are
+// under its own prefix; and that each copy stops cleanly on SIGTERM, as
+// under systemd or Kubernetes.
 func TestQuickstart(t *testing.T) {
 	t.Parallel()
 	bin := buildQuickstart(t)
@@ -84,6 +85,15 @@ func TestQuickstart(t *testing.T) {
 	}
 	if got := outs[0].String() + outs[1].String(); strings.Count(got, "a manual run runs here") != 1 || strings.Contains(got, "tick 00:00:00") {
 		t.Errorf("a trigger, want one line about a manual run, and no tick 00:00:00:\n%s", got)
+	}
+	// The program's keys are under its own prefix, none under the default.
+	for _, srv := range c.Nodes() {
+		for pattern, want := range map[string]bool{quickstartPrefix + ":*": true, "redcron:*": false} {
+			keys, _, err := srv.Client(t).Scan(context.Background(), 0, pattern, 1000).Result()
+			if err != nil || (len(keys) > 0) != want {
+				t.Errorf("node %s: keys %s: %q, %v", srv.Addr(), pattern, keys, err)
+			}
+		}
 	}
 	for i, cmd := range cmds {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
