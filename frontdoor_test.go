@@ -84,7 +84,7 @@ func TestFrontDoor(t *testing.T) {
 	for strings.Count(logs.String(), "redis node warming_up") < 6 && time.Now().Before(deadline) {
 		<-time.After(50 * time.Millisecond)
 	}
-	if got := logs.String(); strings.Count(got, "redis node warming_up") != 6 || !strings.Contains(got, "votes from") ||
+	if got := logs.String(); strings.Count(got, "redis node warming_up") != 6 || !strings.Contains(got, "votes_from=") ||
 		!strings.Contains(got, "WithTrustedNodes") {
 		t.Fatalf("start logs, want one warming-up line per node and scheduler, with when it votes and the hint:\n%s", got)
 	}

@@ -60,7 +60,7 @@ func TestQuickstart(t *testing.T) {
 		<-time.After(500 * time.Millisecond)
 	}
 	for i, out := range outs {
-		if got := out.String(); !strings.Contains(got, "redis node warming_up") || !strings.Contains(got, "votes from") {
+		if got := out.String(); !strings.Contains(got, "redis node warming_up") || !strings.Contains(got, "votes_from=") {
 			t.Errorf("copy %d did not log when the nodes' votes begin:\n%s", i, got)
 		}
 	}

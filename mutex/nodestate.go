@@ -139,7 +139,7 @@ func (r *Redlock) logNode(ctx context.Context, res NodeResult, st nodeState, unl
 		}
 		attrs = append(attrs, slog.String("hint", warmingHint))
 	}
-	if res.Err != nil {
+	if res.Err != nil && res.votesFrom.IsZero() { // a node warming up is not in error: its times say it all
 		attrs = append(attrs, slog.Any("error", res.Err))
 	}
 	r.cfg.logger.LogAttrs(ctx, level, "redis node "+string(st), attrs...)
