@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -83,7 +84,7 @@ func TestFrontDoor(t *testing.T) {
 	for strings.Count(logs.String(), "redis node warming_up") < 6 && time.Now().Before(deadline) {
 		<-time.After(50 * time.Millisecond)
 	}
-	if got := logs.String(); strings.Count(got, "redis node warming_up") != 6 || !strings.Contains(got, "votes from") ||
+	if got := logs.String(); strings.Count(got, "redis node warming_up") != 6 || !strings.Contains(got, "votes_from=") ||
 		!strings.Contains(got, "WithTrustedNodes") {
 		t.Fatalf("start logs, want one warming-up line per node and scheduler, with when it votes and the hint:\n%s", got)
 	}
@@ -234,6 +235,18 @@ func TestFrontDoorBadInput(t *testing.T) {
 	}
 	if err := (*engine.Node)(s.Locks().Nodes()[0]).Client().Ping(context.Background()).Err(); !errors.Is(err, redis.ErrClosed) {
 		t.Errorf("a client of a Scheduler shut down before Run: %v, want closed", err)
+	}
+	for _, addr := range []string{"localhost", "10.0.0.7", "localhost:", "redis://localhost:6379", "::1"} {
+		if _, err := redcron.New([]string{"a:1", addr}); !errors.Is(err, redcron.ErrInvalidOption) ||
+			!strings.Contains(err.Error(), "address 1 "+strconv.Quote(addr)) {
+			t.Errorf("New with address %q = %v, want ErrInvalidOption naming it", addr, err)
+		}
+	}
+	unix := redcron.WithRedisOptions(func(o *redis.Options) { o.Network = "unix" })
+	if s, err := redcron.New([]string{"/run/redis.sock"}, unix); err != nil {
+		t.Errorf("New with a Unix socket: %v", err)
+	} else {
+		_ = s.Shutdown(context.Background())
 	}
 	if _, err := redcron.New(nil); !errors.Is(err, redcron.ErrInvalidOption) {
 		t.Errorf("New(nil) = %v, want ErrInvalidOption", err)

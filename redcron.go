@@ -125,6 +125,13 @@ func (s *Scheduler) closeClients() {
 // you raise mutex.WithNodeTimeout above a second). WithRedisOptions
 // adjusts them (password, TLS). It validates the options and does no I/O;
 // its errors for bad input match ErrInvalidOption and name what is wrong.
+//
+// go-redis logs every failed dial itself, to stderr, several lines a
+// second per node down, where WithLogger already logs each node's state
+// change once. So New sets go-redis's logger (redis.SetLogger, which is
+// process-wide) to go-redis's own, less its "failed to dial" lines: this
+// also quiets those lines for your other go-redis clients, and replaces a
+// logger you set before New; set yours after New to keep it.
 func New(addrs []string, opts ...Option) (*Scheduler, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -133,21 +140,9 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%w: New: no node addresses", ErrInvalidOption)
 	}
-	for i, addr := range addrs {
-		if addr == "" {
-			return nil, fmt.Errorf("%w: New: address %d is empty", ErrInvalidOption, i)
-		}
-	}
-	clients := make([]redis.UniversalClient, len(addrs))
-	var owned []*redis.Client
-	for i, addr := range addrs {
-		o := &redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-			ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1}
-		for _, f := range cfg.redisOptions {
-			f(o)
-		}
-		c := redis.NewClient(o)
-		clients[i], owned = c, append(owned, c)
+	clients, owned, err := newClients(addrs, cfg)
+	if err != nil {
+		return nil, err
 	}
 	s, err := build(addrs, clients, cfg)
 	if err != nil {
@@ -157,6 +152,7 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 		return nil, err
 	}
 	s.owned = owned
+	quietGoRedis()
 	return s, nil
 }
 
@@ -164,7 +160,8 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 // per independent master (for TLS, ACLs, Sentinel, a Cluster or Ring
 // client). Set MaxRetries to -1 and DialerRetries to 1 on them, and
 // timeouts above the node timeout (250 ms): see the README. The clients
-// stay yours to close. It does no I/O. Its errors for bad input match
+// stay yours to close, and so does go-redis's logging (redis.SetLogger: it
+// logs every failed dial). It does no I/O. Its errors for bad input match
 // ErrInvalidOption.
 func NewWithClients(clients []redis.UniversalClient, opts ...Option) (*Scheduler, error) {
 	cfg, err := newConfig(opts)

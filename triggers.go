@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	tickets "github.com/redcron/redcron/internal/ticket"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -17,7 +18,8 @@ const triggerPoll = time.Second
 
 // takeTriggers looks for trigger requests on the nodes (the admin
 // command's trigger) every second until ctx is done, and runs each request
-// for a job of this replica through Trigger WithTicket: the lease that
+// for a job of this replica through Trigger, with the request's ticket in
+// its context (package internal/ticket): the lease that
 // takes the request's ticket on a majority runs it, so it runs once, on one
 // replica, under the job's lock. A request whose job is running, or whose
 // attempt reached no decision, is tried again at the next look.
@@ -59,7 +61,7 @@ func (s *Scheduler) takeTriggers(ctx context.Context) {
 
 // takeTrigger tries to run the request ticket for the job called name.
 func (s *Scheduler) takeTrigger(ctx context.Context, name, ticket string) {
-	info, err := s.s.Trigger(ctx, name, scheduler.WithTicket(ticket))
+	info, err := s.s.Trigger(tickets.NewContext(ctx, ticket), name)
 	switch {
 	case err == nil:
 		s.log.LogAttrs(ctx, slog.LevelInfo, "trigger request taken", slog.String("job", name),

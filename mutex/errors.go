@@ -104,6 +104,11 @@ type NodeResult struct {
 	unproven bool
 	// server is the run id of the node's server, when read.
 	server string
+	// votesFrom and ticksFrom, for warming_up, are when the node's vote
+	// counts and the first tick it vouches for (readyAt); onlyThis says
+	// it votes, but not for this occurrence or ticket (too old for it).
+	votesFrom, ticksFrom time.Time
+	onlyThis             bool
 }
 
 // pending reports whether the node had not answered when the operation

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,10 @@ type nodeStates struct {
 	logged  []nodeState // the state each node was last logged in
 	at      []time.Time // when each node's state was last logged
 	flapped []int       // changes not logged since, for a node that flaps
+	// firstTick is the first tick a quorum vouches for, as last logged;
+	// probed says LogNodes ran before.
+	firstTick time.Time
+	probed    bool
 }
 
 // flapWindow is how often one node's changes are logged at most: a node
@@ -50,6 +55,9 @@ func stateOf(res NodeResult) (nodeState, bool) {
 	case voteYes, voteHeld, voteAlreadyRun, votePaused, voteNotOwner:
 		return nodeUp, true
 	case voteWarmingUp:
+		if res.onlyThis {
+			return nodeUp, true // it votes, for newer ticks
+		}
 		return nodeWarming, true
 	case voteTimeout, voteUnreachable:
 		return nodeDown, true
@@ -108,15 +116,16 @@ func (r *Redlock) noteNodes(rs []NodeResult) {
 		if state == st.logged[i] || now.Sub(st.at[i]) < flapWindow && !st.at[i].IsZero() {
 			continue
 		}
-		r.logNode(context.Background(), res.Node, state, res.Err, st.flapped[i]-1)
+		r.logNode(context.Background(), res, state, st.flapped[i]-1)
 		st.logged[i], st.at[i], st.flapped[i] = state, now, 0
 	}
 }
 
-// logNode logs one node's state, with its cause and the number of changes
-// not logged before it.
-func (r *Redlock) logNode(ctx context.Context, node string, st nodeState, cause error, unlogged int) {
-	attrs := []slog.Attr{slog.String("node", node), slog.String("state", string(st))}
+// logNode logs one node's state, as res shows it, with its cause and the
+// number of changes not logged before it; a node warming up, with when it
+// votes and the first tick it vouches for.
+func (r *Redlock) logNode(ctx context.Context, res NodeResult, st nodeState, unlogged int) {
+	attrs := []slog.Attr{slog.String("node", res.Node), slog.String("state", string(st))}
 	if unlogged > 0 {
 		attrs = append(attrs, slog.Int("changes_not_logged", unlogged))
 	}
@@ -125,39 +134,48 @@ func (r *Redlock) logNode(ctx context.Context, node string, st nodeState, cause 
 	case nodeUp:
 		level = slog.LevelInfo
 	case nodeWarming:
+		if !res.votesFrom.IsZero() {
+			attrs = append(attrs, slog.Time("votes_from", res.votesFrom), slog.Time("ticks_from", res.ticksFrom))
+		}
 		attrs = append(attrs, slog.String("hint", warmingHint))
 	}
-	if cause != nil {
-		attrs = append(attrs, slog.Any("error", cause))
+	if res.Err != nil && res.votesFrom.IsZero() { // a node warming up is not in error: its times say it all
+		attrs = append(attrs, slog.Any("error", res.Err))
 	}
 	r.cfg.logger.LogAttrs(ctx, level, "redis node "+string(st), attrs...)
 }
 
 // LogNodes asks every node about its server (INFO), notes its state
 // (NodeStates) and logs it when it changed: the first call one line per
-// node, up, down, refused (with the cause), or warming up, with the time
-// its vote will count from. Lock calls note and log the changes they show;
-// the leak scanner calls LogNodes at every heartbeat, so that the states
-// stay fresh between jobs. It takes at most four node timeouts.
+// node, up, down, refused (with the cause), or warming up, with when its
+// vote counts and the first tick it vouches for. While a quorum cannot
+// vouch for a tick now, it also logs when the first tick can run (once per
+// instant), or, at the first call, that no tick can run for want of
+// enough nodes. Lock calls note and log the changes they show; the leak
+// scanner calls LogNodes at every heartbeat, so that the states stay fresh
+// between jobs. It takes at most four node timeouts.
 func (r *Redlock) LogNodes(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 4*r.cfg.nodeTimeout)
 	defer cancel()
 	results := make([]NodeResult, len(r.nodes))
+	ready := make([]time.Time, len(r.nodes))
 	var wg sync.WaitGroup
 	for i, n := range r.nodes {
-		wg.Go(func() { results[i] = r.probe(ctx, i, n) })
+		wg.Go(func() { results[i], ready[i] = r.probe(ctx, i, n) })
 	}
 	wg.Wait()
 	r.noteNodes(results)
+	r.noteFirstTick(ctx, ready)
 }
 
 // probe asks node i about its server and returns the vote its state would
-// give: yes when up, warming up with the time it votes from, or the error.
-func (r *Redlock) probe(ctx context.Context, i int, n *engine.Node) NodeResult {
+// give: yes when up, warming up with the time it votes from, or the error;
+// and the first tick it vouches for (zero if none: it cannot vote).
+func (r *Redlock) probe(ctx context.Context, i int, n *engine.Node) (NodeResult, time.Time) {
 	res := NodeResult{Node: n.Name()}
 	info, err := n.Info(ctx)
 	if err != nil && r.cfg.trusted && engine.ServerError(err) && !nodeWide(err) {
-		return NodeResult{Node: n.Name(), Vote: voteYes} // it answers; without INFO, it is trusted
+		return NodeResult{Node: n.Name(), Vote: voteYes}, time.Now() // it answers; without INFO, it is trusted
 	}
 	if err != nil {
 		res = failure(err)
@@ -165,21 +183,53 @@ func (r *Redlock) probe(ctx context.Context, i int, n *engine.Node) NodeResult {
 			res.Err = fmt.Errorf("%w: INFO refused, so its restarts cannot be told: %w", errNodeRefused, err)
 		}
 		res.Node = n.Name()
-		return res
+		return res, time.Time{}
 	}
 	now := time.Now()
 	start, err := r.servers.observe(r, i, &info, nil, now)
 	switch {
 	case err != nil:
-		res.Vote, res.Err = voteError, err
-	case !r.cfg.trusted && r.warmingUp(start, now):
-		res.Vote, res.WarmingUp = voteWarmingUp, true
-		res.Err = errors.New("server started " + now.Sub(start).Round(time.Second).String() + " ago: votes from " +
-			now.Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly) + ", after the max TTL " + r.cfg.maxTTL.String())
-	default:
-		res.Vote = voteYes
+		return NodeResult{Node: n.Name(), Vote: voteError, Err: err}, time.Time{}
+	case r.cfg.trusted:
+		return NodeResult{Node: n.Name(), Vote: voteYes}, now
+	case r.warmingUp(start, now):
+		res = r.warming(start, 0)
+		res.Node = n.Name()
+		return res, res.ticksFrom
 	}
-	return res
+	_, ticks := r.readyAt(start)
+	return NodeResult{Node: n.Name(), Vote: voteYes}, ticks
+}
+
+// noteFirstTick logs when the first tick can run, from the first tick each
+// node vouches for (ready, zero for a node that cannot vote): the one a
+// quorum vouches for, when it is to come and was not logged yet; or, at
+// the first call only, that a quorum cannot vote.
+func (r *Redlock) noteFirstTick(ctx context.Context, ready []time.Time) {
+	var can []time.Time
+	for _, t := range ready {
+		if !t.IsZero() {
+			can = append(can, t)
+		}
+	}
+	slices.SortFunc(can, time.Time.Compare)
+	st := r.states
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	probed := st.probed
+	st.probed = true
+	switch {
+	case len(can) < r.quorum:
+		if !probed {
+			r.cfg.logger.LogAttrs(ctx, slog.LevelWarn, "no tick can run: fewer nodes can vote than a quorum",
+				slog.Int("voting", len(can)), slog.Int("quorum", r.quorum), slog.Int("nodes", len(r.nodes)))
+		}
+		st.firstTick = time.Time{}
+	case can[r.quorum-1].After(time.Now()) && !can[r.quorum-1].Equal(st.firstTick):
+		st.firstTick = can[r.quorum-1]
+		r.cfg.logger.LogAttrs(ctx, slog.LevelInfo, "first tick can run",
+			slog.Time("first_tick", st.firstTick), slog.Int("quorum", r.quorum), slog.Int("nodes", len(r.nodes)))
+	}
 }
 
 // NodeStates returns each node's state as the Redlock last saw it, by node

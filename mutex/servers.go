@@ -28,11 +28,13 @@ type servers struct {
 // serverSeen is what is known of one node's server.
 type serverSeen struct {
 	runID string
-	// start is the latest estimate of when the server started: from its
-	// uptime, or, when its run id changed (a failover, another server
-	// behind the address), the moment this process saw the change, since
-	// the new server may lack writes made up to then. It carries the
-	// monotonic clock reading, and is compared only with it.
+	// start is when the server started, as estimated when its run id was
+	// first seen: from its uptime (whole seconds, hence uptimeSlack), or,
+	// when its run id changed (a failover, another server behind the
+	// address), the moment this process saw the change, since the new
+	// server may lack writes made up to then. It is not revised: the
+	// instants a node's vote counts from, once logged, hold (see readyAt).
+	// It carries the monotonic clock reading, and is compared only with it.
 	start time.Time
 	twin  string // the other node name found with the same run id, for logging once
 }
@@ -62,7 +64,9 @@ func (s *servers) observe(r *Redlock, i int, info *engine.Info, infoErr error, n
 	case prev.runID == "":
 		prev.start = est
 	case prev.runID == info.RunID:
-		prev.start = later(prev.start, est) // a clock stepped forward never makes it older
+		// Kept: a later uptime, read at another fraction of its second,
+		// would move the start by up to a second either way, and a clock
+		// stepped forward since would make it older.
 	default:
 		if !r.cfg.trusted {
 			r.cfg.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis server changed: its votes wait as after a restart",
@@ -88,14 +92,6 @@ func (s *servers) observe(r *Redlock, i int, info *engine.Info, infoErr error, n
 	return prev.start, nil
 }
 
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // warmingUp reports whether a server that started at start may have
 // forgotten locks it granted: it started less than the max TTL ago.
 func (r *Redlock) warmingUp(start, now time.Time) bool {
@@ -110,6 +106,19 @@ func (r *Redlock) warmingUp(start, now time.Time) bool {
 func (r *Redlock) vouches(start time.Time, occurrence int64) bool {
 	wall := time.Now().Add(-time.Since(start)) // as the wall clock reads now, should it have stepped
 	return !time.UnixMilli(occurrence).Before(wall.Add(r.cfg.maxTTL + clockSkew + uptimeSlack))
+}
+
+// readyAt returns, by the wall clock, when the vote of a node whose server
+// started at start counts (see warmingUp), and the first tick it vouches
+// for (see vouches): ticks fall on whole seconds.
+func (r *Redlock) readyAt(start time.Time) (votes, ticks time.Time) {
+	wall := time.Now().Add(-time.Since(start)).Round(0) // as in vouches
+	after := wall.Add(r.cfg.maxTTL + clockSkew + uptimeSlack)
+	ticks = after.Truncate(time.Second)
+	if ticks.Before(after) {
+		ticks = ticks.Add(time.Second)
+	}
+	return wall.Add(r.cfg.maxTTL + uptimeSlack), ticks
 }
 
 // vouchesTicket reports whether a server that started at start was up when

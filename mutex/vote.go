@@ -49,20 +49,28 @@ func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence, ticketA
 	case recent:
 		// The node may have forgotten locks it granted before its restart;
 		// our key on it is ours, so it is released with the rest.
-		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence,
-			Err: fmt.Errorf("server started %v ago: votes from %s, after the max TTL %v",
-				time.Since(start).Round(time.Second), time.Now().Add(time.Until(start.Add(r.cfg.maxTTL+uptimeSlack))).Format(time.TimeOnly), r.cfg.maxTTL)}
+		return r.warming(start, rep.Fence)
 	case !r.cfg.trusted && ticketAt != 0 && !r.vouchesTicket(start, ticketAt):
 		// The node may have forgotten that the ticket was taken.
-		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence,
+		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence, onlyThis: true,
 			Err: fmt.Errorf("server started at %s, too late to vouch that the trigger request placed at %s was not taken",
 				start.UTC().Format(time.RFC3339), time.UnixMilli(ticketAt).UTC().Format(time.RFC3339Nano))}
 	case !r.cfg.trusted && occurrence > 0 && !r.vouches(start, occurrence):
-		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence,
+		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence, onlyThis: true,
 			Err: fmt.Errorf("server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",
 				start.UTC().Format(time.RFC3339), occurrenceTime(occurrence).UTC().Format(time.RFC3339Nano))}
 	}
 	return NodeResult{Vote: voteYes, fence: rep.Fence}
+}
+
+// warming returns the vote of a node whose server started at start, less
+// than the max TTL ago: warming up, with when it votes and the first tick
+// it vouches for.
+func (r *Redlock) warming(start time.Time, fence uint64) NodeResult {
+	votes, ticks := r.readyAt(start)
+	return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: fence, votesFrom: votes, ticksFrom: ticks,
+		Err: fmt.Errorf("server started %v ago: votes from %s, after the max TTL %v; ticks from %s",
+			time.Since(start).Round(time.Second), votes.Format(time.TimeOnly), r.cfg.maxTTL, ticks.Format(time.TimeOnly))}
 }
 
 // survived reports whether holder, the value holding the lock on a node

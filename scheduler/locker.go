@@ -21,9 +21,10 @@ type LockRequest struct {
 	// Owner is the scheduler's instance id, stored with the lock so that the
 	// leak scan can tell live owners from dead ones.
 	Owner string
-	// Ticket, for a Trigger WithTicket, is the request the lease must take
-	// (see WithTicket): a Locker without requests (the in-memory one of
-	// tests) ignores it.
+	// Ticket, for a Trigger of a request the front door took from the
+	// nodes (the admin command's trigger), is the request the lease must
+	// take, so that one lease at most, on any replica, runs it: a Locker
+	// without requests (the in-memory one of tests) ignores it.
 	Ticket string
 	// Lead and Reach are how long before and after its tick the job may
 	// claim it (WithLockAhead; the longer of the misfire grace and the

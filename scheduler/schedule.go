@@ -51,6 +51,12 @@ func parseSpec(spec string, seconds bool, loc *time.Location) (sched schedule, t
 	if seconds {
 		opts |= cron.Second
 	}
+	switch {
+	case !seconds && len(fields) == 6:
+		return nil, nil, errors.New("six fields, but a leading seconds field needs the WithSeconds option (with the front door: redcron.WithSchedulerOptions(scheduler.WithSeconds()))")
+	case seconds && len(fields) == 5:
+		return nil, nil, errors.New("five fields, but WithSeconds is on: specs take six, seconds first")
+	}
 	defer func() {
 		// Defence in depth: a parser bug must not crash the caller of Add.
 		if v := recover(); v != nil {

@@ -153,6 +153,24 @@ func TestAddRejectsBadSpecs(t *testing.T) {
 	}
 }
 
+// TestAddSaysWithSeconds: a six-field spec without WithSeconds, or a
+// five-field one with it, is refused with an error that names the option.
+func TestAddSaysWithSeconds(t *testing.T) {
+	for _, tt := range []struct {
+		spec string
+		opts []scheduler.Option
+	}{
+		{spec: "*/5 * * * * *"},
+		{spec: "CRON_TZ=UTC 0 0 3 * * *"},
+		{spec: "*/5 * * * *", opts: []scheduler.Option{scheduler.WithSeconds()}},
+	} {
+		err := newScheduler(t, locker(), tt.opts...).Add("backup", tt.spec, noop)
+		if !errors.Is(err, scheduler.ErrInvalidJob) || !strings.Contains(err.Error(), "WithSeconds") {
+			t.Errorf("Add(%q) = %v, want ErrInvalidJob naming WithSeconds", tt.spec, err)
+		}
+	}
+}
+
 func TestAddRejectsBadInput(t *testing.T) {
 	tests := []struct {
 		name    string

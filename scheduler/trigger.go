@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/redcron/redcron/internal/ticket"
 )
 
 // Trigger runs the job called name once, now, under its lock, so that it
@@ -16,15 +18,13 @@ import (
 // Errors: ErrUnknownJob at once for a name no job has (or one removed
 // meanwhile); ErrOverlap if this replica runs the job or holds its lock;
 // ErrHeld if another replica holds it; ErrNoQuorum if no decision was
-// reached (or, with WithTicket, the ticket was taken by another replica or
-// withdrawn); ErrClosed once the Scheduler is closed.
-func (s *Scheduler) Trigger(ctx context.Context, name string, opts ...TriggerOption) (RunInfo, error) {
-	var tc triggerConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&tc)
-		}
-	}
+// reached (or, for a request of the admin command's, which the front door
+// takes, the request was taken by another replica or withdrawn); ErrClosed
+// once the Scheduler is closed.
+func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
+	// The front door's requests come with a ticket (LockRequest.Ticket),
+	// which the Redlock's Locker runs only if its lease takes it.
+	tc := triggerConfig{ticket: ticket.FromContext(ctx)}
 	rn, e, err := s.triggerable(ctx, name)
 	if err != nil {
 		return RunInfo{}, err
@@ -104,18 +104,6 @@ func (s *Scheduler) triggerable(ctx context.Context, name string) (*session, *en
 	return rn, e, nil
 }
 
-// TriggerOption configures one Trigger.
-type TriggerOption func(*triggerConfig)
-
 type triggerConfig struct {
 	ticket string
-}
-
-// WithTicket makes the trigger take a request placed on the nodes (a
-// ticket): with the Redlock's Locker (NewRedlockLocker), the run starts
-// only if its lease takes the ticket, which one lease at most, on any
-// replica, ever does; other Lockers may ignore tickets. The front door
-// takes the requests of the admin command's trigger this way.
-func WithTicket(ticket string) TriggerOption {
-	return func(c *triggerConfig) { c.ticket = ticket }
 }

@@ -339,6 +339,13 @@ func (w *addrWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// String returns what the demo wrote so far.
+func (w *addrWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
 // TestPageLoopbackOnly: the demo refuses to serve its page on an address
 // other hosts can reach.
 func TestPageLoopbackOnly(t *testing.T) {
@@ -347,5 +354,66 @@ func TestPageLoopbackOnly(t *testing.T) {
 			p.close()
 			t.Errorf("servePage(%q): served", addr)
 		}
+	}
+}
+
+// TestHold: with -hold, the demo keeps its status page up after its
+// summary, saying so, until it is interrupted; a -hold without a page is
+// refused.
+func TestHold(t *testing.T) {
+	t.Parallel()
+	if _, err := parseFlags([]string{"-hold", "-page", ""}, io.Discard); err == nil || !strings.Contains(err.Error(), "-hold") {
+		t.Errorf("-hold without a page: %v, want an error naming -hold", err)
+	}
+	cfg, err := parseFlags([]string{"-duration", minDuration.String(), "-hold"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &addrWriter{found: make(chan string, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := run(ctx, cfg, out)
+		done <- err
+	}()
+	var base string
+	select {
+	case base = <-out.found:
+	case err := <-done:
+		t.Fatalf("the demo ended before printing the page's address: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no status page address printed")
+	}
+	for deadline := time.Now().Add(minDuration + 30*time.Second); !strings.Contains(out.String(), "until Ctrl-C"); <-time.After(100 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("the demo ended without holding its page: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo never said it holds its page:\n%s", out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "PASS:") {
+		t.Errorf("the page is held before the summary:\n%s", out.String())
+	}
+	resp, err := http.Get(base + "?fragment=1")
+	if err != nil {
+		t.Fatalf("the held page: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "job-1") {
+		t.Errorf("the held page: %s\n%s", resp.Status, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the demo did not end when interrupted")
 	}
 }

@@ -11,6 +11,7 @@
 //	go run ./examples/demo
 //	go run ./examples/demo -duration 20s -replicas 4 -jobs 2
 //	go run ./examples/demo -redis 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
+//	go run ./examples/demo -hold    # the status page stays up after the summary, until Ctrl-C
 //
 // It ends with a verification computed from what actually ran, and exits
 // with status 1 if a tick ran twice, a tick was missed while a quorum of
@@ -52,6 +53,7 @@ type config struct {
 	jobs        int
 	quiet       bool
 	page        string // the status page's address; "": none
+	hold        bool   // keep the page up after the summary, until interrupted
 	lockTTL     time.Duration
 	nodeTimeout time.Duration
 }
@@ -98,8 +100,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.jobs, "jobs", 3, fmt.Sprintf("number of jobs, each running every second (1 to %d)", maxJobs))
 	fs.BoolVar(&cfg.quiet, "quiet", false, "print only the final summary")
 	fs.StringVar(&cfg.page, "page", "127.0.0.1:0", "`host:port` of the fleet's status page while the demo runs (port 0: a free one; empty: none)")
+	fs.BoolVar(&cfg.hold, "hold", false, "after the summary, keep the status page (and the nodes it reads) up until Ctrl-C")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: demo [-duration d] [-replicas n] [-jobs n] [-redis host:port,...] [-page host:port] [-quiet]")
+		fmt.Fprintln(fs.Output(), "usage: demo [-duration d] [-replicas n] [-jobs n] [-redis host:port,...] [-page host:port] [-hold] [-quiet]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -116,6 +119,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.jobs < 1 || cfg.jobs > maxJobs {
 		return config{}, fmt.Errorf("-jobs %d is out of range: need 1 to %d", cfg.jobs, maxJobs)
+	}
+	if cfg.hold && cfg.page == "" {
+		return config{}, errors.New("-hold keeps the status page up, but -page is empty (no page)")
 	}
 	if *redisList != "" {
 		addrs, err := parseAddrs(*redisList)
@@ -191,8 +197,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 
 	p := newPlan(cfg.duration)
 	nar.intro(cfg, cl, reps, names, prefix, p)
+	var page *statusPage
 	if cfg.page != "" {
-		page, err := servePage(cfg.page, cfg, cl.addrs, !cl.external(), prefix, reps[0].sched.Entries)
+		page, err = servePage(cfg.page, cfg, cl.addrs, !cl.external(), prefix, reps[0].sched.Entries)
 		if err != nil {
 			return summary{}, fmt.Errorf("-page: %w", err)
 		}
@@ -249,6 +256,10 @@ func run(ctx context.Context, cfg config, out io.Writer) (summary, error) {
 		after:  cfg.lockTTL + faultMarginAfterTTL,
 	})
 	sum.write(out)
+	if cfg.hold && page != nil && !interrupted {
+		fmt.Fprintf(out, "\nthe demo has ended; its status page stays up at http://%s/ until Ctrl-C\n", page.addr)
+		<-ctx.Done()
+	}
 	return sum, nil
 }
 
