@@ -37,7 +37,7 @@ type Page struct {
 	started time.Time // a node whose server started after this has restarted
 
 	mu      sync.Mutex // held while a scan is under way: views share it
-	last    *cluster.Status
+	last    *snapshot
 	lastAt  time.Time
 	lastErr error
 	nodeErr map[string]nodeError // each node's last error, by name
@@ -115,8 +115,9 @@ func New(locks *mutex.Redlock, opts ...Option) (*Page, error) {
 	return p, nil
 }
 
-// ServeHTTP serves the pages: GET / (jobs, runs, nodes, replicas, leaks),
-// GET /job/{name} (a job's history), and the actions, POST
+// ServeHTTP serves the pages: GET / (whether the fleet runs; jobs, skipped
+// ticks, runs, nodes, replicas, leaks), GET /job/{name} (a job's history),
+// GET /login (the sign-in link, with WithAuthorize), and the actions, POST
 // /job/{name}/pause, /resume, /trigger and POST /leaks/fix, each answered
 // with a redirect (303) back to the page it came from.
 func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.ServeHTTP(w, r) }
@@ -126,6 +127,7 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.Ser
 func (p *Page) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", p.serveMain)
+	mux.HandleFunc("GET /login", p.serveLogin)
 	mux.HandleFunc("GET /job/{name}", p.serveJob)
 	mux.HandleFunc("POST /job/{name}/{action}", p.serveJobAction)
 	mux.HandleFunc("POST /leaks/fix", p.serveFix)
@@ -138,10 +140,22 @@ func (p *Page) routes() http.Handler {
 	return cop.Handler(mux)
 }
 
+// snapshot is the fleet as one scan shows it, with what the page reads
+// besides: the jobs the live replicas publish, and the ticks they missed
+// in the last hour.
+type snapshot struct {
+	*cluster.Status
+	Published cluster.Published
+	Missed    map[string]int // by job: ticks recorded missed in the last hour
+}
+
+// missedWindow is how far back the headline counts missed ticks.
+const missedWindow = time.Hour
+
 // status returns the fleet's status, from a scan at most freshFor old: one
 // view scans, the views that come meanwhile wait for it. Its reads are
 // bounded by readTimeout.
-func (p *Page) status(ctx context.Context) (*cluster.Status, error) {
+func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last != nil && time.Since(p.lastAt) < freshFor {
@@ -149,13 +163,16 @@ func (p *Page) status(ctx context.Context) (*cluster.Status, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 	defer cancel()
-	for _, state := range p.locks.NodeStates() {
-		if state == "" { // not seen yet: have the Redlock look, as its heartbeats do
-			p.locks.LogNodes(ctx)
-			break
-		}
+	// Have the Redlock look at the nodes, as its heartbeats do, so that
+	// the nodes' states are as it counts their votes now.
+	var wg sync.WaitGroup
+	wg.Go(func() { p.locks.LogNodes(ctx) })
+	cst, err := p.cl.Status(ctx, recentRuns, p.locks.MaxTTL())
+	wg.Wait()
+	st := &snapshot{Status: cst}
+	if err == nil {
+		p.readJobs(ctx, st)
 	}
-	st, err := p.cl.Status(ctx, recentRuns, p.locks.MaxTTL())
 	now := time.Now()
 	for _, n := range st.Nodes {
 		// A node that answers but has no INFO (an in-process server) is
@@ -174,6 +191,25 @@ func (p *Page) status(ctx context.Context) (*cluster.Status, error) {
 	}
 	p.last, p.lastAt, p.lastErr = st, now, err
 	return st, err
+}
+
+// readJobs reads the jobs the live replicas publish, and the ticks of
+// those and of this replica's jobs missed in the last hour.
+func (p *Page) readJobs(ctx context.Context, st *snapshot) {
+	now := time.Now()
+	st.Published = p.cl.Published(ctx, st.Report, now)
+	names := make([]string, 0, len(st.Published.Jobs))
+	for name := range st.Published.Jobs {
+		names = append(names, name)
+	}
+	if p.cfg.jobs != nil {
+		for _, e := range p.cfg.jobs() {
+			if _, ok := st.Published.Jobs[e.Name]; !ok {
+				names = append(names, e.Name)
+			}
+		}
+	}
+	st.Missed = p.cl.MissedSince(ctx, st.Report, names, now.Add(-missedWindow))
 }
 
 // forget drops the last scan, so that the next view shows an action's
