@@ -9,7 +9,11 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/statuspage"
+	"github.com/redcron/redcron/store"
 )
 
 // TestJobsSkipsAndSignIn, over one replica of the jobs tick and report:
@@ -140,4 +144,45 @@ func TestJobsSkipsAndSignIn(t *testing.T) {
 func httptestRequest(method, path string) *http.Request {
 	req, _ := http.NewRequest(method, path, nil)
 	return req
+}
+
+// TestUnknownWhenNoNodeRead: with every node down, the page's headline is
+// unknown, and no part of it shows none, empty or green: this replica's
+// jobs are listed, their state unknown.
+func TestUnknownWhenNoNodeRead(t *testing.T) {
+	t.Parallel()
+	redistest.QuietClients()
+	c := redistest.Start(t, 3)
+	var nodes []*store.Node
+	for _, s := range c.Nodes() {
+		n, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	locks, err := mutex.New(nodes, mutex.WithTrustedNodes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := statuspage.New(locks, statuspage.WithJobs(func() []scheduler.Entry {
+		return []scheduler.Entry{{Name: "nightly", Spec: "@daily", Location: time.UTC, Next: time.Now().Add(time.Hour)}}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Nodes() {
+		s.Kill()
+	}
+	w := newRecorder()
+	page.ServeHTTP(w, httptestRequest("GET", "/"))
+	body := w.body.String()
+	if !strings.Contains(body, `class="headline unknown"`) || !strings.Contains(rowOf(body, `data-job="nightly"`), ">unknown<") {
+		t.Fatalf("with every node down: want the headline unknown, and nightly's state unknown:\n%s", body)
+	}
+	for _, bad := range []string{`class="badge ok"`, "None", "No live replica", "No run", "0 live", ">active<", ">free<"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("with no node read, the page shows %q", bad)
+		}
+	}
 }
