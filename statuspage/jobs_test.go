@@ -186,3 +186,48 @@ func TestUnknownWhenNoNodeRead(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmingNodes: nodes whose servers started before the page, fresh
+// (the Redlock does not trust them), show warming up with the instant
+// they vote, a minute after their start, the same in every view of one
+// scan; and not as restarted, however old the scan shown.
+func TestWarmingNodes(t *testing.T) {
+	t.Parallel()
+	c := redistest.Start(t, 3)
+	var nodes []*store.Node
+	for _, s := range c.Nodes() {
+		n, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	locks, err := mutex.New(nodes, mutex.WithMaxTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := statuspage.New(locks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := func() string {
+		w := newRecorder()
+		page.ServeHTTP(w, httptestRequest("GET", "/"))
+		return rowOf(w.body.String(), `data-node="`+c.Node(0).Addr()+`"`)
+	}
+	start := time.Now()
+	first := view()
+	m := regexp.MustCompile(`votes from (\d\d:\d\d:\d\d)`).FindStringSubmatch(first)
+	if m == nil || !strings.Contains(first, ">warming_up<") {
+		t.Fatalf("a fresh node's row %q; want warming up, with when it votes", first)
+	}
+	votes, _ := time.Parse(time.TimeOnly, m[1])
+	want := start.UTC().Add(time.Minute)
+	if d := votes.Sub(time.Date(0, 1, 1, want.Hour(), want.Minute(), want.Second(), 0, time.UTC)); d < -2*time.Second || d > 2*time.Second {
+		t.Errorf("the node votes from %s; want about %s", m[1], want.Format(time.TimeOnly))
+	}
+	<-time.After(4 * time.Second) // the same scan, 4 s older
+	if again := view(); !strings.Contains(again, "votes from "+m[1]) || strings.Contains(again, "restarted") {
+		t.Errorf("the row of the same scan 4 s later: %q; want the same instant, and no restart", again)
+	}
+}

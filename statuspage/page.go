@@ -147,6 +147,7 @@ type snapshot struct {
 	*cluster.Status
 	Published cluster.Published
 	Missed    map[string]int // by job: ticks recorded missed in the last hour
+	At        time.Time      // when the scan ended: the nodes' uptimes are as of then
 }
 
 // missedWindow is how far back the headline counts missed ticks.
@@ -168,8 +169,8 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { p.locks.LogNodes(ctx) })
 	cst, err := p.cl.Status(ctx, recentRuns, p.locks.MaxTTL())
+	st := &snapshot{Status: cst, At: time.Now()}
 	wg.Wait()
-	st := &snapshot{Status: cst}
 	if err == nil {
 		p.readJobs(ctx, st)
 	}

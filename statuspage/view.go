@@ -145,7 +145,7 @@ func (p *Page) mainOf(st *snapshot, err error) mainView {
 	v.Skips = skipsOf(st)
 	slices.SortFunc(v.Recent, func(a, b runView) int { return b.At.Compare(a.At) })
 	v.Recent = v.Recent[:min(len(v.Recent), 25)]
-	v.Nodes = p.nodesOf(st.Status)
+	v.Nodes = p.nodesOf(st)
 	for _, r := range st.Replicas {
 		v.Replicas = append(v.Replicas, replicaView{Instance: r.Instance, Version: r.Version, JobTable: r.JobTable,
 			Differs: r.TableDiffers, Offset: r.Offset, OffsetKnown: r.OffsetKnown, Sent: r.Sent, Started: r.Started})
@@ -194,7 +194,7 @@ func runOf(job string, r ledger.Run, hide func(string) string) runView {
 // nodesOf returns the nodes' rows: their state as read now (a node the
 // Redlock last saw warming up is warming up, one it saw up is not: it
 // knows whether the nodes are trusted), and their last errors.
-func (p *Page) nodesOf(st *cluster.Status) []nodeView {
+func (p *Page) nodesOf(st *snapshot) []nodeView {
 	seen := p.locks.NodeStates()
 	out := make([]nodeView, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
@@ -206,15 +206,14 @@ func (p *Page) nodesOf(st *cluster.Status) []nodeView {
 		case v.State == cluster.NodeWarming && seen[n.Name] == cluster.NodeUp:
 			v.State = cluster.NodeUp
 		}
-		// Uptime is in whole seconds: the server started up to 1 s before
-		// now less its uptime.
-		v.Restarted = v.Known && time.Now().Add(-n.Uptime-time.Second).After(p.started) && n.Uptime < time.Hour
+		// Uptime is in whole seconds, as of the scan: the server started
+		// up to 1 s before the scan's end less its uptime.
+		v.Restarted = v.Known && st.At.Add(-n.Uptime-time.Second).After(p.started) && n.Uptime < time.Hour
 		if v.State == cluster.NodeWarming && v.Known {
 			// As the Redlock counts it: from its server's start by its
 			// uptime, after the max TTL and a second for the uptime's
-			// whole seconds.
-			// whole seconds; shown rounded up, as the seconds shown are.
-			v.Started = time.Now().Add(-n.Uptime)
+			// whole seconds; rounded up to a second, as the page shows it.
+			v.Started = st.At.Add(-n.Uptime)
 			v.VotesAt = v.Started.Add(p.locks.MaxTTL() + 2*time.Second - 1).Truncate(time.Second)
 		}
 		e := p.lastError(n.Name)
