@@ -114,7 +114,7 @@ func (p *Page) knows(ctx context.Context, name string) (published, paused bool) 
 	if err != nil {
 		return published, false
 	}
-	if _, ok := st.Published.Jobs[name]; ok {
+	if _, ok := st.Live.Jobs[name]; ok {
 		published = true
 	}
 	i := slices.IndexFunc(st.Jobs, func(j cluster.Job) bool { return j.Name == name })

@@ -2,8 +2,8 @@ package statuspage
 
 import (
 	"fmt"
+	"html/template"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redcron/redcron/internal/cluster"
@@ -28,7 +28,7 @@ type headline struct {
 	State   string
 	Title   string
 	Summary string
-	Items   []string
+	Items   []template.HTML // escaped: names in them are the fleet's
 }
 
 // judge returns the headline of the main page's view v.
@@ -58,7 +58,7 @@ func judge(v *mainView) headline {
 	items := nodeItems(out)
 	for _, n := range v.Unread {
 		if !slices.ContainsFunc(out, func(o nodeView) bool { return o.Name == n }) {
-			items = append(items, fmt.Sprintf("Node %s answers but could not be scanned (see Nodes).", n))
+			items = append(items, item("Node %s answers but could not be scanned (see Nodes).", n))
 		}
 	}
 	items = append(items, replicaItems(v)...)
@@ -74,26 +74,26 @@ func judge(v *mainView) headline {
 }
 
 // nodeItems says, for each node that does not vote, why.
-func nodeItems(out []nodeView) []string {
-	var items []string
+func nodeItems(out []nodeView) []template.HTML {
+	var items []template.HTML
 	for _, n := range out {
 		switch n.State {
 		case cluster.NodeWarming:
-			s := fmt.Sprintf("Node %s is warming up", n.Name)
+			s := item("Node %s is warming up", n.Name)
 			if !n.Started.IsZero() {
-				s += fmt.Sprintf(" (its server started %s)", clock(n.Started))
+				s += item(" (its server started %s)", clock(n.Started))
 			}
 			if n.VotesAt.IsZero() {
 				items = append(items, s+": when it votes cannot be told.")
 			} else {
-				items = append(items, s+fmt.Sprintf(": it votes from %s.", clock(n.VotesAt)))
+				items = append(items, s+item(": it votes from %s.", clock(n.VotesAt)))
 			}
 		case cluster.NodeRefused:
-			items = append(items, fmt.Sprintf("Node %s refuses us (see Nodes).", n.Name))
+			items = append(items, item("Node %s refuses us (see Nodes).", n.Name))
 		case cluster.NodeDown:
-			items = append(items, fmt.Sprintf("Node %s is down.", n.Name))
+			items = append(items, item("Node %s is down.", n.Name))
 		default:
-			items = append(items, fmt.Sprintf("Node %s: %s.", n.Name, n.State))
+			items = append(items, item("Node %s: %s.", n.Name, n.State))
 		}
 	}
 	return items
@@ -104,7 +104,7 @@ func nodeItems(out []nodeView) []string {
 // from voting. Warming nodes tell when their servers started; down nodes
 // tell nothing, but the newest run the nodes hold came before, and the
 // ticks the replicas report skipped for want of a quorum after.
-func sinceItems(v *mainView, voting int, out []nodeView) []string {
+func sinceItems(v *mainView, voting int, out []nodeView) []template.HTML {
 	var starts, votes []time.Time
 	for _, n := range out {
 		if n.State == cluster.NodeWarming && !n.Started.IsZero() && !n.VotesAt.IsZero() {
@@ -116,10 +116,10 @@ func sinceItems(v *mainView, voting int, out []nodeView) []string {
 	lost := len(v.Nodes) - v.Quorum + 1 // the nodes out of the vote that take the quorum away
 	if len(starts) == len(out) && len(starts) >= lost {
 		more := v.Quorum - voting
-		return []string{
-			fmt.Sprintf("Since about %s: by then the servers of %d of the %d nodes had started anew, and a node votes only a while after its server starts.",
+		return []template.HTML{
+			item("Since about %s: by then the servers of %d of the %d nodes had started anew, and a node votes only a while after its server starts.",
 				clock(starts[lost-1]), lost, len(v.Nodes)),
-			fmt.Sprintf("It runs again from about %s, when %d more %s.", clock(votes[more-1]), more, plural(more, "node votes", "nodes vote")),
+			item("It runs again from about %s, when %d more %s.", clock(votes[more-1]), more, plural(more, "node votes", "nodes vote")),
 			lastRunItem(v),
 		}
 	}
@@ -129,39 +129,40 @@ func sinceItems(v *mainView, voting int, out []nodeView) []string {
 			skipped = sk.Tick
 		}
 	}
-	after := fmt.Sprintf("after %s (the newest run the nodes hold: %s)", clock(v.LastRun), v.LastRunJob)
-	by := fmt.Sprintf("by %s (the first tick after it the replicas report skipped for want of a quorum)", clock(skipped))
+	after := item("after %s (the newest run the nodes hold: %s)", clock(v.LastRun), v.LastRunJob)
+	by := item("by %s (the first tick after it the replicas report skipped for want of a quorum)", clock(skipped))
 	switch {
 	case !v.LastRun.IsZero() && !skipped.IsZero():
-		return []string{"Since: " + after + ", " + by + "."}
+		return []template.HTML{item("Since: %s, %s.", after, by)}
 	case !skipped.IsZero():
-		return []string{"Since: " + strings.Replace(by, "after it ", "", 1) + ", at the latest; the nodes read hold no run."}
+		return []template.HTML{item("Since: by %s (the first tick the replicas report skipped for want of a quorum), at the latest; the nodes read hold no run.",
+			clock(skipped))}
 	case !v.LastRun.IsZero():
-		return []string{"Since: " + after + "; a node down does not say when it went down."}
+		return []template.HTML{item("Since: %s; a node down does not say when it went down.", after)}
 	}
-	return []string{"Since: unknown (a node down does not say when it went down, and the nodes read hold no run)."}
+	return []template.HTML{"Since: unknown (a node down does not say when it went down, and the nodes read hold no run)."}
 }
 
 // lastRunItem names the newest run the nodes hold.
-func lastRunItem(v *mainView) string {
+func lastRunItem(v *mainView) template.HTML {
 	if v.LastRun.IsZero() {
 		return "No run is recorded on the nodes read."
 	}
-	return fmt.Sprintf("The newest run the nodes hold: %s at %s.", v.LastRunJob, clock(v.LastRun))
+	return item("The newest run the nodes hold: %s at %s.", v.LastRunJob, clock(v.LastRun))
 }
 
 // replicaItems says what is wrong with the live replicas.
-func replicaItems(v *mainView) []string {
+func replicaItems(v *mainView) []template.HTML {
 	if len(v.Replicas) == 0 {
-		return []string{"No live replica: no heartbeat on the nodes read, so no job runs."}
+		return []template.HTML{"No live replica: no heartbeat on the nodes read, so no job runs."}
 	}
-	var items []string
+	var items []template.HTML
 	for _, r := range v.Replicas {
 		if r.OffsetKnown && (r.Offset > maxOffset || r.Offset < -maxOffset) {
-			items = append(items, fmt.Sprintf("Replica %s's clock is %s off the nodes': it claims no tick.", r.Instance, dur(abs(r.Offset))))
+			items = append(items, item("Replica %s's clock is %s off the nodes': it claims no tick.", short(r.Instance), dur(abs(r.Offset))))
 		}
 		if r.Differs {
-			items = append(items, fmt.Sprintf("Replica %s runs another job table than most (see Replicas).", r.Instance))
+			items = append(items, item("Replica %s runs another job table than most (see Replicas).", short(r.Instance)))
 		}
 	}
 	return items
@@ -169,23 +170,34 @@ func replicaItems(v *mainView) []string {
 
 // jobItems names the jobs paused and those with ticks missed in the last
 // hour.
-func jobItems(v *mainView) []string {
-	var items []string
+func jobItems(v *mainView) []template.HTML {
+	var items []template.HTML
 	for _, j := range v.Jobs {
 		switch {
 		case j.PausedOn >= v.Quorum:
-			items = append(items, fmt.Sprintf("Job %s is paused (%d of %d nodes).", j.Name, j.PausedOn, len(v.Nodes)))
+			items = append(items, item("Job %s is paused (%d of %d nodes).", j.Name, j.PausedOn, len(v.Nodes)))
 		case j.PausedOn > 0:
-			items = append(items, fmt.Sprintf("Job %s is paused on %d of %d nodes only: not in effect, but those nodes do not vote for it.",
+			items = append(items, item("Job %s is paused on %d of %d nodes only: not in effect, but those nodes do not vote for it.",
 				j.Name, j.PausedOn, len(v.Nodes)))
 		}
 	}
 	for _, j := range v.Jobs {
 		if j.Missed > 0 {
-			items = append(items, fmt.Sprintf("Job %s missed %s in the last hour.", j.Name, count(j.Missed, "tick", "ticks")))
+			items = append(items, item("Job %s missed %s in the last hour.", j.Name, count(j.Missed, "tick", "ticks")))
 		}
 	}
 	return items
+}
+
+// item formats an item of the headline: a string argument is escaped, an
+// HTML one (a short name) kept.
+func item(format string, args ...any) template.HTML {
+	for i, a := range args {
+		if s, ok := a.(string); ok {
+			args[i] = template.HTMLEscapeString(s)
+		}
+	}
+	return template.HTML(fmt.Sprintf(format, args...))
 }
 
 // count returns n with its noun: "1 node", "2 nodes".

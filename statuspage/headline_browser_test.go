@@ -62,7 +62,7 @@ func TestHeadlineInBrowser(t *testing.T) {
 	}
 	visit(t, tab, main+"job/report")
 	click(t, tab, `button[value="pause"]`)
-	text = waitHeadline(t, tab, "degraded", 10*time.Second, "Job report is paused") // once the pause took
+	text = waitHeadline(t, tab, "degraded", 10*time.Second, "Job report is paused") // once the pause took effect
 	expect("with nodes out and a job paused", text, "Degraded", "Jobs can run (3 of 5 nodes vote, 3 needed)",
 		"Node "+addr(4)+" is down", "Node "+addr(3)+" is warming up", "it votes from ", "Job report is paused",
 		"Job tick missed 1 tick in the last hour")

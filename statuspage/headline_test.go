@@ -25,7 +25,7 @@ func has(h headline, words ...string) bool {
 	for _, item := range h.Items {
 		all := true
 		for _, w := range words {
-			all = all && strings.Contains(item, w)
+			all = all && strings.Contains(string(item), w)
 		}
 		if all {
 			return true
@@ -78,6 +78,17 @@ func TestHeadlineDegraded(t *testing.T) {
 	}
 	if has(h, "replica-a") {
 		t.Errorf("an item names what is not at fault: %q", h.Items)
+	}
+
+	// Names are escaped; a long replica name is cut, whole on hover.
+	v = fleetView()
+	long := "3f2a9c1e-5b7d-4c1a-9e8f-1234567890ab"
+	v.Replicas[0] = replicaView{Instance: long, Differs: true}
+	v.Jobs[0] = jobView{Name: "<b>x</b>", Missed: 2}
+	h = judge(&v)
+	if !has(h, `Replica <span class="short" title="`+long+`">3f2a9c1e…7890ab</span> runs another job table`) ||
+		!has(h, "Job &lt;b&gt;x&lt;/b&gt; missed 2 ticks") {
+		t.Errorf("items %q; want the replica's name cut, whole on hover, and the job's escaped", h.Items)
 	}
 
 	v = fleetView()

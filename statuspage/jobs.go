@@ -21,7 +21,7 @@ func (p *Page) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
 			byName[e.Name] = localJob(e)
 		}
 	}
-	for name, j := range st.Published.Jobs {
+	for name, j := range st.Live.Jobs {
 		if byName[name] == nil {
 			byName[name] = publishedJob(j)
 		}

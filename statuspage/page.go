@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redcron/redcron/internal/cluster"
@@ -35,6 +36,9 @@ type Page struct {
 	hide    func(string) string // takes the nodes' secrets out of a text
 	handler http.Handler
 	started time.Time // a node whose server started after this has restarted
+	// untrusted is set once the Redlock was seen to count a node as
+	// warming up: it does not trust its nodes.
+	untrusted atomic.Bool
 
 	mu      sync.Mutex // held while a scan is under way: views share it
 	last    *snapshot
@@ -145,9 +149,13 @@ func (p *Page) routes() http.Handler {
 // in the last hour.
 type snapshot struct {
 	*cluster.Status
-	Published cluster.Published
+	Live      cluster.LiveJobs
 	Missed    map[string]int // by job: ticks recorded missed in the last hour
 	At        time.Time      // when the scan ended: the nodes' uptimes are as of then
+	// Seen is each node's state as the Redlock saw it when it had just
+	// looked (its lock calls note states too: a warming node's answer
+	// that another owner holds a lock shows it up).
+	Seen map[string]string
 }
 
 // missedWindow is how far back the headline counts missed ticks.
@@ -171,6 +179,12 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	cst, err := p.cl.Status(ctx, recentRuns, p.locks.MaxTTL())
 	st := &snapshot{Status: cst, At: time.Now()}
 	wg.Wait()
+	st.Seen = p.locks.NodeStates()
+	for _, state := range st.Seen {
+		if state == cluster.NodeWarming {
+			p.untrusted.Store(true) // a Redlock that trusts its nodes never sees one warming up
+		}
+	}
 	if err == nil {
 		p.readJobs(ctx, st)
 	}
@@ -198,14 +212,14 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 // those and of this replica's jobs missed in the last hour.
 func (p *Page) readJobs(ctx context.Context, st *snapshot) {
 	now := time.Now()
-	st.Published = p.cl.Published(ctx, st.Report, now)
-	names := make([]string, 0, len(st.Published.Jobs))
-	for name := range st.Published.Jobs {
+	st.Live = p.cl.LiveJobs(ctx, st.Report, now)
+	names := make([]string, 0, len(st.Live.Jobs))
+	for name := range st.Live.Jobs {
 		names = append(names, name)
 	}
 	if p.cfg.jobs != nil {
 		for _, e := range p.cfg.jobs() {
-			if _, ok := st.Published.Jobs[e.Name]; !ok {
+			if _, ok := st.Live.Jobs[e.Name]; !ok {
 				names = append(names, e.Name)
 			}
 		}

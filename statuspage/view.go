@@ -24,7 +24,7 @@ type mainView struct {
 	// Unpublished are the names the nodes know (a ledger, a pause key, a
 	// lock) that no live replica publishes: no jobs of the fleet's.
 	Unpublished []jobView
-	Untabled    []string // live replicas that publish no job table: their jobs are not known
+	Unknown     []string // live replicas whose job table is not known: their jobs may be among Unpublished
 	Skips       []skipView
 	LastRun     time.Time // the newest run the nodes hold, and its job
 	LastRunJob  string
@@ -133,7 +133,7 @@ func (p *Page) mainOf(st *snapshot, err error) mainView {
 	}
 	slices.Sort(v.Unread)
 	v.Jobs, v.Unpublished = p.jobsOf(st)
-	v.Untabled = st.Published.Untabled
+	v.Unknown = st.Live.Unknown
 	for _, j := range st.Jobs {
 		for _, r := range j.Runs {
 			v.Recent = append(v.Recent, runOf(j.Name, r, p.hide))
@@ -191,19 +191,19 @@ func runOf(job string, r ledger.Run, hide func(string) string) runView {
 	return v
 }
 
-// nodesOf returns the nodes' rows: their state as read now (a node the
-// Redlock last saw warming up is warming up, one it saw up is not: it
-// knows whether the nodes are trusted), and their last errors.
+// nodesOf returns the nodes' rows: their state as the scan read it (a
+// node the Redlock saw warming up is warming up: its server changed; one
+// it saw up is not, if it has never seen one warming up: it trusts its
+// nodes), and their last errors.
 func (p *Page) nodesOf(st *snapshot) []nodeView {
-	seen := p.locks.NodeStates()
 	out := make([]nodeView, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
 		v := nodeView{Name: cluster.NodeName(n.Name), State: n.State(), Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil,
 			Answered: n.Latency > 0}
-		switch {
-		case v.State == cluster.NodeUp && seen[n.Name] == cluster.NodeWarming:
+		switch seen := st.Seen[n.Name]; {
+		case v.State == cluster.NodeUp && seen == cluster.NodeWarming:
 			v.State = cluster.NodeWarming
-		case v.State == cluster.NodeWarming && seen[n.Name] == cluster.NodeUp:
+		case v.State == cluster.NodeWarming && seen == cluster.NodeUp && !p.untrusted.Load():
 			v.State = cluster.NodeUp
 		}
 		// Uptime is in whole seconds, as of the scan: the server started

@@ -10,33 +10,25 @@ import (
 	"github.com/redcron/redcron/internal/leaks"
 )
 
-// Published is what the live replicas publish of their jobs: the union of
+// LiveJobs is what the live replicas publish of their jobs: the union of
 // the job tables whose digests their heartbeats carry. A name none of them
 // publishes (known only from a ledger, a pause key or a leftover lock) is
-// no job of the fleet's.
-type Published struct {
+// no job of the fleet's, unless it is in a table not known.
+type LiveJobs struct {
 	// Jobs are the published jobs by name, each with its Spec, Zone and
 	// Next (from the first table read that has it).
 	Jobs map[string]Job
-	// Unread are the digests no node read could give: their replicas'
-	// jobs are not known.
-	Unread []string
-	// Untabled are the live replicas that publish no job table (an older
-	// release): their jobs are not known.
-	Untabled []string
+	// Unknown are the live replicas whose job table is not known: they
+	// publish none (an older release), or no node read could give it.
+	Unknown []string
 }
 
-// Published reads every job table the live replicas of rep publish, from
+// LiveJobs reads every job table the live replicas of rep publish, from
 // the nodes the scan could read, and returns their jobs with each one's
 // next tick after now.
-func (c *Cluster) Published(ctx context.Context, rep *leaks.Report, now time.Time) Published {
-	out := Published{Jobs: map[string]Job{}}
+func (c *Cluster) LiveJobs(ctx context.Context, rep *leaks.Report, now time.Time) LiveJobs {
+	out := LiveJobs{Jobs: map[string]Job{}}
 	nodes := c.scannedNodes(rep)
-	for _, owner := range rep.Live {
-		if rep.Beats[owner].JobTable == "" {
-			out.Untabled = append(out.Untabled, owner)
-		}
-	}
 	tables := rep.JobTables()
 	digests := make([]string, 0, len(tables))
 	for d := range tables {
@@ -48,15 +40,18 @@ func (c *Cluster) Published(ctx context.Context, rep *leaks.Report, now time.Tim
 		wg.Go(func() { read[i] = c.jobTable(ctx, nodes, d) })
 	}
 	wg.Wait()
+	known := map[string]bool{}
 	for i, table := range read {
-		if len(table) == 0 {
-			out.Unread = append(out.Unread, digests[i])
-			continue
-		}
+		known[digests[i]] = len(table) > 0
 		for name, js := range table {
 			if _, ok := out.Jobs[name]; !ok {
 				out.Jobs[name] = Job{Name: name, Spec: js.Spec, Zone: js.Zone, Next: nextTick(name, js, now)}
 			}
+		}
+	}
+	for _, owner := range rep.Live { // sorted
+		if !known[rep.Beats[owner].JobTable] {
+			out.Unknown = append(out.Unknown, owner)
 		}
 	}
 	return out

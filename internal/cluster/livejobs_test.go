@@ -11,12 +11,12 @@ import (
 	"github.com/redcron/redcron/scheduler"
 )
 
-// TestPublishedAndMissed: the jobs a live replica publishes are its job
+// TestLiveJobsAndMissed: the jobs a live replica publishes are its job
 // table's, with their next ticks; a name known only from a pause key or a
 // ledger is not among them. The missed ticks of the last hour are counted
 // once each, however many nodes hold them, and older ones and runs not at
 // all.
-func TestPublishedAndMissed(t *testing.T) {
+func TestLiveJobsAndMissed(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
 	cl := newCluster(t, c)
@@ -43,7 +43,7 @@ func TestPublishedAndMissed(t *testing.T) {
 			}
 		}
 	}
-	var pub cluster.Published
+	var pub cluster.LiveJobs
 	for deadline := time.Now().Add(10 * time.Second); len(pub.Jobs) == 0; <-time.After(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no job table of replica-a within 10s")
@@ -52,11 +52,11 @@ func TestPublishedAndMissed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub = cl.Published(ctx, rep, now)
+		pub = cl.LiveJobs(ctx, rep, now)
 	}
 	j, ok := pub.Jobs["report"]
 	if len(pub.Jobs) != 1 || !ok || j.Spec != "0 0 0 1 1 *" || j.Next.Month() != time.January || j.Next.Day() != 1 ||
-		len(pub.Unread) != 0 || len(pub.Untabled) != 0 {
+		len(pub.Unknown) != 0 {
 		t.Errorf("published %+v; want report alone, next on January 1", pub)
 	}
 	rep, _ := cl.Scanner().Scan(ctx)
