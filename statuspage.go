@@ -9,11 +9,13 @@ import (
 )
 
 // StatusPage returns the fleet's status page (package statuspage), for you
-// to mount in your service next to /metrics: this replica's jobs with
-// their schedules and next ticks, their runs from the ledgers, the nodes,
-// the replicas and the leaks. It logs through the logger given to New. It
-// is read-only unless statuspage.WithAuthorize lets a request pause,
-// resume or trigger a job, or fix the leaks. Its errors for bad options
+// to mount in your service next to /metrics: first whether the fleet runs
+// (healthy, degraded, not running or unknown, and why), then the jobs of
+// this replica and of the live replicas with their schedules and next
+// ticks, the ticks skipped, the runs from the ledgers, the nodes, the
+// replicas and the leaks. It logs through the logger given to New. It is
+// read-only unless statuspage.WithAuthorize lets a request pause or
+// resume a job, trigger it, or fix the leaks. Its errors for bad options
 // match ErrInvalidOption.
 //
 //	page, err := s.StatusPage(statuspage.WithAuthorize(auth))

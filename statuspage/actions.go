@@ -36,8 +36,8 @@ func (p *Page) serveJobAction(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, action+" "+name)
 		return
 	}
-	if !p.knows(r.Context(), name) {
-		p.fail(w, r, http.StatusNotFound, fmt.Sprintf("No job %q here or on the nodes.", name))
+	if published, paused := p.knows(r.Context(), name); !published && (action != "resume" || !paused) {
+		p.fail(w, r, http.StatusNotFound, fmt.Sprintf("No job %q: neither this replica nor any live replica publishes it.", name))
 		return
 	}
 	var (
@@ -103,16 +103,22 @@ func (p *Page) serveFix(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, "../?done="+ledger.ActionLeaksFixed)
 }
 
-// knows reports whether this replica or the nodes know the job.
-func (p *Page) knows(ctx context.Context, name string) bool {
+// knows reports whether this replica or a live replica publishes the job,
+// and whether some node has its pause key (a pause left on a name no
+// replica publishes may still be resumed).
+func (p *Page) knows(ctx context.Context, name string) (published, paused bool) {
 	if p.cfg.jobs != nil && slices.ContainsFunc(p.cfg.jobs(), func(e scheduler.Entry) bool { return e.Name == name }) {
-		return true
+		published = true
 	}
 	st, err := p.status(ctx)
 	if err != nil {
-		return false
+		return published, false
 	}
-	return slices.ContainsFunc(st.Jobs, func(j cluster.Job) bool { return j.Name == name })
+	if _, ok := st.Live.Jobs[name]; ok {
+		published = true
+	}
+	i := slices.IndexFunc(st.Jobs, func(j cluster.Job) bool { return j.Name == name })
+	return published, i >= 0 && st.Jobs[i].PausedOn > 0
 }
 
 // refuse answers an action the request may not take: 403, logged.

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,12 +27,14 @@ import (
 // TestActions: an authorized operator pauses a job (every node has the
 // pause key, the page says paused, the history names the operator),
 // resumes it and triggers it (one replica of two runs it once); each
-// action answers 303 back to the job's page.
+// action answers 303 back to the job's page. The page offers pause or
+// resume by the job's state, not both.
 func TestActions(t *testing.T) {
 	t.Parallel()
 	f := startFleet(t, 2, statuspage.WithAuthorize(basicAuth))
-	if r := f.do(t, "GET", "/job/report", "ann"); r.code != 200 || strings.Count(r.body, "<form") != 3 || !strings.Contains(r.body, "acting as <b>ann</b>") {
-		t.Fatalf("an operator's job page: %d %s", r.code, r.body)
+	if r := f.do(t, "GET", "/job/report", "ann"); r.code != 200 || !strings.Contains(r.body, "acting as <b>ann</b>") ||
+		!hasButtons(r.body, "pause", "trigger") {
+		t.Fatalf("an operator's job page, the job active: %d %s", r.code, r.body)
 	}
 	r := f.do(t, "POST", "/job/report/pause", "ann")
 	if r.code != 303 || resolve(t, "/job/report/pause", r.location) != "/job/report?done=paused" {
@@ -45,6 +48,9 @@ func TestActions(t *testing.T) {
 		}
 	}
 	page := f.do(t, "GET", "/job/report?done=paused", "ann")
+	if !hasButtons(page.body, "resume", "trigger") {
+		t.Errorf("the job's page after the pause offers %v; want resume and trigger", buttons(page.body))
+	}
 	for _, want := range []string{"paused 3/3", "Paused: no replica runs", "paused by operator", "<td>ann</td>"} {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("the job's page after the pause lacks %q", want)
@@ -55,6 +61,9 @@ func TestActions(t *testing.T) {
 	}
 	if on := f.c.KeyOn(t, lk.Pause); on[0] || on[1] || on[2] {
 		t.Errorf("pause key left after the resume: %v", on)
+	}
+	if r := f.do(t, "GET", "/job/report?done=resumed", "ann"); !hasButtons(r.body, "pause", "trigger") {
+		t.Errorf("the job's page after the resume offers %v; want pause and trigger", buttons(r.body))
 	}
 	if r := f.do(t, "POST", "/job/report/trigger", "bob"); r.code != 303 || !strings.HasSuffix(r.location, "done=triggered") {
 		t.Fatalf("trigger: %d %q %s", r.code, r.location, r.body)
@@ -75,6 +84,20 @@ func TestActions(t *testing.T) {
 	if r := f.do(t, "POST", "/job/report/explode", "ann"); r.code != 404 {
 		t.Errorf("an unknown action: %d", r.code)
 	}
+}
+
+// buttons returns the values of the buttons of body's forms, in order.
+func buttons(body string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`<button type="submit" name="do" value="(\w+)"`).FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// hasButtons reports whether body's forms are the buttons want, in order.
+func hasButtons(body string, want ...string) bool {
+	return slices.Equal(buttons(body), want) && strings.Count(body, "<form") == len(want)
 }
 
 // TestRefusals: without authorization, with a wrong token, or on a page

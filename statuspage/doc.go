@@ -2,21 +2,35 @@
 // service itself: a Page is an http.Handler you mount next to /metrics,
 // in every replica if you like, with no server of its own.
 //
-// The main page shows every job (its spec, time zone and next tick from
-// this replica's scheduler, whether it is paused, who holds its lock, its
-// last run), the newest runs and missed ticks of all jobs from their
-// ledgers, the nodes (up, down, warming up, refused, restarted; latency;
-// the last error), the live replicas (version, job table with the odd ones
-// out marked, clock offset, last heartbeat) and the leaked locks of the
-// last scan, by class. A job's page lists its history: runs, missed ticks
-// with their reasons, and operators' actions. Both refresh themselves
-// every few seconds, fetching a fragment of the page, with a few lines of
-// plain script; without script they read the same, without refreshing.
+// The main page answers "is it running?" first, in a headline over
+// everything: healthy; degraded, naming each node down, refused or warming
+// up (with the instant it votes), each replica at fault (clock off, another
+// job table), each job paused and each job's ticks recorded missed in the
+// last hour; not running, when fewer nodes vote than a quorum (since when,
+// as far as the nodes tell, and when it runs again, if warming nodes alone
+// keep it from voting); or unknown, when no node could be read (then no
+// part of the page shows none, empty or green).
+//
+// Below it: every job (this replica's and those the live replicas publish
+// in their job tables: spec, time zone, next tick, pause, lock holder,
+// last run), the ticks the replicas report skipped and why, the newest
+// runs and missed ticks from the ledgers, the nodes (up, down, warming
+// up, refused, restarted; latency; the last error), the live replicas
+// (version, job table with the odd ones out marked, clock offset, last
+// heartbeat) and the leaked locks of the last scan, by class. A name the
+// nodes know (a ledger, a pause key, a lock) that no live replica
+// publishes is no job: it is listed apart. Long replica names and fences
+// are cut, whole on hover and on the job's page, which lists its history:
+// runs, missed ticks with their reasons, and operators' actions. Both
+// refresh themselves every few seconds, fetching a fragment of the page,
+// with a few lines of plain script; without script they read the same,
+// without refreshing.
 //
 // It is read-only unless WithAuthorize gives a hook that lets a request
-// act: then the pages offer to pause, resume and trigger a job and to fix
-// the leaks, as POSTs protected against cross-site requests
-// (http.CrossOriginProtection). Every action is logged (WithLogger) with
+// act: then the pages offer to pause or resume a job (by its state) and
+// trigger it, and to fix the leaks, as POSTs protected against cross-site
+// requests (http.CrossOriginProtection), and to a request the hook refuses
+// a sign-in link, to /login. Every action is logged (WithLogger) with
 // who did it and recorded in the job's ledger, as the admin command's are.
 //
 // It reads the nodes of the Redlock it is given: each page view scans

@@ -32,13 +32,20 @@ type fleet struct {
 	runs     map[string][]scheduler.RunInfo // by job
 }
 
-// startFleet starts n replicas and the page.
+// startFleet starts n replicas over three trusted nodes, and the page.
 func startFleet(t *testing.T, n int, opts ...statuspage.Option) *fleet {
 	t.Helper()
 	redistest.QuietClients()
-	f := &fleet{c: redistest.Start(t, 3), runs: map[string][]scheduler.RunInfo{}}
+	return startFleetOn(t, redistest.Start(t, 3), []mutex.Option{mutex.WithTrustedNodes()}, n, opts...)
+}
+
+// startFleetOn starts n replicas over c's nodes, with the Redlock options
+// lockOpts, and the page.
+func startFleetOn(t *testing.T, c *redistest.Cluster, lockOpts []mutex.Option, n int, opts ...statuspage.Option) *fleet {
+	t.Helper()
+	f := &fleet{c: c, runs: map[string][]scheduler.RunInfo{}}
 	for i := range n {
-		s, err := redcron.New(f.c.Addrs(), redcron.WithLockOptions(mutex.WithTrustedNodes()),
+		s, err := redcron.New(f.c.Addrs(), redcron.WithLockOptions(lockOpts...),
 			redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID("replica-"+string(rune('a'+i)))))
 		if err != nil {
 			t.Fatal(err)

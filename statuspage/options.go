@@ -25,8 +25,11 @@ type config struct {
 // WithAuthorize lets the requests that f accepts act: pause, resume and
 // trigger jobs, fix leaks. f returns who is asking (it names the operator
 // in the logs and the ledger) and whether they may act; it is called for
-// every page view too, to show the actions or not. Without it the page is
-// read-only and every action is refused (403).
+// every page view too, to show the actions, or to a request it refuses a
+// sign-in link to the page's /login, which challenges a browser for
+// basic-auth credentials (a browser sends them only once challenged):
+// mount your own handler at that path for another sign-in. Without it the
+// page is read-only and every action is refused (403).
 func WithAuthorize(f func(r *http.Request) (who string, ok bool)) Option {
 	return func(c *config) error {
 		if f == nil {

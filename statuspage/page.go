@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redcron/redcron/internal/cluster"
@@ -36,9 +37,12 @@ type Page struct {
 	hide    func(string) string // takes the nodes' secrets out of a text
 	handler http.Handler
 	started time.Time // a node whose server started after this has restarted
+	// untrusted is set once the Redlock was seen to count a node as
+	// warming up: it does not trust its nodes.
+	untrusted atomic.Bool
 
 	mu      sync.Mutex // held while a scan is under way: views share it
-	last    *cluster.Status
+	last    *snapshot
 	lastAt  time.Time
 	lastErr error
 	nodeErr map[string]nodeError // each node's last error, by name
@@ -116,8 +120,9 @@ func New(locks *mutex.Redlock, opts ...Option) (*Page, error) {
 	return p, nil
 }
 
-// ServeHTTP serves the pages: GET / (jobs, runs, nodes, replicas, leaks),
-// GET /job/{name} (a job's history), and the actions, POST
+// ServeHTTP serves the pages: GET / (whether the fleet runs; jobs, skipped
+// ticks, runs, nodes, replicas, leaks), GET /job/{name} (a job's history),
+// GET /login (the sign-in link, with WithAuthorize), and the actions, POST
 // /job/{name}/pause, /resume, /trigger and POST /leaks/fix, each answered
 // with a redirect (303) back to the page it came from.
 func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.ServeHTTP(w, r) }
@@ -127,6 +132,7 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.Ser
 func (p *Page) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", p.serveMain)
+	mux.HandleFunc("GET /login", p.serveLogin)
 	mux.HandleFunc("GET /job/{name}", p.serveJob)
 	mux.HandleFunc("POST /job/{name}/{action}", p.serveJobAction)
 	mux.HandleFunc("POST /leaks/fix", p.serveFix)
@@ -139,10 +145,27 @@ func (p *Page) routes() http.Handler {
 	return cop.Handler(mux)
 }
 
+// snapshot is the fleet as one scan shows it, with what the page reads
+// besides: the jobs the live replicas publish, and the ticks they missed
+// in the last hour.
+type snapshot struct {
+	*cluster.Status
+	Live      cluster.LiveJobs
+	Missed    map[string]int // by job: ticks recorded missed in the last hour
+	At        time.Time      // when the scan ended: the nodes' uptimes are as of then
+	// Seen is each node's state as the Redlock saw it when it had just
+	// looked (its lock calls note states too: a warming node's answer
+	// that another owner holds a lock shows it up).
+	Seen map[string]string
+}
+
+// missedWindow is how far back the headline counts missed ticks.
+const missedWindow = time.Hour
+
 // status returns the fleet's status, from a scan at most freshFor old: one
 // view scans, the views that come meanwhile wait for it. Its reads are
 // bounded by readTimeout.
-func (p *Page) status(ctx context.Context) (*cluster.Status, error) {
+func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last != nil && time.Since(p.lastAt) < freshFor {
@@ -150,13 +173,22 @@ func (p *Page) status(ctx context.Context) (*cluster.Status, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 	defer cancel()
-	for _, state := range p.locks.NodeStates() {
-		if state == "" { // not seen yet: have the Redlock look, as its heartbeats do
-			p.locks.LogNodes(ctx)
-			break
+	// Have the Redlock look at the nodes, as its heartbeats do, so that
+	// the nodes' states are as it counts their votes now.
+	var wg sync.WaitGroup
+	wg.Go(func() { p.locks.LogNodes(ctx) })
+	cst, err := p.cl.Status(ctx, recentRuns, p.locks.MaxTTL())
+	st := &snapshot{Status: cst, At: time.Now()}
+	wg.Wait()
+	st.Seen = p.locks.NodeStates()
+	for _, state := range st.Seen {
+		if state == cluster.NodeWarming {
+			p.untrusted.Store(true) // a Redlock that trusts its nodes never sees one warming up
 		}
 	}
-	st, err := p.cl.Status(ctx, recentRuns, p.locks.MaxTTL())
+	if err == nil {
+		p.readJobs(ctx, st)
+	}
 	now := time.Now()
 	for _, n := range st.Nodes {
 		// A node that answers but has no INFO (an in-process server) is
@@ -175,6 +207,25 @@ func (p *Page) status(ctx context.Context) (*cluster.Status, error) {
 	}
 	p.last, p.lastAt, p.lastErr = st, now, err
 	return st, err
+}
+
+// readJobs reads the jobs the live replicas publish, and the ticks of
+// those and of this replica's jobs missed in the last hour.
+func (p *Page) readJobs(ctx context.Context, st *snapshot) {
+	now := time.Now()
+	st.Live = p.cl.LiveJobs(ctx, st.Report, now)
+	names := make([]string, 0, len(st.Live.Jobs))
+	for name := range st.Live.Jobs {
+		names = append(names, name)
+	}
+	if p.cfg.jobs != nil {
+		for _, e := range p.cfg.jobs() {
+			if _, ok := st.Live.Jobs[e.Name]; !ok {
+				names = append(names, e.Name)
+			}
+		}
+	}
+	st.Missed = p.cl.MissedSince(ctx, st.Report, names, now.Add(-missedWindow))
 }
 
 // forget drops the last scan, so that the next view shows an action's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,6 +20,7 @@ type pageData struct {
 	Title   string
 	Base    string // the relative link to the main page
 	CanAct  bool   // the request may act: show the actions
+	SignIn  bool   // it may not, but a hook could let it: show the sign-in link
 	Who     string
 	Done    string // the action just done, for its message
 	Refresh int    // ms between fetches of the live part
@@ -37,11 +39,53 @@ func parseTemplates() (*template.Template, error) {
 		"ms": func(d time.Duration) string {
 			return fmt.Sprintf("%+dms", d.Milliseconds())
 		},
+		"short": short,
+		"fence": func(f uint64) template.HTML { return short(strconv.FormatUint(f, 10)) },
+		"why":   why,
+		"pair":  func(a, b any) []any { return []any{a, b} },
 	}).ParseFS(files, "templates/*")
 	if err != nil {
 		return nil, fmt.Errorf("statuspage: templates: %w", err)
 	}
 	return t, nil
+}
+
+// shortLen is the longest replica name or fence shown whole; a longer one
+// shows its first and last runes, whole on hover.
+const shortLen = 15
+
+// short returns s escaped as HTML, or, when s is longer than shortLen
+// runes, its first 8 and last 6 runes around an ellipsis, with the whole
+// of it in a title (shown on hover). A fence of 16 digits shows its last
+// digits, which tell fences apart.
+func short(s string) template.HTML {
+	r := []rune(s)
+	if len(r) <= shortLen {
+		return template.HTML(template.HTMLEscapeString(s))
+	}
+	cut := string(r[:8]) + "…" + string(r[len(r)-6:])
+	if strings.Trim(s, "0123456789") == "" {
+		cut = "…" + string(r[len(r)-8:])
+	}
+	return template.HTML(`<span class="short" title="` + template.HTMLEscapeString(s) + `">` +
+		template.HTMLEscapeString(cut) + `</span>`)
+}
+
+// why explains a skip reason of the scheduler's.
+func why(reason string) string {
+	switch reason {
+	case "no_quorum":
+		return "no lock attempt reached a quorum of the nodes in time"
+	case "paused":
+		return "the job is paused cluster-wide"
+	case "overlap":
+		return "the previous run of the job was still going"
+	case "misfire":
+		return "noticed later than the misfire grace"
+	case "lease_lost":
+		return "the lease was lost before the run started"
+	}
+	return ""
 }
 
 // render writes the template name with d, or an error page if it fails.

@@ -12,20 +12,37 @@ import (
 
 // jobPage is what a job's page shows.
 type jobPage struct {
-	Job     jobView
-	Link    string // the relative link from the job's page to itself, for its forms
-	History []runView
-	Err     string // the history was read from fewer than a majority of the nodes
-	Known   bool   // this replica or the nodes know the job
+	Job       jobView
+	Link      string // the relative link from the job's page to itself, for its forms
+	History   []runView
+	Skips     []skipView // its ticks the replicas report skipped
+	Err       string     // the history was read from fewer than a majority of the nodes
+	Known     bool       // this replica or the nodes know the job
+	Published bool       // this replica or a live replica publishes it: a job of the fleet's
 }
 
 // serveMain serves the main page, or with ?fragment its live part.
 func (p *Page) serveMain(w http.ResponseWriter, r *http.Request) {
 	st, err := p.status(r.Context())
 	v := p.mainOf(st, err)
+	v.Skips = v.Skips[:min(len(v.Skips), maxSkips)]
 	d := p.data(r, "redcron", baseOf(r))
 	d.Main = &v
 	p.render(w, http.StatusOK, p.template(r, "main"), d)
+}
+
+// serveLogin serves GET /login, the sign-in link of a page with an
+// authorization hook: a request the hook accepts goes to the main page;
+// another is challenged for basic-auth credentials (a browser sends them
+// only once challenged, and then with every request to the page). A
+// service whose hook reads something else mounts its own sign-in there.
+func (p *Page) serveLogin(w http.ResponseWriter, r *http.Request) {
+	if _, ok := p.authorized(r); ok || p.cfg.authorize == nil {
+		seeOther(w, "./")
+		return
+	}
+	w.Header().Set("WWW-Authenticate", `Basic realm="redcron", charset="UTF-8"`)
+	p.fail(w, r, http.StatusUnauthorized, "Not signed in: give the credentials your service's status page asks for.")
 }
 
 // serveJob serves a job's page, or with ?fragment its live part: its row
@@ -37,7 +54,14 @@ func (p *Page) serveJob(w http.ResponseWriter, r *http.Request) {
 	v := p.mainOf(st, err)
 	jp := &jobPage{Link: escapeName(name), Job: jobView{Name: name}}
 	if i := slices.IndexFunc(v.Jobs, func(j jobView) bool { return j.Name == name }); i >= 0 {
-		jp.Job, jp.Known = v.Jobs[i], true
+		jp.Job, jp.Known, jp.Published = v.Jobs[i], true, true
+	} else if i := slices.IndexFunc(v.Unpublished, func(j jobView) bool { return j.Name == name }); i >= 0 {
+		jp.Job, jp.Known = v.Unpublished[i], true
+	}
+	for _, sk := range v.Skips {
+		if sk.Job == name {
+			jp.Skips = append(jp.Skips, sk)
+		}
 	}
 	d := p.data(r, name+" · redcron", baseOf(r))
 	d.Job, d.Main = jp, &v
@@ -73,7 +97,8 @@ func (p *Page) data(r *http.Request, title, base string) pageData {
 	default:
 		done = ""
 	}
-	return pageData{Title: title, Base: base, CanAct: ok, Who: who, Done: done, Refresh: refreshMS, Now: time.Now()}
+	return pageData{Title: title, Base: base, CanAct: ok, SignIn: !ok && p.cfg.authorize != nil, Who: who, Done: done,
+		Refresh: refreshMS, Now: time.Now()}
 }
 
 // authorized returns who asks, and whether they may act.

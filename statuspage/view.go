@@ -2,7 +2,6 @@ package statuspage
 
 import (
 	"errors"
-	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/internal/ledger"
-	"github.com/redcron/redcron/scheduler"
 )
 
 // mainView is what the main page shows.
@@ -20,16 +18,25 @@ type mainView struct {
 	Now      time.Time
 	Prefix   string
 	Quorum   int
-	Jobs     []jobView
-	Recent   []runView // the newest runs and missed ticks over the jobs
-	Nodes    []nodeView
-	Replicas []replicaView
-	Tables   int // distinct job tables among the replicas
-	Leaks    []leakView
-	Counts   []classCount
-	Leaked   int      // leaked findings
-	Unread   []string // nodes not scanned: the scan counts them as holding every lock
-	Err      string   // no node could be read
+	Known    bool      // some node was read: else nothing below but the nodes is known
+	Headline headline  // is it running?
+	Jobs     []jobView // the jobs this replica runs or a live replica publishes
+	// Unpublished are the names the nodes know (a ledger, a pause key, a
+	// lock) that no live replica publishes: no jobs of the fleet's.
+	Unpublished []jobView
+	Unknown     []string // live replicas whose job table is not known: their jobs may be among Unpublished
+	Skips       []skipView
+	LastRun     time.Time // the newest run the nodes hold, and its job
+	LastRunJob  string
+	Recent      []runView // the newest runs and missed ticks over the jobs
+	Nodes       []nodeView
+	Replicas    []replicaView
+	Tables      int // distinct job tables among the replicas
+	Leaks       []leakView
+	Counts      []classCount
+	Leaked      int      // leaked findings
+	Unread      []string // nodes not scanned: the scan counts them as holding every lock
+	Err         string   // no node could be read
 }
 
 // jobView is one job's row.
@@ -41,6 +48,7 @@ type jobView struct {
 	Running    bool
 	Paused     string // "", or "paused 3/3", "partial 1/3"
 	PausedOn   int
+	Missed     int // ticks recorded missed in the last hour
 	Holder     string
 	HeldTick   time.Time
 	HeldOn     int
@@ -75,6 +83,17 @@ type nodeView struct {
 	Answered    bool // Latency is known
 	LastErr     string
 	LastErrAt   time.Time
+	// Started is when its server started, and VotesAt when it votes, for
+	// a node warming up; zero when not known.
+	Started, VotesAt time.Time
+}
+
+// skipView is a tick replicas skipped, for one reason.
+type skipView struct {
+	Job, Link string
+	Tick      time.Time
+	Reason    string
+	Replicas  []string
 }
 
 // replicaView is one replica's row.
@@ -98,9 +117,10 @@ type classCount struct {
 	N     int
 }
 
-// mainOf returns the main page's view of st (nil: no node could be read).
-func (p *Page) mainOf(st *cluster.Status, err error) mainView {
-	v := mainView{Now: time.Now(), Prefix: p.cl.Keys.Prefix(), Quorum: p.cl.Quorum()}
+// mainOf returns the main page's view of st; err is its scan's (no node
+// could be read).
+func (p *Page) mainOf(st *snapshot, err error) mainView {
+	v := mainView{Now: time.Now(), Prefix: p.cl.Keys.Prefix(), Quorum: p.cl.Quorum(), Known: err == nil}
 	if err != nil {
 		v.Err = p.hide(err.Error())
 	}
@@ -112,12 +132,17 @@ func (p *Page) mainOf(st *cluster.Status, err error) mainView {
 		v.Unread = append(v.Unread, name)
 	}
 	slices.Sort(v.Unread)
-	v.Jobs = p.jobsOf(st)
+	v.Jobs, v.Unpublished = p.jobsOf(st)
+	v.Unknown = st.Live.Unknown
 	for _, j := range st.Jobs {
 		for _, r := range j.Runs {
 			v.Recent = append(v.Recent, runOf(j.Name, r, p.hide))
+			if at := ranAt(r); at.After(v.LastRun) {
+				v.LastRun, v.LastRunJob = at, j.Name
+			}
 		}
 	}
+	v.Skips = skipsOf(st)
 	slices.SortFunc(v.Recent, func(a, b runView) int { return b.At.Compare(a.At) })
 	v.Recent = v.Recent[:min(len(v.Recent), 25)]
 	v.Nodes = p.nodesOf(st)
@@ -126,58 +151,11 @@ func (p *Page) mainOf(st *cluster.Status, err error) mainView {
 			Differs: r.TableDiffers, Offset: r.Offset, OffsetKnown: r.OffsetKnown, Sent: r.Sent, Started: r.Started})
 	}
 	v.Tables = st.Tables
-	if rep := st.Report; rep.Counts != nil {
-		v.Leaks, v.Counts, v.Leaked = leaksOf(st)
+	if rep := st.Report; rep.Counts != nil && v.Known {
+		v.Leaks, v.Counts, v.Leaked = leaksOf(st.Status)
 	}
+	v.Headline = judge(&v)
 	return v
-}
-
-// jobsOf returns the jobs of this replica and those the nodes know, by
-// name.
-func (p *Page) jobsOf(st *cluster.Status) []jobView {
-	byName := map[string]*jobView{}
-	if p.cfg.jobs != nil {
-		for _, e := range p.cfg.jobs() {
-			byName[e.Name] = localJob(e)
-		}
-	}
-	for _, j := range st.Jobs {
-		v := byName[j.Name]
-		if v == nil {
-			v = &jobView{Name: j.Name, Link: jobLink(j.Name)}
-			byName[j.Name] = v
-		}
-		v.PausedOn, v.Holder, v.HeldTick, v.HeldOn = j.PausedOn, j.Holder, j.Tick, j.HeldOn
-		switch {
-		case j.PausedOn >= p.cl.Quorum():
-			v.Paused = fmt.Sprintf("paused %d/%d", j.PausedOn, len(p.cl.Nodes))
-		case j.PausedOn > 0:
-			v.Paused = fmt.Sprintf("partial %d/%d", j.PausedOn, len(p.cl.Nodes))
-		}
-		if len(j.Runs) > 0 {
-			r := runOf(j.Name, j.Runs[0], p.hide)
-			v.Last = &r
-		}
-	}
-	out := make([]jobView, 0, len(byName))
-	for _, v := range byName {
-		out = append(out, *v)
-	}
-	slices.SortFunc(out, func(a, b jobView) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-// localJob returns the row of a job of this replica's scheduler.
-func localJob(e scheduler.Entry) *jobView {
-	zone := "UTC"
-	if e.Location != nil {
-		zone = e.Location.String()
-	}
-	next := e.Next
-	if !next.IsZero() && e.Location != nil {
-		next = next.In(e.Location)
-	}
-	return &jobView{Name: e.Name, Link: jobLink(e.Name), Local: true, Spec: e.Spec, Zone: zone, Next: next, Running: e.Running}
 }
 
 // runOf returns a ledger record's row; its error text goes through hide
@@ -213,24 +191,31 @@ func runOf(job string, r ledger.Run, hide func(string) string) runView {
 	return v
 }
 
-// nodesOf returns the nodes' rows: their state as read now (a node the
-// Redlock last saw warming up is warming up, one it saw up is not: it
-// knows whether the nodes are trusted), and their last errors.
-func (p *Page) nodesOf(st *cluster.Status) []nodeView {
-	seen := p.locks.NodeStates()
+// nodesOf returns the nodes' rows: their state as the scan read it (a
+// node the Redlock saw warming up is warming up: its server changed; one
+// it saw up is not, if it has never seen one warming up: it trusts its
+// nodes), and their last errors.
+func (p *Page) nodesOf(st *snapshot) []nodeView {
 	out := make([]nodeView, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
 		v := nodeView{Name: cluster.NodeName(n.Name), State: n.State(), Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil,
 			Answered: n.Latency > 0}
-		switch {
-		case v.State == cluster.NodeUp && seen[n.Name] == cluster.NodeWarming:
+		switch seen := st.Seen[n.Name]; {
+		case v.State == cluster.NodeUp && seen == cluster.NodeWarming:
 			v.State = cluster.NodeWarming
-		case v.State == cluster.NodeWarming && seen[n.Name] == cluster.NodeUp:
+		case v.State == cluster.NodeWarming && seen == cluster.NodeUp && !p.untrusted.Load():
 			v.State = cluster.NodeUp
 		}
-		// Uptime is in whole seconds: the server started up to 1 s before
-		// now less its uptime.
-		v.Restarted = v.Known && time.Now().Add(-n.Uptime-time.Second).After(p.started) && n.Uptime < time.Hour
+		// Uptime is in whole seconds, as of the scan: the server started
+		// up to 1 s before the scan's end less its uptime.
+		v.Restarted = v.Known && st.At.Add(-n.Uptime-time.Second).After(p.started) && n.Uptime < time.Hour
+		if v.State == cluster.NodeWarming && v.Known {
+			// As the Redlock counts it: from its server's start by its
+			// uptime, after the max TTL and a second for the uptime's
+			// whole seconds; rounded up to a second, as the page shows it.
+			v.Started = st.At.Add(-n.Uptime)
+			v.VotesAt = v.Started.Add(p.locks.MaxTTL() + 2*time.Second - 1).Truncate(time.Second)
+		}
 		e := p.lastError(n.Name)
 		v.LastErr, v.LastErrAt = e.text, e.at
 		out = append(out, v)

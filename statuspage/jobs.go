@@ -1,0 +1,126 @@
+package statuspage
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// jobsOf returns the jobs of the fleet, by name: this replica's and those
+// the live replicas publish; and, apart, the names the nodes know that no
+// live replica publishes (a ledger, a pause key or a lock left behind).
+func (p *Page) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
+	byName := map[string]*jobView{}
+	if p.cfg.jobs != nil {
+		for _, e := range p.cfg.jobs() {
+			byName[e.Name] = localJob(e)
+		}
+	}
+	for name, j := range st.Live.Jobs {
+		if byName[name] == nil {
+			byName[name] = publishedJob(j)
+		}
+	}
+	others := map[string]*jobView{}
+	for _, j := range st.Jobs {
+		v := byName[j.Name]
+		if v == nil {
+			v = &jobView{Name: j.Name, Link: jobLink(j.Name)}
+			others[j.Name] = v
+		}
+		v.PausedOn, v.Holder, v.HeldTick, v.HeldOn = j.PausedOn, j.Holder, j.Tick, j.HeldOn
+		switch {
+		case j.PausedOn >= p.cl.Quorum():
+			v.Paused = fmt.Sprintf("paused %d/%d", j.PausedOn, len(p.cl.Nodes))
+		case j.PausedOn > 0:
+			v.Paused = fmt.Sprintf("partial %d/%d", j.PausedOn, len(p.cl.Nodes))
+		}
+		if len(j.Runs) > 0 {
+			r := runOf(j.Name, j.Runs[0], p.hide)
+			v.Last = &r
+		}
+	}
+	for name, v := range byName {
+		v.Missed = st.Missed[name]
+	}
+	return sorted(byName), sorted(others)
+}
+
+// sorted returns the jobs of m by name.
+func sorted(m map[string]*jobView) []jobView {
+	out := make([]jobView, 0, len(m))
+	for _, v := range m {
+		out = append(out, *v)
+	}
+	slices.SortFunc(out, func(a, b jobView) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// localJob returns the row of a job of this replica's scheduler.
+func localJob(e scheduler.Entry) *jobView {
+	zone := "UTC"
+	if e.Location != nil {
+		zone = e.Location.String()
+	}
+	next := e.Next
+	if !next.IsZero() && e.Location != nil {
+		next = next.In(e.Location)
+	}
+	return &jobView{Name: e.Name, Link: jobLink(e.Name), Local: true, Spec: e.Spec, Zone: zone, Next: next, Running: e.Running}
+}
+
+// publishedJob returns the row of a job another live replica publishes:
+// its spec, zone and next tick from its job table.
+func publishedJob(j cluster.Job) *jobView {
+	next := j.Next
+	if loc, err := time.LoadLocation(j.Zone); err == nil && !next.IsZero() {
+		next = next.In(loc)
+	}
+	return &jobView{Name: j.Name, Link: jobLink(j.Name), Spec: j.Spec, Zone: j.Zone, Next: next}
+}
+
+// ranAt returns when a run of a ledger record last did something (its
+// end, or its start); zero for a missed tick or an operator's action.
+func ranAt(r ledger.Run) time.Time {
+	if r.State == ledger.StateMissed || r.State == ledger.StateOperator {
+		return time.Time{}
+	}
+	return ledger.Time(max(r.Start, r.End, r.Tick+r.Delay))
+}
+
+// maxSkips bounds the skipped ticks the main page lists.
+const maxSkips = 30
+
+// skipsOf returns the ticks the live replicas report skipped in their
+// heartbeats (their recent skips of ticks that may have run nowhere),
+// newest first, the replicas of one job, tick and reason together.
+func skipsOf(st *snapshot) []skipView {
+	byKey := map[string]*skipView{}
+	for _, owner := range st.Report.Live {
+		for _, sk := range st.Report.Beats[owner].Skips {
+			key := fmt.Sprintf("%s\x00%d\x00%s", sk.Job, sk.Tick, sk.Reason)
+			v := byKey[key]
+			if v == nil {
+				v = &skipView{Job: sk.Job, Link: jobLink(sk.Job), Tick: ledger.Time(sk.Tick), Reason: sk.Reason}
+				byKey[key] = v
+			}
+			v.Replicas = append(v.Replicas, owner)
+		}
+	}
+	out := make([]skipView, 0, len(byKey))
+	for _, v := range byKey {
+		out = append(out, *v)
+	}
+	slices.SortFunc(out, func(a, b skipView) int {
+		if c := b.Tick.Compare(a.Tick); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Job+"\x00"+a.Reason, b.Job+"\x00"+b.Reason)
+	})
+	return out
+}
