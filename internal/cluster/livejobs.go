@@ -45,7 +45,7 @@ func (c *Cluster) LiveJobs(ctx context.Context, rep *leaks.Report, now time.Time
 		known[digests[i]] = len(table) > 0
 		for name, js := range table {
 			if _, ok := out.Jobs[name]; !ok {
-				out.Jobs[name] = Job{Name: name, Spec: js.Spec, Zone: js.Zone, Next: nextTick(name, js, now)}
+				out.Jobs[name] = Job{Name: name, Spec: js.Spec, Zone: js.Zone, Next: NextTick(js, now)}
 			}
 		}
 	}
