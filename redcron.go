@@ -86,7 +86,9 @@ func (s *Scheduler) Entries() []scheduler.Entry { return s.s.Entries() }
 // Run was called, it waits for Run to remove the replica's heartbeat; if
 // not, it closes the clients New made.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
-	s.shut.Store(true)
+	if !s.shut.Swap(true) && s.started.Load() {
+		s.shards.HandOver(ctx) // the others take its shards without a gap
+	}
 	err := s.s.Shutdown(ctx)
 	s.flush(ctx)
 	if s.started.Load() {
@@ -249,7 +251,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	if scan, err = leakscan.New(locks, s.InstanceID(), scanOpts...); err != nil {
 		return nil, invalid(err)
 	}
-	shards, err := newShards(nodes, shardOpts, gate, s.InstanceID(), table, scan, cfg.logger)
+	shards, err := newShards(nodes, locks, shardOpts, gate, s.InstanceID(), table, scan, cfg.logger)
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -279,12 +281,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	s.locks.LogNodes(ctx)
 	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
+	shardCtx, stopShards := context.WithCancel(ctx) // its shards go as the loop stops, not after the runs
+	defer stopShards()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.scan.Run(scanCtx) })
-	wg.Go(func() { s.shards.Run(scanCtx) })
+	wg.Go(func() { s.shards.Run(shardCtx) })
 	wg.Go(func() { s.takeTriggers(scanCtx) })
 	wg.Go(func() { s.publishJobTable(scanCtx) })
 	err := s.s.Run(ctx)
+	stopShards()
 	stopScan()
 	wg.Wait()
 	s.flush(ctx)

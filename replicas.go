@@ -25,14 +25,11 @@ type jobTable struct {
 // changed records an Add or a Remove, once it has returned.
 func (t *jobTable) changed() { t.changes.Add(1) }
 
-// jobs returns the digest of the current job table and its jobs' names.
-func (t *jobTable) jobs() (string, []string) {
+// jobs returns the digest of the current job table and the table (each
+// job's name and its spec as published).
+func (t *jobTable) jobs() (string, map[string]string) {
 	fields, digest := t.table()
-	names := make([]string, 0, len(fields))
-	for name := range fields {
-		names = append(names, name)
-	}
-	return digest, names
+	return digest, fields
 }
 
 // get returns the digest of the current job table.

@@ -10,22 +10,30 @@ import (
 	"github.com/redcron/redcron/store"
 )
 
-// shardTTL is the TTL of a shard's lease (at most the max TTL): how long a
-// crashed replica's shards wait before another replica takes them.
+// shardTTL is the TTL of a shard's lease: how long a crashed replica's
+// shards wait before another replica takes them. It is at most the max
+// TTL, and raised, up to it, to what the node timeout needs.
 const shardTTL = 10 * time.Second
 
 // newShards returns the keeper of the replica's shards (see package
 // internal/shard), whose leases are won on a Redlock of their own over the
 // nodes, with the jobs' lock options (lockOpts, without their metrics) but
-// without a ledger, logging nothing (the jobs' Redlock logs the nodes). A
-// replica writes its presence for the shards only while its owner check
-// (the heartbeat, the clock) lets it claim ticks.
-func newShards(nodes []*store.Node, lockOpts []mutex.Option, gate *shard.Gate, self string, table *jobTable, scan *leakscan.Scanner, log *slog.Logger) (*shard.Keeper, error) {
-	opts := append(lockOpts, mutex.WithLedger(0, 0), mutex.WithLogger(slog.New(slog.DiscardHandler)))
+// without a ledger, under the jobs' key prefix followed by "~shards" (so
+// that no job name, pause or scan meets them), logging nothing (the jobs'
+// Redlock logs the nodes). A replica writes its presence for the shards
+// only while its owner check (the heartbeat, the clock) lets it claim
+// ticks. New fails when no TTL up to the max TTL suits the node timeout.
+func newShards(nodes []*store.Node, jobs *mutex.Redlock, lockOpts []mutex.Option, gate *shard.Gate, self string, table *jobTable, scan *leakscan.Scanner, log *slog.Logger) (*shard.Keeper, error) {
+	opts := append(lockOpts, mutex.WithLedger(0, 0), mutex.WithLogger(slog.New(slog.DiscardHandler)),
+		mutex.WithKeyPrefix(jobs.KeyPrefix()+"~shards"))
 	locks, err := mutex.New(nodes, opts...)
 	if err != nil {
 		return nil, err
 	}
+	ttl := min(locks.MaxTTL(), shardTTL)
+	if locks.Check(shard.Name(0), ttl, 0, 0) != nil {
+		ttl = locks.MaxTTL()
+	}
 	check := func() error { return scan.Check(self, false) }
-	return shard.NewKeeper(gate, locks, self, min(locks.MaxTTL(), shardTTL), table.jobs, check, log)
+	return shard.NewKeeper(gate, locks, jobs.KeyPrefix(), self, ttl, table.jobs, check, log)
 }

@@ -20,7 +20,6 @@ package shard
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"sync/atomic"
 
 	"github.com/redcron/redcron/scheduler"
@@ -30,19 +29,37 @@ import (
 // must hash a job to the same shard.
 const Count = 64
 
-// Of returns the shard of a job.
+// Of returns the shard of a job: its name's FNV-1a hash modulo Count.
 func Of(job string) int {
-	h := fnv.New32a()
-	h.Write([]byte(job))
-	return int(h.Sum32() % Count)
+	h := uint32(2166136261)
+	for i := range len(job) {
+		h = (h ^ uint32(job[i])) * 16777619
+	}
+	return int(h % Count)
+}
+
+// The gate's answers for a shard, made once: a refusal costs no
+// allocation.
+var (
+	errNotYet  = shardErrors(scheduler.ErrNoQuorum, "its lease is not won here yet")
+	errAnother = shardErrors(scheduler.ErrHeld, "another replica asks for its ticks")
+)
+
+func shardErrors(sentinel error, why string) [Count]error {
+	var out [Count]error
+	for k := range out {
+		out[k] = fmt.Errorf("%w: shard %d: %s", sentinel, k, why)
+	}
+	return out
 }
 
 // Gate is a scheduler.Locker that passes to its inner Locker the requests
 // of the jobs whose shard this replica holds, and answers the others
 // itself: ErrHeld for a shard another replica is to hold, ErrNoQuorum (to
 // be asked again within the tick's grace) for a shard this replica is to
-// hold but has not won yet. Until its Keeper's first round, and for manual
-// runs and jobs not every live replica runs, it passes every request.
+// hold but has not won yet. Until its Keeper first reads the fleet, it
+// passes every request; it always passes manual runs and the jobs not
+// every live replica runs.
 type Gate struct {
 	inner scheduler.Locker
 	on    atomic.Bool
@@ -71,9 +88,9 @@ func (g *Gate) verdict(req scheduler.LockRequest) error {
 	case g.held[k].Load():
 		return nil
 	case g.want[k].Load():
-		return fmt.Errorf("%w: shard %d of job %q: its lease is not won here yet", scheduler.ErrNoQuorum, k, req.Job)
+		return errNotYet[k]
 	}
-	return fmt.Errorf("%w: shard %d of job %q is another replica's", scheduler.ErrHeld, k, req.Job)
+	return errAnother[k]
 }
 
 // Acquire asks the inner Locker for the lease of a job whose shard this

@@ -2,31 +2,36 @@ package shard
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/mutex"
 )
 
-// Timing of a Keeper: a round every roundEvery, the replica's presence
-// written every presenceEvery for presenceTTL, but a replica counted gone
-// once its presence was last written more than presenceStale ago (it
-// missed two writes: its shards are not left without a target for the
-// whole TTL), a shard released once it has been another replica's target
-// for releaseAfter rounds in a row.
+// Timing of a Keeper: a round every roundEvery, in which the replica's
+// presence is also written, for presenceTTL; a replica counts as gone once
+// its presence was last written more than presenceStale ago on a quorum of
+// the nodes (it missed five writes), so that its shards are not left
+// without a target for the whole TTL; a shard is released once it has been
+// another replica's target for releaseAfter rounds in a row; a replica
+// handing its shards over at Shutdown keeps them handOver after
+// withdrawing its presence, so that the others are its shards' targets,
+// asking again, when it lets them go.
 const (
 	roundEvery    = 250 * time.Millisecond
-	presenceEvery = time.Second
 	presenceTTL   = 5 * time.Second
-	presenceStale = 2500 * time.Millisecond
+	presenceStale = 1500 * time.Millisecond
 	releaseAfter  = 4
-	leaseTimeout  = 2 * time.Second // bounds one shard lease's acquisition or release
+	handOver      = 3 * roundEvery
 )
 
 // Keeper wins and keeps the leases of the shards its replica is to hold,
@@ -41,17 +46,22 @@ type Keeper struct {
 	gate   *Gate
 	locks  *mutex.Redlock
 	nodes  []*engine.Node
+	quorum int
 	key    string
-	keys   engine.Keyspace
+	keys   engine.Keyspace // the jobs' keyspace: presence, job tables
 	self   string
 	ttl    time.Duration
-	table  func() (string, []string) // the digest of this replica's job table, and its jobs
-	check  func() error              // why this replica may not claim now (the owner check), nil if it may
+	table  func() (string, map[string]string) // the digest of this replica's job table, and the table
+	check  func() error                       // why this replica may not claim now (the owner check), nil if it may
 	log    *slog.Logger
-	member string // the presence last written
+	member atomic.Pointer[string] // the presence last written
 	leases [Count]*lease
-	notUs  [Count]int                 // rounds in a row the shard held here was another's target
-	tables map[string]map[string]bool // job tables read, by digest
+	notUs  [Count]int                   // rounds in a row the shard held here was another's target
+	tables map[string]map[string]string // job tables read, by digest
+	failed atomic.Int64                 // when a failure to win a shard was last logged, unix ns
+	// leaving is set by HandOver: no presence is written any more.
+	leaving atomic.Bool
+	mu      sync.Mutex // held by a round and by releaseAll: the leases and the targets
 }
 
 type lease struct {
@@ -61,44 +71,55 @@ type lease struct {
 }
 
 // NewKeeper returns a Keeper of gate's shards for the replica self, with
-// leases of ttl won on locks (a Redlock without a ledger, over the nodes
-// of the job's locks); table returns the replica's job table's digest and
-// jobs, check why it may not claim ticks now (nil if it may): while it may
-// not, it writes no presence, so that the others take its shards over
-// once its presence expires. It does no I/O.
-func NewKeeper(gate *Gate, locks *mutex.Redlock, self string, ttl time.Duration, table func() (string, []string), check func() error, log *slog.Logger) (*Keeper, error) {
-	keys, err := engine.NewKeyspace(locks.KeyPrefix())
+// leases of ttl won on locks (a Redlock of their own, without a ledger,
+// under a key prefix of their own, over the nodes of the jobs' locks);
+// prefix is the jobs' key prefix, under which it writes its presence and
+// reads the job tables. table returns the replica's job table's digest and
+// the table (each job's name and its spec as published), check why it may
+// not claim ticks now (nil if it may): while it may not, it holds no shard
+// and writes no presence, so that the others take its shards over. It
+// does no I/O.
+func NewKeeper(gate *Gate, locks *mutex.Redlock, prefix, self string, ttl time.Duration, table func() (string, map[string]string), check func() error, log *slog.Logger) (*Keeper, error) {
+	keys, err := engine.NewKeyspace(prefix)
 	if err != nil {
 		return nil, err
+	}
+	if err := locks.Check(Name(0), ttl, 0, 0); err != nil {
+		return nil, fmt.Errorf("shard leases: %w", err)
 	}
 	nodes := make([]*engine.Node, len(locks.Nodes()))
 	for i, n := range locks.Nodes() {
 		nodes[i] = (*engine.Node)(n)
 	}
-	return &Keeper{gate: gate, locks: locks, nodes: nodes, key: keys.Replicas(), keys: keys, self: self, ttl: ttl,
-		table: table, check: check, log: log, tables: map[string]map[string]bool{}}, nil
+	return &Keeper{gate: gate, locks: locks, nodes: nodes, quorum: len(nodes)/2 + 1, key: keys.Replicas(), keys: keys,
+		self: self, ttl: ttl, table: table, check: check, log: log, tables: map[string]map[string]string{}}, nil
 }
 
 // Name returns the name of a shard's lease.
-func Name(k int) string { return "~shard/" + strconv.Itoa(k) }
+func Name(k int) string { return "shard-" + strconv.Itoa(k) }
 
-// Run keeps the shards until ctx is done, then releases their leases.
+// Run keeps the shards until ctx is done, then withdraws the presence and
+// releases the leases at once (see HandOver for a stop without a gap).
 func (k *Keeper) Run(ctx context.Context) {
-	defer k.releaseAll(context.WithoutCancel(ctx))
+	defer func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.releaseAll(context.WithoutCancel(ctx))
+	}()
 	tick := time.NewTicker(roundEvery)
 	defer tick.Stop()
-	var fleet []string
-	var present time.Time
 	for {
-		if time.Since(present) >= presenceEvery {
-			if f, ok := k.presence(ctx); ok {
-				fleet, present = f, time.Now()
-				k.gate.on.Store(true)
-			}
-		}
-		if fleet != nil {
+		fleet, err := k.presence(ctx)
+		k.mu.Lock()
+		switch {
+		case err != nil:
+			// It may not claim: its shards go to the others.
+			k.releaseAll(ctx)
+		case fleet != nil:
+			k.gate.on.Store(true)
 			k.round(ctx, fleet)
 		}
+		k.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
@@ -107,55 +128,94 @@ func (k *Keeper) Run(ctx context.Context) {
 	}
 }
 
+// HandOver withdraws the replica's presence, keeps its shards while the
+// other replicas make them their targets (asking for their ticks again
+// until they win them), then lets them go: call it before stopping the
+// scheduler, whose runs may go on for long after.
+func (k *Keeper) HandOver(ctx context.Context) {
+	k.leaving.Store(true)
+	k.withdraw(ctx)
+	select {
+	case <-ctx.Done():
+	case <-time.After(handOver):
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.releaseAll(ctx)
+}
+
 // presence writes this replica's presence on every node and returns the
-// live replicas' presences (instance and digest), deduplicated, from the
-// nodes that answered; false if none did. It sets the gate's shared jobs
-// by their job tables.
-func (k *Keeper) presence(ctx context.Context) ([]string, bool) {
+// live replicas (those whose presence is fresh on a quorum of the nodes),
+// and sets the gate's shared jobs by their job tables; nil when fewer than
+// a quorum of nodes answered (the last view stands), or when the replica
+// is leaving; an error when it may not claim ticks now.
+func (k *Keeper) presence(ctx context.Context) ([]string, error) {
 	if err := k.check(); err != nil {
-		return nil, false
+		return nil, err
+	}
+	if k.leaving.Load() {
+		return nil, nil
 	}
 	digest, jobs := k.table()
-	ctx, cancel := context.WithTimeout(ctx, presenceEvery)
+	ctx, cancel := context.WithTimeout(ctx, roundEvery)
 	defer cancel()
 	answers := make([]map[string]time.Duration, len(k.nodes))
-	k.member = k.self + "\x00" + digest
+	member := k.self + "\x00" + digest
+	k.member.Store(&member)
 	errs := engine.OnEach(k.nodes, func(i int, n *engine.Node) (err error) {
-		answers[i], err = n.Presence(ctx, k.key, k.member, presenceTTL)
+		answers[i], err = n.Presence(ctx, k.key, member, presenceTTL)
 		return err
 	})
-	if engine.Answered(errs) == 0 {
-		return nil, false
+	if engine.Answered(errs) < k.quorum {
+		return nil, nil
 	}
-	digests := map[string]bool{}
-	var fleet []string
+	fresh := map[string]int{}   // instance → nodes where it is fresh
+	digests := map[string]int{} // digest → nodes where a fresh replica publishes it
 	for _, a := range answers {
+		seen := map[string]bool{}
 		for m, age := range a {
-			if age > presenceStale {
+			inst, d, _ := strings.Cut(m, "\x00")
+			if age > presenceStale || seen[m] {
 				continue
 			}
-			inst, d, _ := strings.Cut(m, "\x00")
-			digests[d] = true
+			seen[m] = true
+			fresh[inst]++
+			digests[d]++
+		}
+	}
+	var fleet []string
+	for inst, n := range fresh {
+		if n >= k.quorum || inst == k.self {
 			fleet = append(fleet, inst)
 		}
 	}
 	slices.Sort(fleet)
-	fleet = slices.Compact(fleet)
 	k.share(ctx, digest, jobs, digests)
-	return fleet, true
+	return fleet, nil
+}
+
+// withdraw removes the replica's presence from every node.
+func (k *Keeper) withdraw(ctx context.Context) {
+	member := k.member.Load()
+	if member == nil {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.ttl/2)
+	defer cancel()
+	engine.OnEach(k.nodes, func(_ int, n *engine.Node) error { return n.Client().ZRem(rctx, k.key, *member).Err() })
 }
 
 // share sets the gate's shared jobs: all of them when every live replica
 // publishes this replica's table, else the jobs of this replica's table
-// that every other live table holds; every job, ungated, when a table
-// cannot be read.
-func (k *Keeper) share(ctx context.Context, own string, jobs []string, digests map[string]bool) {
-	if len(digests) == 1 && digests[own] {
+// that every other live table holds with the same spec; every job, ungated,
+// when a table cannot be read.
+func (k *Keeper) share(ctx context.Context, own string, jobs map[string]string, digests map[string]int) {
+	if len(digests) == 1 && digests[own] > 0 {
 		k.gate.shared.Store(nil)
 		return
 	}
 	shared := map[string]bool{}
-	for _, j := range jobs {
+	for j := range jobs {
 		shared[j] = true
 	}
 	for d := range digests {
@@ -169,7 +229,7 @@ func (k *Keeper) share(ctx context.Context, own string, jobs []string, digests m
 			return
 		}
 		for j := range shared {
-			if !t[j] {
+			if spec, ok := t[j]; !ok || spec != jobs[j] {
 				delete(shared, j)
 			}
 		}
@@ -177,9 +237,9 @@ func (k *Keeper) share(ctx context.Context, own string, jobs []string, digests m
 	k.gate.shared.Store(&shared)
 }
 
-// readTable returns the jobs of the table of digest, from the first node
-// that has it; a table once read is kept (a digest's table never changes).
-func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]bool, bool) {
+// readTable returns the table of digest, from the first node that has it;
+// a table once read is kept (a digest's table never changes).
+func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]string, bool) {
 	if t, ok := k.tables[digest]; ok {
 		return t, true
 	}
@@ -187,13 +247,9 @@ func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]bool,
 		return nil, false
 	}
 	for _, n := range k.nodes {
-		names, err := n.Client().HKeys(ctx, k.keys.JobTable(digest)).Result()
-		if err != nil || len(names) == 0 {
+		t, err := n.Client().HGetAll(ctx, k.keys.JobTable(digest)).Result()
+		if err != nil || len(t) == 0 {
 			continue
-		}
-		t := map[string]bool{}
-		for _, name := range names {
-			t[name] = true
 		}
 		if len(k.tables) > 64 {
 			clear(k.tables)
@@ -235,11 +291,13 @@ func (k *Keeper) round(ctx context.Context, fleet []string) {
 
 // win tries once to win shard s's lease and, if it does, keeps it alive.
 func (k *Keeper) win(ctx context.Context, s int) {
-	actx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	actx, cancel := context.WithTimeout(ctx, k.ttl/2)
 	lock, err := k.locks.TryLock(actx, Name(s), k.ttl, mutex.Owner(k.self))
 	cancel()
 	if err != nil {
-		return // held by the previous holder until it lets go, or no quorum
+		// Held by the previous holder until it lets go, or no quorum.
+		k.logFailure(ctx, s, err)
+		return
 	}
 	lctx, stop := lock.KeepAlive(context.WithoutCancel(ctx))
 	k.leases[s] = &lease{lock: lock, ctx: lctx, stop: stop}
@@ -248,26 +306,40 @@ func (k *Keeper) win(ctx context.Context, s int) {
 	k.log.LogAttrs(ctx, slog.LevelDebug, "shard lease won", slog.Int("shard", s))
 }
 
+// logFailure logs, at most once a minute, a failure to win a shard other
+// than the nodes' answer (held by the previous holder, no quorum: the
+// jobs' Redlock logs the nodes' states), such as the owner check's.
+func (k *Keeper) logFailure(ctx context.Context, s int, err error) {
+	var qerr *mutex.QuorumError
+	if errors.As(err, &qerr) || ctx.Err() != nil {
+		return
+	}
+	now, last := time.Now().UnixNano(), k.failed.Load()
+	if now-last < int64(time.Minute) || !k.failed.CompareAndSwap(last, now) {
+		return
+	}
+	k.log.LogAttrs(ctx, slog.LevelWarn, "shard lease not won", slog.Int("shard", s), slog.Any("error", err))
+}
+
 // release lets shard s's lease go.
 func (k *Keeper) release(ctx context.Context, s int) {
 	l := k.leases[s]
 	k.gate.held[s].Store(false) // refuse first, then let go
 	k.leases[s] = nil
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.ttl/2)
 	defer cancel()
 	_ = l.lock.Release(rctx)
 	k.log.LogAttrs(ctx, slog.LevelDebug, "shard lease released", slog.Int("shard", s))
 }
 
 // releaseAll withdraws the replica's presence and lets every lease go, in
-// parallel, so that the others take its shards at once.
+// parallel, so that the others take its shards at once; until it writes a
+// presence again, the gate refuses every shard.
 func (k *Keeper) releaseAll(ctx context.Context) {
-	k.gate.on.Store(false)
-	if k.member != "" {
-		rctx, cancel := context.WithTimeout(ctx, leaseTimeout)
-		engine.OnEach(k.nodes, func(_ int, n *engine.Node) error { return n.Client().ZRem(rctx, k.key, k.member).Err() })
-		cancel()
+	for s := range Count {
+		k.gate.want[s].Store(false)
 	}
+	k.withdraw(ctx)
 	var wg sync.WaitGroup
 	for s, l := range k.leases {
 		if l != nil {
