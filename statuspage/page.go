@@ -150,9 +150,9 @@ func (p *Page) routes() http.Handler {
 // in the last hour.
 type snapshot struct {
 	*cluster.Status
-	Live      cluster.LiveJobs
-	Missed    map[string]int // by job: ticks recorded missed in the last hour
-	At        time.Time      // when the scan ended: the nodes' uptimes are as of then
+	Live   cluster.LiveJobs
+	Missed map[string]int // by job: ticks recorded missed in the last hour
+	At     time.Time      // when the scan ended: the nodes' uptimes are as of then
 	// Seen is each node's state as the Redlock saw it when it had just
 	// looked (its lock calls note states too: a warming node's answer
 	// that another owner holds a lock shows it up).
