@@ -29,33 +29,10 @@ func TestMissedTicks(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
 	var logs syncBuffer
-	var mu sync.Mutex
-	ran := map[int64]bool{} // ticks run, unix ms
-	regs := make([]*prometheus.Registry, 2)
-	for i := range regs {
-		regs[i] = prometheus.NewRegistry()
-		s, err := redcron.New(c.Addrs(), redcron.WithMetrics(regs[i]),
-			redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-			redcron.WithLockOptions(mutex.WithTrustedNodes(), mutex.WithMaxTTL(2*time.Second)),
-			redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second)),
-			redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID([]string{"replica-a", "replica-b"}[i])))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = s.Add("tick", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
-			mu.Lock()
-			ran[run.Tick.UnixMilli()] = true
-			mu.Unlock()
-			return nil
-		}, scheduler.WithLockTTL(time.Second), scheduler.WithMisfireGrace(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { defer close(done); _ = s.Run(context.Background()) }()
-		t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
-	}
-	runs := func() int { mu.Lock(); defer mu.Unlock(); return len(ran) }
+	f := tickReplicas(t, c, redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		redcron.WithLockOptions(mutex.WithTrustedNodes(), mutex.WithMaxTTL(2*time.Second)),
+		redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second)))
+	mu, ran, regs, runs := &f.mu, f.ran, f.regs, f.runs
 	// A node vouches for the ticks after its start, the max TTL and 5 s.
 	waitFor(t, 30*time.Second, "runs before the outage", func() bool { return runs() >= 8 })
 
@@ -221,37 +198,14 @@ func TestMissedAfterNodeRestarts(t *testing.T) {
 		t.Run(map[bool]string{false: "all at once", true: "rolling"}[rolling], func(t *testing.T) {
 			t.Parallel()
 			c := redistest.Start(t, 3)
-			var mu sync.Mutex
-			ran := map[int64]bool{} // ticks run, unix ms
-			regs := make([]*prometheus.Registry, 2)
 			scans := make(chan time.Time, 1000) // when each scan ended
-			for i := range regs {
-				regs[i] = prometheus.NewRegistry()
-				s, err := redcron.New(c.Addrs(), redcron.WithMetrics(regs[i]),
-					redcron.WithLockOptions(mutex.WithMaxTTL(2*time.Second)),
-					redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second), leakscan.WithObserver(func(e leakscan.Event) {
-						if e.Scan && e.Err == nil {
-							scans <- time.Now()
-						}
-					})),
-					redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID([]string{"replica-a", "replica-b"}[i])))
-				if err != nil {
-					t.Fatal(err)
-				}
-				err = s.Add("tick", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
-					mu.Lock()
-					ran[run.Tick.UnixMilli()] = true
-					mu.Unlock()
-					return nil
-				}, scheduler.WithLockTTL(time.Second), scheduler.WithMisfireGrace(time.Second))
-				if err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan struct{})
-				go func() { defer close(done); _ = s.Run(context.Background()) }()
-				t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
-			}
-			runs := func() int { mu.Lock(); defer mu.Unlock(); return len(ran) }
+			f := tickReplicas(t, c, redcron.WithLockOptions(mutex.WithMaxTTL(2*time.Second)),
+				redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second), leakscan.WithObserver(func(e leakscan.Event) {
+					if e.Scan && e.Err == nil {
+						scans <- time.Now()
+					}
+				})))
+			mu, ran, regs, runs := &f.mu, f.ran, f.regs, f.runs
 			waitFor(t, 20*time.Second, "runs before the restarts", func() bool { return runs() >= 3 })
 			if rolling {
 				for _, n := range c.Nodes() {
@@ -307,4 +261,44 @@ func TestMissedAfterNodeRestarts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tickFleet is two replicas, replica-a and replica-b, running the job tick
+// every second (lock TTL and misfire grace 1 s), with the ticks they ran
+// and their metrics.
+type tickFleet struct {
+	mu   sync.Mutex
+	ran  map[int64]bool // ticks run, unix ms
+	regs []*prometheus.Registry
+}
+
+// runs returns how many ticks ran.
+func (f *tickFleet) runs() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.ran) }
+
+// tickReplicas starts a tickFleet over c with opts; t's cleanup stops it.
+func tickReplicas(t *testing.T, c *redistest.Cluster, opts ...redcron.Option) *tickFleet {
+	t.Helper()
+	f := &tickFleet{ran: map[int64]bool{}}
+	for _, id := range []string{"replica-a", "replica-b"} {
+		reg := prometheus.NewRegistry()
+		f.regs = append(f.regs, reg)
+		s, err := redcron.New(c.Addrs(), append([]redcron.Option{redcron.WithMetrics(reg),
+			redcron.WithSchedulerOptions(scheduler.WithSeconds(), scheduler.WithInstanceID(id))}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Add("tick", "* * * * * *", func(_ context.Context, run scheduler.RunInfo) error {
+			f.mu.Lock()
+			f.ran[run.Tick.UnixMilli()] = true
+			f.mu.Unlock()
+			return nil
+		}, scheduler.WithLockTTL(time.Second), scheduler.WithMisfireGrace(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); _ = s.Run(context.Background()) }()
+		t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
+	}
+	return f
 }
