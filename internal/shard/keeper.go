@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -265,8 +266,9 @@ func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]strin
 // lost, and tries to win the free shards this replica is to hold.
 func (k *Keeper) round(ctx context.Context, fleet []string) {
 	var wg sync.WaitGroup
+	to := targets(fleet)
 	for s := range Count {
-		want := target(fleet, s) == k.self
+		want := to[s] == k.self
 		k.gate.want[s].Store(want)
 		l := k.leases[s]
 		if l != nil && l.ctx.Err() != nil {
@@ -349,19 +351,41 @@ func (k *Keeper) releaseAll(ctx context.Context) {
 	wg.Wait()
 }
 
-// target returns the replica of fleet that is to hold shard s: the first
-// by rendezvous hashing of its instance id with the shard.
-func target(fleet []string, s int) string {
-	best, bestScore := "", uint64(0)
+// targets returns, for each shard, the replica of fleet that is to hold
+// it: rendezvous hashing of the instance ids with the shard, bounded so
+// that no replica is given more than its fair part (Count / len(fleet),
+// rounded up). Each shard, in order, goes to the first by rank of the
+// replicas with room left, so that every replica seeing the same fleet
+// computes the same targets, and a replica that comes or goes moves few
+// shards besides its own.
+func targets(fleet []string) [Count]string {
+	var out [Count]string
+	if len(fleet) == 0 {
+		return out
+	}
+	room := map[string]int{}
 	for _, inst := range fleet {
-		h := fnv.New64a()
-		h.Write([]byte(inst))
-		h.Write([]byte{0, byte(s)})
-		if score := mix(h.Sum64()); best == "" || score > bestScore {
-			best, bestScore = inst, score
+		room[inst] = (Count + len(fleet) - 1) / len(fleet)
+	}
+	ranked := slices.Clone(fleet)
+	score := make(map[string]uint64, len(fleet))
+	for s := range Count {
+		for _, inst := range fleet {
+			h := fnv.New64a()
+			h.Write([]byte(inst))
+			h.Write([]byte{0, byte(s)})
+			score[inst] = mix(h.Sum64())
+		}
+		slices.SortFunc(ranked, func(a, b string) int { return cmp.Compare(score[b], score[a]) })
+		for _, inst := range ranked {
+			if room[inst] > 0 {
+				room[inst]--
+				out[s] = inst
+				break
+			}
 		}
 	}
-	return best
+	return out
 }
 
 // mix scrambles a hash's bits (splitmix64's finalizer), so that close
