@@ -112,7 +112,7 @@ func (l *skipLog) recent(from time.Time) []engine.BeatSkip {
 // until after the reads (see ledger.Missed).
 func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string]map[string]int {
 	capacity, window := s.r.Ledger()
-	nodes := s.readable(rep)
+	nodes := rep.Readable(s.nodes)
 	if capacity == 0 || len(nodes) < s.quorum {
 		return nil
 	}
@@ -209,23 +209,6 @@ func skipsOf(rep *leaks.Report) map[string]map[int64][]ledger.Skip {
 		}
 	}
 	return skips
-}
-
-// readable returns the nodes the scan in rep could read.
-func (s *Scanner) readable(rep *leaks.Report) []*engine.Node {
-	failed := map[string]bool{}
-	for _, err := range rep.Errors {
-		if ne := (*engine.Error)(nil); errors.As(err, &ne) {
-			failed[ne.Node] = true
-		}
-	}
-	var out []*engine.Node
-	for _, n := range s.nodes {
-		if !failed[n.Name()] {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // recordMissed adds the missed tick m to the job's ledger on every node,

@@ -114,11 +114,11 @@ func (p *Page) knows(ctx context.Context, name string) (published, paused bool) 
 	if err != nil {
 		return published, false
 	}
-	if _, ok := st.Live.Jobs[name]; ok {
-		published = true
-	}
 	i := slices.IndexFunc(st.Jobs, func(j cluster.Job) bool { return j.Name == name })
-	return published, i >= 0 && st.Jobs[i].PausedOn > 0
+	if i < 0 {
+		return published, false
+	}
+	return published || st.Jobs[i].Publishers > 0, st.Jobs[i].PausedOn > 0
 }
 
 // refuse answers an action the request may not take: 403, logged.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/browsertest"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
@@ -27,7 +28,7 @@ func TestHeadlineInBrowser(t *testing.T) {
 	redistest.QuietClients()
 	c := redistest.Start(t, 5)
 	f := startFleetOn(t, c, []mutex.Option{mutex.WithMaxTTL(20 * time.Second)}, 2, statuspage.WithAuthorize(basicAuth))
-	tab := newTab(t, newBrowser(t), "ann")
+	tab := browsertest.Tab(t, browsertest.New(t), browsertest.Basic("ann", token))
 	main := f.srv.URL + "/redcron/"
 	addr := func(i int) string { return c.Node(i).Addr() }
 	expect := func(state, text string, wants ...string) {
@@ -39,15 +40,15 @@ func TestHeadlineInBrowser(t *testing.T) {
 		}
 	}
 
-	visit(t, tab, main)
+	browsertest.Visit(t, tab, main)
 	text := waitHeadline(t, tab, "not_running", 10*time.Second)
 	expect("while the nodes warm up", text, "Not running", "No quorum: 0 of the 5 nodes vote, 3 needed",
 		"Node "+addr(0)+" is warming up", "it votes from ", "It runs again from about ", "when 3 more nodes vote")
-	screenshot(t, tab, "statuspage-warming.png")
+	browsertest.Screenshot(t, tab, "statuspage-warming.png")
 
 	text = waitHeadline(t, tab, "healthy", 40*time.Second)
 	expect("once the nodes vote", text, "Healthy", "All 5 nodes vote; 2 replicas live; 2 jobs, none paused")
-	screenshot(t, tab, "statuspage-healthy.png")
+	browsertest.Screenshot(t, tab, "statuspage-healthy.png")
 
 	c.Node(4).Kill()
 	c.Node(3).Restart()
@@ -60,18 +61,18 @@ func TestHeadlineInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	visit(t, tab, main+"job/report")
-	click(t, tab, `button[value="pause"]`)
+	browsertest.Visit(t, tab, main+"job/report")
+	browsertest.Click(t, tab, `button[value="pause"]`)
 	text = waitHeadline(t, tab, "degraded", 10*time.Second, "Job report is paused") // once the pause took effect
 	expect("with nodes out and a job paused", text, "Degraded", "Jobs can run (3 of 5 nodes vote, 3 needed)",
 		"Node "+addr(4)+" is down", "Node "+addr(3)+" is warming up", "it votes from ", "Job report is paused",
 		"Job tick missed 1 tick in the last hour")
-	if got := eval(tab, `[...document.querySelectorAll("button")].map(b => b.value).join(",")`); got != "resume,trigger" {
+	if got := browsertest.Eval(tab, `[...document.querySelectorAll("button")].map(b => b.value).join(",")`); got != "resume,trigger" {
 		t.Errorf("the paused job's page offers %q; want resume,trigger", got)
 	}
-	visit(t, tab, main)
+	browsertest.Visit(t, tab, main)
 	waitHeadline(t, tab, "degraded", 5*time.Second)
-	screenshot(t, tab, "statuspage-degraded.png")
+	browsertest.Screenshot(t, tab, "statuspage-degraded.png")
 
 	c.Node(0).Kill()
 	c.Node(1).Kill()
@@ -81,5 +82,5 @@ func TestHeadlineInBrowser(t *testing.T) {
 	if got := textOf(tab, `#jobs tr[data-job="tick"]`); !strings.Contains(got, "no quorum") || strings.Contains(got, "active") {
 		t.Errorf("a job of a fleet not running: %q; want no quorum", got)
 	}
-	screenshot(t, tab, "statuspage-not-running.png")
+	browsertest.Screenshot(t, tab, "statuspage-not-running.png")
 }

@@ -21,15 +21,15 @@ func (p *Page) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
 			byName[e.Name] = localJob(e)
 		}
 	}
-	for name, j := range st.Live.Jobs {
-		if byName[name] == nil {
-			byName[name] = publishedJob(j)
-		}
-	}
 	others := map[string]*jobView{}
 	for _, j := range st.Jobs {
 		v := byName[j.Name]
-		if v == nil {
+		switch {
+		case v != nil:
+		case j.Publishers > 0:
+			v = publishedJob(j)
+			byName[j.Name] = v
+		default:
 			v = &jobView{Name: j.Name, Link: jobLink(j.Name)}
 			others[j.Name] = v
 		}
@@ -75,7 +75,8 @@ func localJob(e scheduler.Entry) *jobView {
 }
 
 // publishedJob returns the row of a job another live replica publishes:
-// its spec, zone and next tick from its job table.
+// its spec, zone and next tick from the job tables (cluster.Job's, of the
+// table the most live replicas publish among those listing it).
 func publishedJob(j cluster.Job) *jobView {
 	next := j.Next
 	if loc, err := time.LoadLocation(j.Zone); err == nil && !next.IsZero() {

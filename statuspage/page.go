@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,12 +146,11 @@ func (p *Page) routes() http.Handler {
 	return cop.Handler(mux)
 }
 
-// snapshot is the fleet as one scan shows it, with what the page reads
-// besides: the jobs the live replicas publish, and the ticks they missed
-// in the last hour.
+// snapshot is the fleet as one scan shows it (with the jobs the live
+// replicas publish: Status.Published), and what the page reads besides:
+// the ticks missed in the last hour.
 type snapshot struct {
 	*cluster.Status
-	Live   cluster.LiveJobs
 	Missed map[string]int // by job: ticks recorded missed in the last hour
 	At     time.Time      // when the scan ended: the nodes' uptimes are as of then
 	// Seen is each node's state as the Redlock saw it when it had just
@@ -187,7 +187,7 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 		}
 	}
 	if err == nil {
-		p.readJobs(ctx, st)
+		p.readMissed(ctx, st)
 	}
 	now := time.Now()
 	for _, n := range st.Nodes {
@@ -209,23 +209,23 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	return st, err
 }
 
-// readJobs reads the jobs the live replicas publish, and the ticks of
-// those and of this replica's jobs missed in the last hour.
-func (p *Page) readJobs(ctx context.Context, st *snapshot) {
-	now := time.Now()
-	st.Live = p.cl.LiveJobs(ctx, st.Report, now)
-	names := make([]string, 0, len(st.Live.Jobs))
-	for name := range st.Live.Jobs {
-		names = append(names, name)
+// readMissed reads the ticks missed in the last hour of the jobs the live
+// replicas publish and of this replica's.
+func (p *Page) readMissed(ctx context.Context, st *snapshot) {
+	var names []string
+	for _, j := range st.Jobs {
+		if j.Publishers > 0 {
+			names = append(names, j.Name)
+		}
 	}
 	if p.cfg.jobs != nil {
 		for _, e := range p.cfg.jobs() {
-			if _, ok := st.Live.Jobs[e.Name]; !ok {
+			if !slices.Contains(names, e.Name) {
 				names = append(names, e.Name)
 			}
 		}
 	}
-	st.Missed = p.cl.MissedSince(ctx, st.Report, names, now.Add(-missedWindow))
+	st.Missed = p.cl.MissedSince(ctx, st.Report, names, time.Now().Add(-missedWindow))
 }
 
 // forget drops the last scan, so that the next view shows an action's

@@ -133,7 +133,9 @@ func (p *Page) mainOf(st *snapshot, err error) mainView {
 	}
 	slices.Sort(v.Unread)
 	v.Jobs, v.Unpublished = p.jobsOf(st)
-	v.Unknown = st.Live.Unknown
+	if st.Published != nil {
+		v.Unknown = st.Published.Unread()
+	}
 	for _, j := range st.Jobs {
 		for _, r := range j.Runs {
 			v.Recent = append(v.Recent, runOf(j.Name, r, p.hide))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/browsertest"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/ledger"
 	"github.com/redcron/redcron/internal/redistest"
@@ -35,32 +36,32 @@ func TestStatusPageInBrowser(t *testing.T) {
 	c := redistest.Start(t, 3)
 	a := startService(t, bin, c.Addrs(), "replica-a", "REDCRON_ADMIN_TOKEN="+adminToken)
 	b := startService(t, bin, c.Addrs(), "replica-b", "REDCRON_ADMIN_TOKEN="+adminToken)
-	browser := newBrowser(t)
-	op := newTab(t, browser, basic("ann", adminToken))
-	anon := newTab(t, browser, nil)
+	browser := browsertest.New(t)
+	op := browsertest.Tab(t, browser, browsertest.Basic("ann", adminToken))
+	anon := browsertest.Tab(t, browser, nil)
 	main, job := a.base+"/redcron/", a.base+"/redcron/job/report"
 	f := &pageFleet{c: c, replicas: []*replica{a, b}}
 
 	t.Run("jobs and recent runs", func(t *testing.T) {
-		visit(t, op, main)
+		browsertest.Visit(t, op, main)
 		waitText(t, op, `#jobs tr[data-job="report"]`, "* * * * * *", 5*time.Second)
 		waitText(t, op, `#jobs tr[data-job="batch"]`, "*/2 * * * * *", 5*time.Second)
 		waitText(t, op, "#runs", "success", 15*time.Second) // the page refreshes itself
 		waitText(t, op, "#replicas", "replica-b", 15*time.Second)
 		for _, want := range []string{"replica-a", c.Addrs()[0], "acting as ann"} {
-			if !strings.Contains(textOf(op, "body"), want) {
+			if !strings.Contains(browsertest.Text(op, "body"), want) {
 				t.Errorf("the main page lacks %q", want)
 			}
 		}
-		updated := textOf(op, "#updated")
-		waitFor(t, 10*time.Second, "a refresh of the live part", func() bool { return textOf(op, "#updated") != updated })
-		screenshot(t, op, "statuspage.png")
+		updated := browsertest.Text(op, "#updated")
+		waitFor(t, 10*time.Second, "a refresh of the live part", func() bool { return browsertest.Text(op, "#updated") != updated })
+		browsertest.Screenshot(t, op, "statuspage.png")
 
 	})
 
 	t.Run("pause stops the job on every replica", func(t *testing.T) {
-		visit(t, op, job)
-		click(t, op, `button[value="pause"]`)
+		browsertest.Visit(t, op, job)
+		browsertest.Click(t, op, `button[value="pause"]`)
 		waitText(t, op, ".flash", "Paused", 10*time.Second)
 		waitText(t, op, "#state", "paused 3/3", 5*time.Second)
 		pausedAt := time.Now()
@@ -83,11 +84,11 @@ func TestStatusPageInBrowser(t *testing.T) {
 		if n := f.scheduledRunsAfter(t, "report", pausedAt.Add(time.Second)); n != 0 {
 			t.Errorf("%d ticks of report ran while it was paused", n)
 		}
-		visit(t, op, main)
+		browsertest.Visit(t, op, main)
 		waitText(t, op, `#jobs tr[data-job="report"]`, "paused 3/3", 5*time.Second)
 
-		visit(t, op, job)
-		click(t, op, `button[value="resume"]`)
+		browsertest.Visit(t, op, job)
+		browsertest.Click(t, op, `button[value="resume"]`)
 		waitText(t, op, ".flash", "Resumed", 10*time.Second)
 		waitText(t, op, "#state", "active", 5*time.Second)
 		resumedAt := time.Now()
@@ -96,32 +97,32 @@ func TestStatusPageInBrowser(t *testing.T) {
 	})
 
 	t.Run("trigger runs it once", func(t *testing.T) {
-		visit(t, op, job)
-		click(t, op, `button[value="pause"]`) // so that the trigger's is the only run
+		browsertest.Visit(t, op, job)
+		browsertest.Click(t, op, `button[value="pause"]`) // so that the trigger's is the only run
 		waitText(t, op, "#state", "paused 3/3", 10*time.Second)
 		before := f.manualRuns(t, "report")
-		click(t, op, `button[value="trigger"]`)
+		browsertest.Click(t, op, `button[value="trigger"]`)
 		waitText(t, op, ".flash", "Triggered", 20*time.Second)
 		waitText(t, op, "#history", "manual", 5*time.Second)
 		<-time.After(2 * time.Second) // room for a second run of the request, which must not come
 		if n := f.manualRuns(t, "report") - before; n != 1 {
 			t.Errorf("%d manual runs after one trigger", n)
 		}
-		if !strings.Contains(textOf(op, "#history"), "triggered by operator") {
-			t.Errorf("the history lacks the trigger: %s", textOf(op, "#history"))
+		if !strings.Contains(browsertest.Text(op, "#history"), "triggered by operator") {
+			t.Errorf("the history lacks the trigger: %s", browsertest.Text(op, "#history"))
 		}
-		screenshot(t, op, "statuspage-job.png")
-		click(t, op, `button[value="resume"]`)
+		browsertest.Screenshot(t, op, "statuspage-job.png")
+		browsertest.Click(t, op, `button[value="resume"]`)
 		waitText(t, op, "#state", "active", 10*time.Second)
 	})
 
 	t.Run("without authorization it cannot act", func(t *testing.T) {
-		visit(t, anon, job)
+		browsertest.Visit(t, anon, job)
 		waitText(t, anon, "header", "read-only", 5*time.Second)
-		if n := eval(anon, `String(document.querySelectorAll("form, button").length)`); n != "0" {
+		if n := browsertest.Eval(anon, `String(document.querySelectorAll("form, button").length)`); n != "0" {
 			t.Errorf("%s forms and buttons on a read-only page", n)
 		}
-		status := eval(anon, `fetch("report/pause", {method: "POST"}).then(r => String(r.status))`)
+		status := browsertest.Eval(anon, `fetch("report/pause", {method: "POST"}).then(r => String(r.status))`)
 		if status != "403" {
 			t.Errorf("a forged POST without authorization answered %q", status)
 		}
@@ -157,14 +158,14 @@ func TestStatusPageInBrowser(t *testing.T) {
 			fmt.Fprintf(w, `<form method="post" action="%s/pause"></form><script>document.forms[0].submit()</script>`, job)
 		}))
 		defer evil.Close()
-		visit(t, op, strings.Replace(evil.URL, "127.0.0.1", "localhost", 1))
+		browsertest.Visit(t, op, strings.Replace(evil.URL, "127.0.0.1", "localhost", 1))
 		var at, body string
 		for deadline := time.Now().Add(10 * time.Second); !strings.Contains(body, "another site"); {
 			if time.Now().After(deadline) {
 				t.Fatalf("no refusal of the cross-origin POST: at %s: %.300s", at, body)
 			}
 			<-time.After(100 * time.Millisecond)
-			at, body = eval(op, "location.href"), textOf(op, "body")
+			at, body = browsertest.Eval(op, "location.href"), browsertest.Text(op, "body")
 		}
 		if f.paused(t, "report") {
 			t.Error("a cross-origin POST paused the job")

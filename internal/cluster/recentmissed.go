@@ -17,7 +17,7 @@ import (
 // left out. It reads the missed records alone (ZSCAN MATCH "m|*"), of up
 // to 8 jobs at a time.
 func (c *Cluster) MissedSince(ctx context.Context, rep *leaks.Report, jobs []string, since time.Time) map[string]int {
-	nodes := c.scannedNodes(rep)
+	nodes := rep.Readable(c.Nodes)
 	counts := make([]int, len(jobs))
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup

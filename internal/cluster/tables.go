@@ -35,13 +35,20 @@ const EmptyTable = "e3b0c44298fc"
 
 // Known reports whether the table of every live replica was read: only
 // then is a job that no table lists known to run nowhere.
-func (t *Tables) Known() bool {
-	for _, d := range t.Of {
+func (t *Tables) Known() bool { return len(t.Unread()) == 0 }
+
+// Unread returns the live replicas whose job table is not known, sorted:
+// they publish none (an older release), or no node could give it. Their
+// jobs may be any.
+func (t *Tables) Unread() []string {
+	var out []string
+	for owner, d := range t.Of {
 		if _, ok := t.ByDigest[d]; !ok && d != EmptyTable {
-			return false
+			out = append(out, owner)
 		}
 	}
-	return true
+	slices.Sort(out)
+	return out
 }
 
 // Publishers returns the live replicas whose job table lists job, sorted.

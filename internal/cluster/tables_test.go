@@ -50,9 +50,10 @@ func TestApart(t *testing.T) {
 }
 
 // TestCheck: a name is a job when some live replica's table lists it, or
-// when some live replica's table is unknown (an older release); not when
-// no replica is live, or when every table is known and none lists it (a
-// replica without jobs publishes the empty table's digest).
+// when some live replica's table is unknown (an older release, or a table
+// not read: Unread lists them); not when no replica is live, or when every
+// table is known and none lists it (a replica without jobs publishes the
+// empty table's digest).
 func TestCheck(t *testing.T) {
 	known := tables(map[string]string{"a1": "x", "idle": cluster.EmptyTable}, map[string][]string{"x": {"report"}})
 	if err := known.Check("report"); err != nil {
@@ -61,9 +62,15 @@ func TestCheck(t *testing.T) {
 	if err := known.Check("reprot"); !errors.Is(err, cluster.ErrNoSuchJob) {
 		t.Errorf("reprot: %v; want no such job", err)
 	}
-	old := tables(map[string]string{"a1": "x", "old": ""}, map[string][]string{"x": {"report"}})
+	if u := known.Unread(); u != nil {
+		t.Errorf("unread tables %v with every table known", u)
+	}
+	old := tables(map[string]string{"a1": "x", "old": "", "lost": "y"}, map[string][]string{"x": {"report"}})
 	if err := old.Check("reprot"); err != nil {
 		t.Errorf("reprot with an older replica live: %v", err)
+	}
+	if u := old.Unread(); !slices.Equal(u, []string{"lost", "old"}) {
+		t.Errorf("unread tables %v; want lost's and old's", u)
 	}
 	if err := tables(map[string]string{}, nil).Check("report"); !errors.Is(err, cluster.ErrNoSuchJob) {
 		t.Errorf("report with no live replica: %v; want no such job", err)

@@ -1,6 +1,7 @@
 package leaks
 
 import (
+	"errors"
 	"slices"
 	"time"
 
@@ -80,6 +81,24 @@ func (r *Report) JobTables() map[string][]string {
 	for _, owner := range r.Live {
 		if d := r.Beats[owner].JobTable; d != "" {
 			out[d] = append(out[d], owner) // Live is sorted
+		}
+	}
+	return out
+}
+
+// Readable returns the nodes, of those given, that the scan could read: the
+// ones no error of Errors names.
+func (r *Report) Readable(nodes []*engine.Node) []*engine.Node {
+	failed := map[string]bool{}
+	for _, err := range r.Errors {
+		if ne := (*engine.Error)(nil); errors.As(err, &ne) {
+			failed[ne.Node] = true
+		}
+	}
+	var out []*engine.Node
+	for _, n := range nodes {
+		if !failed[n.Name()] {
+			out = append(out, n)
 		}
 	}
 	return out

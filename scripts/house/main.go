@@ -31,7 +31,8 @@ const (
 )
 
 // layer returns each package's rank: a package may import only packages
-// of a lower rank; packages not listed (internal helpers) are not ranked.
+// of a lower rank; packages not listed (internal helpers, and the tests'
+// ones: redistest, schedulertest, browsertest) are not ranked.
 func layer() map[string]int {
 	return map[string]int{
 		"internal/engine": 1, "store": 2, "mutex": 3, "scheduler": 4,

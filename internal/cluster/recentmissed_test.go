@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,12 +12,12 @@ import (
 	"github.com/redcron/redcron/scheduler"
 )
 
-// TestLiveJobsAndMissed: the jobs a live replica publishes are its job
+// TestPublishedAndMissed: the jobs a live replica publishes are its job
 // table's, with their next ticks; a name known only from a pause key or a
-// ledger is not among them. The missed ticks of the last hour are counted
+// ledger is not among them (a phantom, without spec). The missed ticks of the last hour are counted
 // once each, however many nodes hold them, and older ones and runs not at
 // all.
-func TestLiveJobsAndMissed(t *testing.T) {
+func TestPublishedAndMissed(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
 	cl := newCluster(t, c)
@@ -43,23 +44,34 @@ func TestLiveJobsAndMissed(t *testing.T) {
 			}
 		}
 	}
-	var pub cluster.LiveJobs
-	for deadline := time.Now().Add(10 * time.Second); len(pub.Jobs) == 0; <-time.After(100 * time.Millisecond) {
+	var st *cluster.Status
+	for deadline := time.Now().Add(10 * time.Second); st == nil || len(st.Published.Names()) == 0; <-time.After(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no job table of replica-a within 10s")
 		}
-		rep, err := cl.Scanner().Scan(ctx)
-		if err != nil {
+		var err error
+		if st, err = cl.Status(ctx, 0, 0); err != nil {
 			t.Fatal(err)
 		}
-		pub = cl.LiveJobs(ctx, rep, now)
 	}
-	j, ok := pub.Jobs["report"]
-	if len(pub.Jobs) != 1 || !ok || j.Spec != "0 0 0 1 1 *" || j.Next.Month() != time.January || j.Next.Day() != 1 ||
-		len(pub.Unknown) != 0 {
-		t.Errorf("published %+v; want report alone, next on January 1", pub)
+	if names := st.Published.Names(); !slices.Equal(names, []string{"report"}) || len(st.Published.Unread()) != 0 {
+		t.Errorf("published %v, unread tables %v; want report alone, every table read", names, st.Published.Unread())
 	}
-	rep, _ := cl.Scanner().Scan(ctx)
+	for _, j := range st.Jobs {
+		switch j.Name {
+		case "report":
+			if j.Spec != "0 0 0 1 1 *" || j.Next.Month() != time.January || j.Next.Day() != 1 || j.Publishers != 1 || j.Phantom {
+				t.Errorf("report: %+v; want its spec, next on January 1, published by replica-a", j)
+			}
+		case "ghost":
+			if j.Spec != "" || !j.Next.IsZero() || j.Publishers != 0 || !j.Phantom {
+				t.Errorf("ghost: %+v; want no spec, no publisher, phantom", j)
+			}
+		default:
+			t.Errorf("job %s: want report and ghost alone", j.Name)
+		}
+	}
+	rep := st.Report
 	missed := cl.MissedSince(ctx, rep, []string{"report", "ghost"}, now.Add(-time.Hour))
 	if len(missed) != 1 || missed["report"] != 2 {
 		t.Errorf("missed in the last hour: %v; want report's 2", missed)
