@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -14,6 +15,45 @@ type schedule interface {
 	// Next returns the first tick strictly after t, or the zero time if
 	// there is none within five years.
 	Next(t time.Time) time.Time
+}
+
+// specCache keeps the schedules Add parsed, by spec, so that registering
+// many jobs on a few specs parses each once (a schedule is immutable: jobs
+// share it). It forgets everything past maxCachedSpecs specs.
+type specCache struct {
+	mu sync.Mutex
+	m  map[string]parsedSpec
+}
+
+type parsedSpec struct {
+	sched schedule
+	loc   *time.Location
+}
+
+// maxCachedSpecs bounds a specCache.
+const maxCachedSpecs = 4096
+
+// parse returns the schedule of spec and its zone (see parseSpec), from
+// the cache when an earlier Add parsed it.
+func (s *Scheduler) parse(spec string) (schedule, *time.Location, error) {
+	c := &s.specs
+	c.mu.Lock()
+	p, ok := c.m[spec]
+	c.mu.Unlock()
+	if ok {
+		return p.sched, p.loc, nil
+	}
+	sched, loc, err := parseSpec(spec, s.cfg.seconds, s.cfg.location)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedSpecs {
+		c.m = map[string]parsedSpec{}
+	}
+	c.m[spec] = parsedSpec{sched, loc}
+	c.mu.Unlock()
+	return sched, loc, nil
 }
 
 // parseSpec parses a cron spec: five fields, or six with seconds first when

@@ -33,6 +33,7 @@ type Scheduler struct {
 	started chan struct{} // closed when Run starts
 	closed  chan struct{} // closed when the Scheduler is closed
 
+	specs   specCache // schedules parsed, by spec: many jobs share a few specs
 	mu      sync.Mutex
 	jobs    map[string]*entry
 	state   state
@@ -180,7 +181,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	if job == nil {
 		return fmt.Errorf("scheduler: job %q: nil JobFunc", name)
 	}
-	sched, loc, err := parseSpec(spec, s.cfg.seconds, s.cfg.location)
+	sched, loc, err := s.parse(spec)
 	if err != nil {
 		return fmt.Errorf("%w %q: spec %q: %w", ErrInvalidJob, name, spec, err)
 	}
