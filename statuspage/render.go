@@ -24,9 +24,12 @@ type pageData struct {
 	Who     string
 	Done    string // the action just done, for its message
 	Refresh int    // ms between fetches of the live part
-	Now     time.Time
-	Main    *mainView
-	Job     *jobPage
+	// Fragment is the query of the live part, fetched at each refresh:
+	// the main page's keeps its page and search.
+	Fragment string
+	Now      time.Time
+	Main     *mainView
+	Job      *jobPage
 }
 
 // parseTemplates parses the embedded templates.
@@ -43,6 +46,7 @@ func parseTemplates() (*template.Template, error) {
 		"fence": func(f uint64) template.HTML { return short(strconv.FormatUint(f, 10)) },
 		"why":   why,
 		"pair":  func(a, b any) []any { return []any{a, b} },
+		"num":   num,
 	}).ParseFS(files, "templates/*")
 	if err != nil {
 		return nil, fmt.Errorf("statuspage: templates: %w", err)

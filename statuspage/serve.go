@@ -26,7 +26,15 @@ func (p *Page) serveMain(w http.ResponseWriter, r *http.Request) {
 	st, err := p.status(r.Context())
 	v := p.mainOf(st, err)
 	v.Skips = v.Skips[:min(len(v.Skips), maxSkips)]
+	q := r.URL.Query()
+	search := strings.TrimSpace(q.Get("q"))
+	v.Shown, v.Pager = paginate(filter(v.Jobs, search), len(v.Jobs), search, q.Get("page"))
+	v.Unpublished = filter(v.Unpublished, search)
+	if n := len(v.Unpublished); n > maxUnpublished {
+		v.Unpublished, v.More = v.Unpublished[:maxUnpublished], n-maxUnpublished
+	}
 	d := p.data(r, "redcron", baseOf(r))
+	d.Fragment = v.Pager.Fragment
 	d.Main = &v
 	p.render(w, http.StatusOK, p.template(r, "main"), d)
 }
@@ -98,7 +106,7 @@ func (p *Page) data(r *http.Request, title, base string) pageData {
 		done = ""
 	}
 	return pageData{Title: title, Base: base, CanAct: ok, SignIn: !ok && p.cfg.authorize != nil, Who: who, Done: done,
-		Refresh: refreshMS, Now: time.Now()}
+		Refresh: refreshMS, Fragment: "?fragment=1", Now: time.Now()}
 }
 
 // authorized returns who asks, and whether they may act.

@@ -21,9 +21,12 @@ type mainView struct {
 	Known    bool      // some node was read: else nothing below but the nodes is known
 	Headline headline  // is it running?
 	Jobs     []jobView // the jobs this replica runs or a live replica publishes
+	Shown    []jobView // the page of them shown, of those that match the search
+	Pager    pager     // where Shown stands
 	// Unpublished are the names the nodes know (a ledger, a pause key, a
 	// lock) that no live replica publishes: no jobs of the fleet's.
 	Unpublished []jobView
+	More        int      // the names of Unpublished that match the search but are not listed (past maxUnpublished)
 	Unknown     []string // live replicas whose job table is not known: their jobs may be among Unpublished
 	Skips       []skipView
 	LastRun     time.Time // the newest run the nodes hold, and its job
