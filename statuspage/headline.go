@@ -129,26 +129,47 @@ func sinceItems(v *mainView, voting int, out []nodeView) []template.HTML {
 			skipped = sk.Tick
 		}
 	}
-	after := item("after %s (the newest run the nodes hold: %s)", clock(v.LastRun), v.LastRunJob)
+	after := item("after %s (the %s: %s)", clock(v.LastRun), newest(v), v.LastRunJob)
 	by := item("by %s (the first tick after it the replicas report skipped for want of a quorum)", clock(skipped))
 	switch {
 	case !v.LastRun.IsZero() && !skipped.IsZero():
 		return []template.HTML{item("Since: %s, %s.", after, by)}
 	case !skipped.IsZero():
-		return []template.HTML{item("Since: by %s (the first tick the replicas report skipped for want of a quorum), at the latest; the nodes read hold no run.",
-			clock(skipped))}
+		return []template.HTML{item("Since: by %s (the first tick the replicas report skipped for want of a quorum), at the latest; %s.",
+			clock(skipped), noRun(v))}
 	case !v.LastRun.IsZero():
 		return []template.HTML{item("Since: %s; a node down does not say when it went down.", after)}
 	}
-	return []template.HTML{"Since: unknown (a node down does not say when it went down, and the nodes read hold no run)."}
+	return []template.HTML{item("Since: unknown (a node down does not say when it went down, and %s).", noRun(v))}
 }
 
 // lastRunItem names the newest run the nodes hold.
 func lastRunItem(v *mainView) template.HTML {
 	if v.LastRun.IsZero() {
+		if v.Partial {
+			return "No run of the jobs shown is recorded on the nodes read."
+		}
 		return "No run is recorded on the nodes read."
 	}
-	return item("The newest run the nodes hold: %s at %s.", v.LastRunJob, clock(v.LastRun))
+	return item("The %s: %s at %s.", newest(v), v.LastRunJob, clock(v.LastRun))
+}
+
+// noRun says that no run was read: the nodes read hold none, or none of
+// the jobs shown.
+func noRun(v *mainView) string {
+	if v.Partial {
+		return "the nodes read hold no run of the jobs shown"
+	}
+	return "the nodes read hold no run"
+}
+
+// newest says what LastRun is: the newest run the nodes hold, or of the
+// jobs shown when the page read theirs alone.
+func newest(v *mainView) string {
+	if v.Partial {
+		return "newest run of the jobs shown"
+	}
+	return "newest run the nodes hold"
 }
 
 // replicaItems says what is wrong with the live replicas.

@@ -40,10 +40,6 @@ func (p *Page) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
 		case j.PausedOn > 0:
 			v.Paused = fmt.Sprintf("partial %d/%d", j.PausedOn, len(p.cl.Nodes))
 		}
-		if len(j.Runs) > 0 {
-			r := runOf(j.Name, j.Runs[0], p.hide)
-			v.Last = &r
-		}
 	}
 	for name, v := range byName {
 		v.Missed = st.Missed[name]

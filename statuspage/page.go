@@ -157,6 +157,10 @@ type snapshot struct {
 	// looked (its lock calls note states too: a warming node's answer
 	// that another owner holds a lock shows it up).
 	Seen map[string]string
+
+	scanned bool                    // the scan read some node: the jobs' runs can be read
+	runsMu  sync.Mutex              // held while runs are read: views of the scan share them
+	runs    map[string][]ledger.Run // each job's newest runs read so far, by name
 }
 
 // missedWindow is how far back the headline counts missed ticks.
@@ -177,8 +181,8 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	// the nodes' states are as it counts their votes now.
 	var wg sync.WaitGroup
 	wg.Go(func() { p.locks.LogNodes(ctx) })
-	cst, err := p.cl.Status(ctx, recentRuns, p.locks.MaxTTL())
-	st := &snapshot{Status: cst, At: time.Now()}
+	cst, err := p.cl.Status(ctx, 0, p.locks.MaxTTL()) // the runs of the jobs shown alone are read: withRuns
+	st := &snapshot{Status: cst, At: time.Now(), runs: map[string][]ledger.Run{}}
 	wg.Wait()
 	st.Seen = p.locks.NodeStates()
 	for _, state := range st.Seen {
@@ -187,6 +191,7 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 		}
 	}
 	if err == nil {
+		st.scanned = true
 		p.readMissed(ctx, st)
 	}
 	now := time.Now()

@@ -28,7 +28,7 @@ func bigPage(t *testing.T) *Page {
 	var nodes []*store.Node
 	for i := range 3 {
 		addr := fmt.Sprintf("127.0.0.1:%d", 1+i) // never dialled
-		n, err := store.NewNode(addr, redis.NewClient(&redis.Options{Addr: addr}))
+		n, err := store.NewNode(addr, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func bigPage(t *testing.T) *Page {
 	for i := range 150 {
 		st.Jobs = append(st.Jobs, cluster.Job{Name: fmt.Sprintf("old-%03d", i)})
 	}
-	p.last, p.lastAt = &snapshot{Status: st, At: time.Now()}, time.Now().Add(time.Hour) // fresh for the test's length
+	p.last, p.lastAt = &snapshot{Status: st, At: time.Now(), scanned: true}, time.Now().Add(time.Hour) // fresh for the test's length
 	return p
 }
 
@@ -95,7 +95,8 @@ func rows(body string) []string {
 // TestPagination: of 250 jobs, the main page shows 100 at a time, by name,
 // with links to the previous and next pages and where they stand; a page
 // past the end shows the last, a bad one the first; the names no live
-// replica publishes are cut at 100, with how many more there are.
+// replica publishes are cut at 100, with how many more there are; the
+// runs read are those of the jobs shown alone.
 func TestPagination(t *testing.T) {
 	p := bigPage(t)
 	first := get(t, p, "/")
@@ -126,6 +127,14 @@ func TestPagination(t *testing.T) {
 		if strings.Contains(last, `rel="next"`) {
 			t.Errorf("%s links to a next page", target)
 		}
+	}
+	p.last.runs = nil
+	get(t, p, "/?page=3")
+	if n := len(p.last.runs); n != 50+100 {
+		t.Errorf("page 3 read the runs of %d jobs; want its 50 and the 100 unpublished names listed", n)
+	}
+	if _, ok := p.last.runs["job-000"]; ok {
+		t.Error("page 3 read the runs of job-000, of page 1")
 	}
 	if r := rows(get(t, p, "/?page=x")); len(r) != 100 || r[1] != "job-000" {
 		t.Errorf("?page=x: %d rows; want page 1", len(r))

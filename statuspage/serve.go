@@ -29,10 +29,12 @@ func (p *Page) serveMain(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	search := strings.TrimSpace(q.Get("q"))
 	v.Shown, v.Pager = paginate(filter(v.Jobs, search), len(v.Jobs), search, q.Get("page"))
+	all := len(v.Jobs) + len(v.Unpublished)
 	v.Unpublished = filter(v.Unpublished, search)
 	if n := len(v.Unpublished); n > maxUnpublished {
 		v.Unpublished, v.More = v.Unpublished[:maxUnpublished], n-maxUnpublished
 	}
+	p.withRuns(r.Context(), st, &v, all, v.Shown, v.Unpublished)
 	d := p.data(r, "redcron", baseOf(r))
 	d.Fragment = v.Pager.Fragment
 	d.Main = &v
@@ -71,9 +73,17 @@ func (p *Page) serveJob(w http.ResponseWriter, r *http.Request) {
 			jp.Skips = append(jp.Skips, sk)
 		}
 	}
+	row := []jobView{jp.Job}
+	if !jp.Known { // no read for a name nobody knows
+		row = nil
+	}
+	p.withRuns(r.Context(), st, &v, len(v.Jobs)+len(v.Unpublished), row)
+	if jp.Known {
+		jp.Job = row[0]
+	}
 	d := p.data(r, name+" · redcron", baseOf(r))
 	d.Job, d.Main = jp, &v
-	if !jp.Known { // no read for a name nobody knows
+	if !jp.Known {
 		p.render(w, http.StatusNotFound, p.template(r, "job"), d)
 		return
 	}

@@ -29,17 +29,20 @@ type mainView struct {
 	More        int      // the names of Unpublished that match the search but are not listed (past maxUnpublished)
 	Unknown     []string // live replicas whose job table is not known: their jobs may be among Unpublished
 	Skips       []skipView
-	LastRun     time.Time // the newest run the nodes hold, and its job
+	LastRun     time.Time // the newest run the nodes hold (of the jobs read: withRuns), and its job
 	LastRunJob  string
-	Recent      []runView // the newest runs and missed ticks over the jobs
-	Nodes       []nodeView
-	Replicas    []replicaView
-	Tables      int // distinct job tables among the replicas
-	Leaks       []leakView
-	Counts      []classCount
-	Leaked      int      // leaked findings
-	Unread      []string // nodes not scanned: the scan counts them as holding every lock
-	Err         string   // no node could be read
+	Recent      []runView // the newest runs and missed ticks over the jobs read
+	// Partial is set when the runs were read of some of the jobs alone:
+	// those shown. LastRun is the newest of theirs.
+	Partial  bool
+	Nodes    []nodeView
+	Replicas []replicaView
+	Tables   int // distinct job tables among the replicas
+	Leaks    []leakView
+	Counts   []classCount
+	Leaked   int      // leaked findings
+	Unread   []string // nodes not scanned: the scan counts them as holding every lock
+	Err      string   // no node could be read
 }
 
 // jobView is one job's row.
@@ -139,17 +142,7 @@ func (p *Page) mainOf(st *snapshot, err error) mainView {
 	if st.Published != nil {
 		v.Unknown = st.Published.Unread()
 	}
-	for _, j := range st.Jobs {
-		for _, r := range j.Runs {
-			v.Recent = append(v.Recent, runOf(j.Name, r, p.hide))
-			if at := ranAt(r); at.After(v.LastRun) {
-				v.LastRun, v.LastRunJob = at, j.Name
-			}
-		}
-	}
 	v.Skips = skipsOf(st)
-	slices.SortFunc(v.Recent, func(a, b runView) int { return b.At.Compare(a.At) })
-	v.Recent = v.Recent[:min(len(v.Recent), 25)]
 	v.Nodes = p.nodesOf(st)
 	for _, r := range st.Replicas {
 		v.Replicas = append(v.Replicas, replicaView{Instance: r.Instance, Version: r.Version, JobTable: r.JobTable,

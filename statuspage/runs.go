@@ -1,0 +1,85 @@
+package statuspage
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redcron/redcron/internal/ledger"
+)
+
+// runsOf returns the newest runs (up to recentRuns) of the named jobs,
+// read from the nodes once per scan: the views of one scan share them.
+// Only the jobs a view shows are read, up to 8 at a time, bounded by
+// readTimeout.
+func (p *Page) runsOf(ctx context.Context, st *snapshot, names []string) map[string][]ledger.Run {
+	st.runsMu.Lock()
+	defer st.runsMu.Unlock()
+	if st.runs == nil {
+		st.runs = map[string][]ledger.Run{}
+	}
+	var missing []string
+	for _, name := range names {
+		if _, ok := st.runs[name]; !ok && st.scanned {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+		defer cancel()
+		read := make([][]ledger.Run, len(missing))
+		sem := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for i, name := range missing {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				read[i] = p.cl.Runs(ctx, name, recentRuns)
+			})
+		}
+		wg.Wait()
+		for i, name := range missing {
+			st.runs[name] = read[i]
+		}
+	}
+	out := make(map[string][]ledger.Run, len(names))
+	for _, name := range names {
+		out[name] = st.runs[name]
+	}
+	return out
+}
+
+// withRuns reads the newest runs of the jobs of rows (the rows a view
+// shows) and sets their last runs, and from them v's recent runs, its
+// newest run and its headline: the per-job reads of a view are of the
+// jobs it shows, whatever the number of jobs. all is the number of jobs
+// and names the view knows: v.Partial when rows hold fewer.
+func (p *Page) withRuns(ctx context.Context, st *snapshot, v *mainView, all int, rows ...[]jobView) {
+	var names []string
+	for _, r := range rows {
+		for _, j := range r {
+			names = append(names, j.Name)
+		}
+	}
+	runs := p.runsOf(ctx, st, names)
+	v.Recent, v.LastRun, v.LastRunJob, v.Partial = nil, time.Time{}, "", len(names) < all
+	for _, r := range rows {
+		for i := range r {
+			name := r[i].Name
+			for k, run := range runs[name] {
+				rv := runOf(name, run, p.hide)
+				if k == 0 {
+					r[i].Last = &rv
+				}
+				v.Recent = append(v.Recent, rv)
+				if at := ranAt(run); at.After(v.LastRun) {
+					v.LastRun, v.LastRunJob = at, name
+				}
+			}
+		}
+	}
+	slices.SortFunc(v.Recent, func(a, b runView) int { return b.At.Compare(a.At) })
+	v.Recent = v.Recent[:min(len(v.Recent), 25)]
+	v.Headline = judge(v)
+}
