@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -218,15 +217,16 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 // replicas publish and of this replica's.
 func (p *Page) readMissed(ctx context.Context, st *snapshot) {
 	var names []string
+	seen := map[string]bool{}
 	for _, j := range st.Jobs {
 		if j.Publishers > 0 {
-			names = append(names, j.Name)
+			names, seen[j.Name] = append(names, j.Name), true
 		}
 	}
 	if p.cfg.jobs != nil {
 		for _, e := range p.cfg.jobs() {
-			if !slices.Contains(names, e.Name) {
-				names = append(names, e.Name)
+			if !seen[e.Name] {
+				names, seen[e.Name] = append(names, e.Name), true
 			}
 		}
 	}

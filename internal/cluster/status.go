@@ -87,9 +87,13 @@ func (c *Cluster) Status(ctx context.Context, runs int, warm time.Duration) (*St
 // withPublished adds to jobs (sorted by name) the jobs the live replicas'
 // tables list that the nodes hold no key of yet (a job that never ran).
 func withPublished(jobs []Job, t *Tables) []Job {
+	held := make(map[string]bool, len(jobs))
+	for _, j := range jobs {
+		held[j.Name] = true
+	}
 	for _, name := range t.Names() {
-		if !slices.ContainsFunc(jobs, func(j Job) bool { return j.Name == name }) {
-			jobs = append(jobs, Job{Name: name})
+		if !held[name] {
+			jobs, held[name] = append(jobs, Job{Name: name}), true
 		}
 	}
 	slices.SortFunc(jobs, func(a, b Job) int { return strings.Compare(a.Name, b.Name) })
