@@ -26,6 +26,19 @@
 // with a few lines of plain script; without script they read the same,
 // without refreshing.
 //
+// A fleet may run 100,000 jobs: the main page lists 100 of them a page,
+// by name (?page=2, with links to the previous and next pages), those
+// whose name or spec holds the text searched for, whatever its case
+// (?q=report, with how many match); its live part refreshes the same page
+// and search. It lists 100 of the names no live replica publishes, and
+// says how many more match. The headline names 10 jobs paused and 10 with
+// missed ticks, and counts the others. A view costs one filter and one
+// sort over the names; it renders the rows shown alone, and reads the
+// newest runs of the jobs shown alone (once per scan, shared by the
+// views): the recent runs are theirs. The scan itself reads each live
+// job's missed ticks of the last hour, for the headline: its cost grows
+// with the jobs.
+//
 // It is read-only unless WithAuthorize gives a hook that lets a request
 // act: then the pages offer to pause or resume a job (by its state) and
 // trigger it, and to fix the leaks, as POSTs protected against cross-site

@@ -190,10 +190,16 @@ func replicaItems(v *mainView) []template.HTML {
 }
 
 // jobItems names the jobs paused and those with ticks missed in the last
-// hour.
+// hour, each kind up to maxJobItems, saying how many more there are.
 func jobItems(v *mainView) []template.HTML {
 	var items []template.HTML
+	paused, missed := 0, 0
 	for _, j := range v.Jobs {
+		if j.PausedOn > 0 {
+			if paused++; paused > maxJobItems {
+				continue
+			}
+		}
 		switch {
 		case j.PausedOn >= v.Quorum:
 			items = append(items, item("Job %s is paused (%d of %d nodes).", j.Name, j.PausedOn, len(v.Nodes)))
@@ -202,13 +208,25 @@ func jobItems(v *mainView) []template.HTML {
 				j.Name, j.PausedOn, len(v.Nodes)))
 		}
 	}
+	if paused > maxJobItems {
+		items = append(items, item("And %d more %s paused, on some nodes or all (see Jobs).", paused-maxJobItems, plural(paused-maxJobItems, "job", "jobs")))
+	}
 	for _, j := range v.Jobs {
 		if j.Missed > 0 {
-			items = append(items, item("Job %s missed %s in the last hour.", j.Name, count(j.Missed, "tick", "ticks")))
+			if missed++; missed <= maxJobItems {
+				items = append(items, item("Job %s missed %s in the last hour.", j.Name, count(j.Missed, "tick", "ticks")))
+			}
 		}
+	}
+	if missed > maxJobItems {
+		items = append(items, item("And %d more %s missed ticks in the last hour (see Jobs).", missed-maxJobItems, plural(missed-maxJobItems, "job", "jobs")))
 	}
 	return items
 }
+
+// maxJobItems bounds the jobs the headline names paused, and those it
+// names with missed ticks: the headline stays short in a fleet of many.
+const maxJobItems = 10
 
 // item formats an item of the headline: a string argument is escaped, an
 // HTML one (a short name) kept.

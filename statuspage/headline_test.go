@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +202,20 @@ func TestShort(t *testing.T) {
 		if got := string(short(in)); got != want {
 			t.Errorf("short(%q) = %s; want %s", in, got, want)
 		}
+	}
+}
+
+// TestHeadlineManyJobs: of 30 jobs paused and 30 with missed ticks, the
+// headline names 10 of each, and says how many more there are.
+func TestHeadlineManyJobs(t *testing.T) {
+	v := fleetView()
+	v.Jobs = nil
+	for i := range 30 {
+		v.Jobs = append(v.Jobs, jobView{Name: fmt.Sprintf("p%02d", i), PausedOn: 3}, jobView{Name: fmt.Sprintf("m%02d", i), Missed: 2})
+	}
+	h := judge(&v)
+	if len(h.Items) != 22 || !has(h, "p09", "paused") || has(h, "p10") || !has(h, "m09", "missed 2 ticks") || has(h, "m10") ||
+		!has(h, "And 20 more jobs paused") || !has(h, "And 20 more jobs missed ticks") {
+		t.Errorf("headline of 30 jobs paused and 30 missing ticks: %q", h.Items)
 	}
 }

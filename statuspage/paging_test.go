@@ -12,6 +12,7 @@ import (
 
 	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
@@ -25,10 +26,11 @@ const oddName = `a<b>&"c'/x:y.z ü`
 // to old-149), from a scan it holds as fresh: its views do no I/O.
 func bigPage(t *testing.T) *Page {
 	t.Helper()
+	redistest.QuietClients() // its nodes are never up
 	var nodes []*store.Node
 	for i := range 3 {
 		addr := fmt.Sprintf("127.0.0.1:%d", 1+i) // never dialled
-		n, err := store.NewNode(addr, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1}))
+		n, err := store.NewNode(addr, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +105,7 @@ func TestPagination(t *testing.T) {
 	if r := rows(first); len(r) != 100 || r[0] != "a&lt;b&gt;&amp;&#34;c&#39;/x:y.z ü" || r[1] != "job-000" || r[99] != "job-098" {
 		t.Fatalf("page 1: %d rows, %q", len(r), r[:min(3, len(r))])
 	}
-	for _, want := range []string{"250 jobs; jobs 1-100", "page 1 of 3", `<a rel="next" href="?page=2">`, `data-fragment="?fragment=1"`} {
+	for _, want := range []string{"250 jobs; jobs 1-100", "from the ledgers, of the jobs shown", "page 1 of 3", `<a rel="next" href="?page=2">`, `data-fragment="?fragment=1"`} {
 		if !strings.Contains(first, want) {
 			t.Errorf("page 1 lacks %q", want)
 		}
