@@ -17,19 +17,23 @@ type jobTable struct {
 	changes atomic.Uint64 // Adds and Removes so far
 
 	mu     sync.Mutex
-	seen   uint64            // changes when the table was encoded
-	fields map[string]string // the table as its hash holds it; nil until encoded
-	digest string            // the digest of fields
+	seen   uint64                    // changes when the table was encoded
+	specs  map[string]engine.JobSpec // the table; nil until encoded
+	fields map[string]string         // the table as its hash holds it
+	digest string                    // the digest of fields
 }
 
 // changed records an Add or a Remove, once it has returned.
 func (t *jobTable) changed() { t.changes.Add(1) }
 
 // jobs returns the digest of the current job table and the table (each
-// job's name and its spec as published).
-func (t *jobTable) jobs() (string, map[string]string) {
-	fields, digest := t.table()
-	return digest, fields
+// job's name and its spec as published). The table is shared: the caller
+// must not change it.
+func (t *jobTable) jobs() (string, map[string]engine.JobSpec) {
+	t.table()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.digest, t.specs
 }
 
 // get returns the digest of the current job table.
@@ -48,23 +52,23 @@ func (t *jobTable) table() (map[string]string, string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.fields == nil || t.seen != n {
-		t.fields, t.digest = encodeTable(t.s.Entries())
+		t.specs = specsOf(t.s.Entries())
+		t.fields, t.digest = engine.EncodeJobTable(t.specs)
 		t.seen = n
 	}
 	return t.fields, t.digest
 }
 
-// encodeTable returns the job table of entries as its hash holds it, and
-// its digest (engine.EncodeJobTable): every job's name, spec (its fields,
-// however spaced), time zone and options, so that two replicas with the
-// same jobs agree whatever order they added them in, and any job added,
-// removed or changed changes it.
-func encodeTable(entries []scheduler.Entry) (map[string]string, string) {
+// specsOf returns the job table of entries: every job's name, spec (its
+// fields, however spaced), time zone and options, so that two replicas
+// with the same jobs agree whatever order they added them in, and any job
+// added, removed or changed changes its digest (engine.EncodeJobTable).
+func specsOf(entries []scheduler.Entry) map[string]engine.JobSpec {
 	jobs := make(map[string]engine.JobSpec, len(entries))
 	for _, e := range entries {
 		jobs[e.Name] = engine.JobSpec{Spec: strings.Join(strings.Fields(e.Spec), " "), Zone: e.Location.String(),
 			LockTTL: e.LockTTL, RunTimeout: e.RunTimeout, MisfireGrace: e.MisfireGrace, CatchUp: e.CatchUp,
 			Attempts: e.Attempts, Backoff: e.Backoff}
 	}
-	return engine.EncodeJobTable(jobs)
+	return jobs
 }

@@ -1,12 +1,11 @@
 package shard
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,14 +51,17 @@ type Keeper struct {
 	keys   engine.Keyspace // the jobs' keyspace: presence, job tables
 	self   string
 	ttl    time.Duration
-	table  func() (string, map[string]string) // the digest of this replica's job table, and the table
-	check  func() error                       // why this replica may not claim now (the owner check), nil if it may
+	table  func() (string, map[string]engine.JobSpec) // the digest of this replica's job table, and the table
+	check  func() error                               // why this replica may not claim now (the owner check), nil if it may
 	log    *slog.Logger
 	member atomic.Pointer[string] // the presence last written
 	leases [Count]*lease
-	notUs  [Count]int                   // rounds in a row the shard held here was another's target
-	tables map[string]map[string]string // job tables read, by digest
-	failed atomic.Int64                 // when a failure to win a shard was last logged, unix ns
+	notUs  [Count]int                           // rounds in a row the shard held here was another's target
+	tables map[string]map[string]engine.JobSpec // job tables read, by digest
+	// sharedFor is the live digests (sorted, joined) the gate's shared jobs
+	// were last computed for: they are computed again only when it changes.
+	sharedFor string
+	failed    atomic.Int64 // when a failure to win a shard was last logged, unix ns
 	// leaving is set by HandOver: no presence is written any more.
 	leaving atomic.Bool
 	mu      sync.Mutex // held by a round and by releaseAll: the leases and the targets
@@ -80,7 +82,7 @@ type lease struct {
 // not claim ticks now (nil if it may): while it may not, it holds no shard
 // and writes no presence, so that the others take its shards over. It
 // does no I/O.
-func NewKeeper(gate *Gate, locks *mutex.Redlock, prefix, self string, ttl time.Duration, table func() (string, map[string]string), check func() error, log *slog.Logger) (*Keeper, error) {
+func NewKeeper(gate *Gate, locks *mutex.Redlock, prefix, self string, ttl time.Duration, table func() (string, map[string]engine.JobSpec), check func() error, log *slog.Logger) (*Keeper, error) {
 	keys, err := engine.NewKeyspace(prefix)
 	if err != nil {
 		return nil, err
@@ -93,7 +95,7 @@ func NewKeeper(gate *Gate, locks *mutex.Redlock, prefix, self string, ttl time.D
 		nodes[i] = (*engine.Node)(n)
 	}
 	return &Keeper{gate: gate, locks: locks, nodes: nodes, quorum: len(nodes)/2 + 1, key: keys.Replicas(), keys: keys,
-		self: self, ttl: ttl, table: table, check: check, log: log, tables: map[string]map[string]string{}}, nil
+		self: self, ttl: ttl, table: table, check: check, log: log, tables: map[string]map[string]engine.JobSpec{}}, nil
 }
 
 // Name returns the name of a shard's lease.
@@ -209,17 +211,24 @@ func (k *Keeper) withdraw(ctx context.Context) {
 // share sets the gate's shared jobs: all of them when every live replica
 // publishes this replica's table, else the jobs of this replica's table
 // that every other live table holds with the same spec; every job, ungated,
-// when a table cannot be read.
-func (k *Keeper) share(ctx context.Context, own string, jobs map[string]string, digests map[string]int) {
-	if len(digests) == 1 && digests[own] > 0 {
+// when a table cannot be read. It computes them again only when the live
+// tables change.
+func (k *Keeper) share(ctx context.Context, own string, jobs map[string]engine.JobSpec, digests map[string]int) {
+	live := slices.Sorted(maps.Keys(digests))
+	key := own + "|" + strings.Join(live, ",")
+	if key == k.sharedFor {
+		return
+	}
+	if len(live) == 1 && live[0] == own {
 		k.gate.shared.Store(nil)
+		k.sharedFor = key
 		return
 	}
 	shared := map[string]bool{}
 	for j := range jobs {
 		shared[j] = true
 	}
-	for d := range digests {
+	for _, d := range live {
 		if d == own {
 			continue
 		}
@@ -227,6 +236,7 @@ func (k *Keeper) share(ctx context.Context, own string, jobs map[string]string, 
 		if !ok {
 			empty := map[string]bool{}
 			k.gate.shared.Store(&empty)
+			k.sharedFor = "" // read again next round
 			return
 		}
 		for j := range shared {
@@ -236,11 +246,13 @@ func (k *Keeper) share(ctx context.Context, own string, jobs map[string]string, 
 		}
 	}
 	k.gate.shared.Store(&shared)
+	k.sharedFor = key
 }
 
-// readTable returns the table of digest, from the first node that has it;
-// a table once read is kept (a digest's table never changes).
-func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]string, bool) {
+// readTable returns the table of digest, from the first node that has it
+// (engine.Node.JobTable); a table once read is kept (a digest's table
+// never changes).
+func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]engine.JobSpec, bool) {
 	if t, ok := k.tables[digest]; ok {
 		return t, true
 	}
@@ -248,7 +260,7 @@ func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]strin
 		return nil, false
 	}
 	for _, n := range k.nodes {
-		t, err := n.Client().HGetAll(ctx, k.keys.JobTable(digest)).Result()
+		t, err := n.JobTable(ctx, k.keys.JobTable(digest))
 		if err != nil || len(t) == 0 {
 			continue
 		}
@@ -349,51 +361,4 @@ func (k *Keeper) releaseAll(ctx context.Context) {
 		}
 	}
 	wg.Wait()
-}
-
-// targets returns, for each shard, the replica of fleet that is to hold
-// it: rendezvous hashing of the instance ids with the shard, bounded so
-// that no replica is given more than its fair part (Count / len(fleet),
-// rounded up). Each shard, in order, goes to the first by rank of the
-// replicas with room left, so that every replica seeing the same fleet
-// computes the same targets, and a replica that comes or goes moves few
-// shards besides its own.
-func targets(fleet []string) [Count]string {
-	var out [Count]string
-	if len(fleet) == 0 {
-		return out
-	}
-	room := map[string]int{}
-	for _, inst := range fleet {
-		room[inst] = (Count + len(fleet) - 1) / len(fleet)
-	}
-	ranked := slices.Clone(fleet)
-	score := make(map[string]uint64, len(fleet))
-	for s := range Count {
-		for _, inst := range fleet {
-			h := fnv.New64a()
-			h.Write([]byte(inst))
-			h.Write([]byte{0, byte(s)})
-			score[inst] = mix(h.Sum64())
-		}
-		slices.SortFunc(ranked, func(a, b string) int { return cmp.Compare(score[b], score[a]) })
-		for _, inst := range ranked {
-			if room[inst] > 0 {
-				room[inst]--
-				out[s] = inst
-				break
-			}
-		}
-	}
-	return out
-}
-
-// mix scrambles a hash's bits (splitmix64's finalizer), so that close
-// inputs rank independently.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
 }
