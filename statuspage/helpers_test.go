@@ -16,6 +16,7 @@ import (
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/statuspage"
+	"github.com/redcron/redcron/store"
 )
 
 // token is the admin token of the tests' pages.
@@ -37,6 +38,24 @@ func startFleet(t *testing.T, n int, opts ...statuspage.Option) *fleet {
 	t.Helper()
 	redistest.QuietClients()
 	return startFleetOn(t, redistest.Start(t, 3), []mutex.Option{mutex.WithTrustedNodes()}, n, opts...)
+}
+
+// redlockOn returns a Redlock over c's nodes with opts.
+func redlockOn(t *testing.T, c *redistest.Cluster, opts ...mutex.Option) *mutex.Redlock {
+	t.Helper()
+	var nodes []*store.Node
+	for _, s := range c.Nodes() {
+		n, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	locks, err := mutex.New(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return locks
 }
 
 // startFleetOn starts n replicas over c's nodes, with the Redlock options

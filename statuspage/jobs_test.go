@@ -13,7 +13,6 @@ import (
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/statuspage"
-	"github.com/redcron/redcron/store"
 )
 
 // TestJobsSkipsAndSignIn, over one replica of the jobs tick and report:
@@ -153,18 +152,7 @@ func TestUnknownWhenNoNodeRead(t *testing.T) {
 	t.Parallel()
 	redistest.QuietClients()
 	c := redistest.Start(t, 3)
-	var nodes []*store.Node
-	for _, s := range c.Nodes() {
-		n, err := store.NewNode(s.Addr(), s.Client(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	locks, err := mutex.New(nodes, mutex.WithTrustedNodes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	locks := redlockOn(t, c, mutex.WithTrustedNodes())
 	page, err := statuspage.New(locks, statuspage.WithJobs(func() []scheduler.Entry {
 		return []scheduler.Entry{{Name: "nightly", Spec: "@daily", Location: time.UTC, Next: time.Now().Add(time.Hour)}}
 	}))
@@ -194,18 +182,7 @@ func TestUnknownWhenNoNodeRead(t *testing.T) {
 func TestWarmingNodes(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
-	var nodes []*store.Node
-	for _, s := range c.Nodes() {
-		n, err := store.NewNode(s.Addr(), s.Client(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	locks, err := mutex.New(nodes, mutex.WithMaxTTL(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	locks := redlockOn(t, c, mutex.WithMaxTTL(time.Minute))
 	page, err := statuspage.New(locks)
 	if err != nil {
 		t.Fatal(err)
