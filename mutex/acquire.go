@@ -121,7 +121,7 @@ func (rd *round) commit(ctx context.Context) {
 			}
 			rd.fences[j] = max(seen+1, uint64(time.Now().UnixMicro()))
 		}
-		rd.records[j], rd.started[j] = r.startRecord(q.lc, rd.fences[j], rd.start)
+		rd.records[j], rd.started[j] = r.startRecord(q.keys.Name, q.lc, rd.fences[j], rd.start)
 		if rd.fences[j] != 0 || q.lc.occurrence != 0 || q.lc.ticket != "" {
 			// A commit may write the started record on some nodes and
 			// still fail: the attempt's releases take it back.

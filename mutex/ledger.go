@@ -27,11 +27,11 @@ func (l *Lock) SetOutcome(o Outcome) {
 
 // startRecord returns the record an acquisition's commit writes to the
 // lock's ledger, and its text ("" with the ledger off).
-func (r *Redlock) startRecord(lc lockConfig, fence uint64, start time.Time) (engine.Record, string) {
+func (r *Redlock) startRecord(name string, lc lockConfig, fence uint64, start time.Time) (engine.Record, string) {
 	if r.cfg.ledgerCap == 0 {
 		return engine.Record{}, ""
 	}
-	rec := engine.Record{Owner: lc.owner, Tick: lc.occurrence, Fence: fence, Start: start.UnixMilli(), Ticket: lc.ticket}
+	rec := engine.Record{Job: name, Owner: lc.owner, Tick: lc.occurrence, Fence: fence, Start: start.UnixMilli(), Ticket: lc.ticket}
 	return rec, rec.Text()
 }
 

@@ -8,7 +8,8 @@ import (
 	"github.com/redcron/redcron/internal/engine"
 )
 
-// Every key of a lock shares a Redis Cluster hash tag.
+// Every key of a lock shares a Redis Cluster hash tag with its shard's
+// keys.
 func ExampleKeyspace_Lock() {
 	ks, err := engine.NewKeyspace("billing")
 	if err != nil {
@@ -23,8 +24,8 @@ func ExampleKeyspace_Lock() {
 	_, err = ks.Lock("bad{name}")
 	fmt.Println(err)
 	// Output:
-	// billing:{nightly-invoices}:lock
-	// billing:{nightly-invoices}:state
+	// billing:{s57}:nightly-invoices:lock
+	// billing:{s57}:state
 	// redcron: lock name "bad{name}": character '{' not allowed
 }
 

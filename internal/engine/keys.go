@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -19,13 +20,33 @@ type Keyspace struct {
 	prefix string
 }
 
-// LockKeys are the keys of one lock.
+// Shards is the number of shards the locks' names hash to (ShardOf). A
+// lock's keys and its shard's keys share one hash tag, {s<shard>}, so that
+// the locks of a shard are read and written together, in one script call
+// of a few commands, on one server even of a Redis Cluster. It is fixed:
+// every replica of a fleet must hash a name to the same shard.
+const Shards = 64
+
+// ShardOf returns the shard of a lock name: its FNV-1a hash modulo Shards.
+func ShardOf(name string) int {
+	h := uint32(2166136261)
+	for i := range len(name) {
+		h = (h ^ uint32(name[i])) * 16777619
+	}
+	return int(h % Shards)
+}
+
+// LockKeys are the keys of one lock. State and Ledger are its shard's,
+// shared by every lock of the shard: the lock's fields in State are
+// "f|<name>" (its fence counter), "m|<name>" (its occurrence mark) and
+// "t|<name>" (the trigger's ticket its holder took); its records in Ledger
+// carry its name (Record.Job).
 type LockKeys struct {
 	Name   string // the lock's name
 	Lock   string // the lock key: a string holding the owner's value
-	State  string // the state hash: fence counter and occurrence mark
+	State  string // the shard's state hash: the locks' fences, marks and tickets
 	Pause  string // present (no TTL) while the lock's occurrences are paused
-	Ledger string // the sorted set of the lock's records (see Record)
+	Ledger string // the shard's sorted set of the locks' records (see Record)
 	// Trigger holds a trigger's request (a ticket) while no replica has
 	// taken it; a commit with the ticket takes it.
 	Trigger string
@@ -70,10 +91,24 @@ func (k Keyspace) Lock(name string) (LockKeys, error) {
 	if err := CheckName(name); err != nil {
 		return LockKeys{}, err
 	}
-	tag := k.prefix + ":{" + name + "}:"
-	return LockKeys{Name: name, Lock: tag + "lock", State: tag + "state", Pause: tag + "paused", Ledger: tag + "ledger",
-		Trigger: tag + "trigger"}, nil
+	tag := k.shardTag(ShardOf(name))
+	return LockKeys{Name: name, Lock: tag + name + ":lock", State: tag + "state", Pause: tag + name + ":paused",
+		Ledger: tag + "ledger", Trigger: tag + name + ":trigger"}, nil
 }
+
+// FenceField and MarkField return the fields of the lock's fence counter
+// and occurrence mark in its shard's state hash (State).
+func (k LockKeys) FenceField() string { return "f|" + k.Name }
+
+// MarkField: see FenceField.
+func (k LockKeys) MarkField() string { return "m|" + k.Name }
+
+// shardTag returns the beginning of every key of shard s: the prefix and
+// the shard's hash tag.
+func (k Keyspace) shardTag(s int) string { return k.prefix + ":{s" + strconv.Itoa(s) + "}:" }
+
+// ShardLedger returns the key of shard s's ledger.
+func (k Keyspace) ShardLedger(s int) string { return k.shardTag(s) + "ledger" }
 
 // Heartbeat returns the heartbeat key of owner.
 func (k Keyspace) Heartbeat(owner string) string {

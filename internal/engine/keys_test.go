@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,8 +17,18 @@ func TestKeyspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.Lock != "redcron:{nightly report}:lock" || k.State != "redcron:{nightly report}:state" {
+	tag := fmt.Sprintf("redcron:{s%d}:", engine.ShardOf("nightly report"))
+	if k.Lock != tag+"nightly report:lock" || k.State != tag+"state" || k.Ledger != tag+"ledger" ||
+		k.Pause != tag+"nightly report:paused" || k.Trigger != tag+"nightly report:trigger" {
 		t.Errorf("keys %+v", k)
+	}
+	for key, want := range map[string]engine.KeyKind{k.Lock: engine.KindLock, k.State: engine.KindState, k.Ledger: engine.KindLedger,
+		k.Pause: engine.KindPause, k.Trigger: engine.KindTrigger,
+		"redcron:{s99}:state": engine.KindForeign, "redcron:{s1x}:ledger": engine.KindForeign, "redcron:{nightly report}:lock": engine.KindForeign,
+		fmt.Sprintf("redcron:{s%d}:nightly report:lock", (engine.ShardOf("nightly report")+1)%engine.Shards): engine.KindForeign} {
+		if kind, name := ks.Parse(key); kind != want || (kind == engine.KindLock && name != "nightly report") {
+			t.Errorf("Parse(%q) = %v, %q; want %v", key, kind, name, want)
+		}
 	}
 	if hb := ks.Heartbeat("i-1"); hb != "redcron:hb:i-1" {
 		t.Errorf("heartbeat key %q", hb)

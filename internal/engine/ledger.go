@@ -21,6 +21,7 @@ import (
 // Record is one entry of a lock's ledger, stored as JSON. Zero fields are
 // left out: a record is 100 to 400 bytes.
 type Record struct {
+	Job   string `json:"job,omitempty"`   // the lock's name: its shard's ledger holds the records of all its locks
 	Owner string `json:"owner,omitempty"` // who held the lock
 	Tick  int64  `json:"tick,omitempty"`  // the occurrence claimed, unix ms
 	Fence uint64 `json:"fence,omitempty"` // the acquisition's fence
@@ -93,14 +94,28 @@ type Entry struct {
 	Score  int64
 }
 
-// Ledger returns up to count of the newest records of the lock's ledger on
-// the node, newest first. A member that is not a record is skipped.
+// Ledger returns up to count of the newest records of the lock's in its
+// shard's ledger on the node, newest first. A member that is not a record
+// is skipped. It reads the shard's whole ledger: to read the records of
+// many locks, read their shards' once (ShardLedger).
 func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, error) {
-	zs, err := n.client.ZRevRangeWithScores(ctx, k.Ledger, 0, int64(count)-1).Result()
+	all, err := n.ShardLedger(ctx, k.Ledger)
 	if err != nil {
-		return nil, n.fail("ledger", k.Ledger, err)
+		return nil, err
 	}
-	out := make([]Entry, 0, len(zs))
+	out := make([]Entry, 0, min(count, len(all[k.Name])))
+	return append(out, all[k.Name][:min(count, len(all[k.Name]))]...), nil
+}
+
+// ShardLedger returns the records of a shard's ledger (key) on the node,
+// by lock name, each lock's newest first. A member that is not a record is
+// skipped.
+func (n *Node) ShardLedger(ctx context.Context, key string) (map[string][]Entry, error) {
+	zs, err := n.client.ZRevRangeWithScores(ctx, key, 0, -1).Result()
+	if err != nil {
+		return nil, n.fail("ledger", key, err)
+	}
+	out := map[string][]Entry{}
 	for _, z := range zs {
 		s, _ := z.Member.(string)
 		e, err := ParseEntry(s)
@@ -108,7 +123,7 @@ func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, erro
 			continue
 		}
 		e.Score = int64(z.Score)
-		out = append(out, e)
+		out[e.Record.Job] = append(out[e.Record.Job], e)
 	}
 	return out, nil
 }
@@ -128,13 +143,16 @@ func ParseEntry(s string) (Entry, error) {
 	return e, nil
 }
 
-// addMissed adds a record to a ledger (KEYS[1]) at a score (ARGV[1]),
-// keeping its newest ARGV[3] records within ARGV[4] ms of that score, and
-// gives the ledger a TTL of ARGV[4] ms if it has none.
+// addMissed adds a record to a shard's ledger (KEYS[1]) at a score
+// (ARGV[1]), keeping its newest ARGV[3] records per lock of the shard
+// (about half the fields of its state hash, KEYS[2]) within ARGV[4] ms of
+// that score, and gives the ledger a TTL of ARGV[4] ms if it has none.
 var addMissed = redis.NewScript(`
 local key, score, cap, window = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 redis.call("ZADD", key, score, ARGV[2])
-redis.call("ZREMRANGEBYRANK", key, 0, -cap - 1)
+local fields = redis.pcall("HLEN", KEYS[2])
+local locks = math.max(1, math.ceil((type(fields) == "number" and fields or 0) / 2))
+redis.call("ZREMRANGEBYRANK", key, 0, -cap * locks - 1)
 redis.call("ZREMRANGEBYSCORE", key, "-inf", "(" .. (score - window))
 if redis.call("PTTL", key) < 0 then
   redis.call("PEXPIRE", key, window)
@@ -157,8 +175,9 @@ func (n *Node) AddOperator(ctx context.Context, k LockKeys, r Record, capacity i
 
 // addRecord adds r to the lock's ledger in state, at score.
 func (n *Node) addRecord(ctx context.Context, k LockKeys, state RecordState, r Record, score int64, capacity int, window time.Duration) error {
+	r.Job = k.Name
 	member := string(state) + "|" + r.Text()
-	err := addMissed.Run(ctx, n.client, []string{k.Ledger}, score, member, capacity, millis(window)).Err()
+	err := addMissed.Run(ctx, n.client, []string{k.Ledger, k.State}, score, member, capacity, millis(window)).Err()
 	if err != nil {
 		return n.fail("ledger", k.Ledger, err)
 	}

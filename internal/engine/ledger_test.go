@@ -25,7 +25,7 @@ func TestLedgerCommitAndRelease(t *testing.T) {
 		if rep, err := n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: v, TTL: time.Minute, Occurrence: tick}); err != nil || rep.Status != engine.Acquired {
 			t.Fatalf("acquire %d: %+v, %v", tick, rep, err)
 		}
-		rec := engine.Record{Owner: "r1", Tick: tick, Fence: uint64(tick), Start: tick}
+		rec := engine.Record{Job: k.Name, Owner: "r1", Tick: tick, Fence: uint64(tick), Start: tick}
 		w := engine.LedgerWrite{New: rec.Text(), Score: tick, Cap: 3, Window: window}
 		if ok, err := n.Commit(ctx, engine.CommitRequest{Keys: k, Value: v, Fence: uint64(tick), Occurrence: tick, Ledger: w}, time.Hour); !ok || err != nil {
 			t.Fatalf("commit %d: %v, %v", tick, ok, err)
@@ -111,11 +111,11 @@ func TestLedgerCommitAndRelease(t *testing.T) {
 func TestLedgerOperatorAndMissed(t *testing.T) {
 	n, s, k := setup(t)
 	ctx := context.Background()
-	op := engine.Record{Owner: "ann@host", Start: 2000, Result: "paused"}
+	op := engine.Record{Job: k.Name, Owner: "ann@host", Start: 2000, Result: "paused"}
 	if err := n.AddOperator(ctx, k, op, 20, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	missed := engine.Record{Tick: 1000, Result: "no_report"}
+	missed := engine.Record{Job: k.Name, Tick: 1000, Result: "no_report"}
 	if err := n.AddMissed(ctx, k, missed, 20, time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -101,14 +103,16 @@ func (n *Node) AcquireAll(ctx context.Context, reqs []AcquireRequest) []AcquireR
 // AcquireAllAsync is AcquireAll, with the answers passed to done (see
 // AcquireAsync).
 func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done func([]AcquireResult)) {
+	at := byShard(len(reqs), func(i int) string { return reqs[i].Keys.State })
+	reqs = permute(reqs, at)
 	out := make([]AcquireResult, len(reqs))
 	n.submitAll(ctx, acquireScript, len(reqs), func(lo, hi int) ([]string, []any) {
 		keys := make([]string, 0, 3*(hi-lo))
-		args := make([]any, 1, 1+3*(hi-lo))
+		args := make([]any, 1, 1+4*(hi-lo))
 		args[0] = "0"
 		for _, r := range reqs[lo:hi] {
 			keys = append(keys, r.Keys.Lock, r.Keys.State, r.Keys.Pause)
-			args = append(args, r.Value, millis(r.TTL), r.Occurrence)
+			args = append(args, r.Keys.Name, r.Value, millis(r.TTL), r.Occurrence)
 			if r.WantInfo {
 				args[0] = "1"
 			}
@@ -135,7 +139,7 @@ func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done 
 			}
 			out[i].Reply = rep
 		}
-	}, func() { done(out) })
+	}, func() { done(unpermute(out, at)) })
 }
 
 // parseServer reads the run id and uptime an acquire script reports: nil
@@ -233,15 +237,17 @@ func (n *Node) Commit(ctx context.Context, req CommitRequest, stateTTL time.Dura
 // Acquire, with the answers passed to done (see AcquireAsync) in the order
 // of reqs.
 func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTTL time.Duration, done func([]CommitResult)) {
+	at := byShard(len(reqs), func(i int) string { return reqs[i].Keys.State })
+	reqs = permute(reqs, at)
 	out := make([]CommitResult, len(reqs))
 	n.submitAll(ctx, commitScript, len(reqs), func(lo, hi int) ([]string, []any) {
 		keys := make([]string, 0, 4*(hi-lo))
-		args := make([]any, 1, 1+8*(hi-lo))
+		args := make([]any, 1, 1+9*(hi-lo))
 		args[0] = millis(stateTTL)
 		for _, r := range reqs[lo:hi] {
 			w := r.Ledger
 			keys = append(keys, r.Keys.Lock, r.Keys.State, r.Keys.Ledger, r.Keys.Trigger)
-			args = append(args, r.Value, r.Fence, r.Occurrence, w.New, w.Score, w.Cap, millis(w.Window), r.Ticket)
+			args = append(args, r.Keys.Name, r.Value, r.Fence, r.Occurrence, w.New, w.Score, w.Cap, millis(w.Window), r.Ticket)
 		}
 		return keys, args
 	}, func(lo, hi int, res []any, err error) {
@@ -254,7 +260,50 @@ func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTT
 				out[i].Err = n.fail("commit", reqs[i].Keys.Lock, ierr)
 			}
 		}
-	}, func() { done(out) })
+	}, func() { done(unpermute(out, at)) })
+}
+
+// byShard returns the order that sorts count locks by their shard's state
+// key (key(i)), stably, or nil when they are sorted already: the locks of
+// one shard then share a script call, read and written together.
+func byShard(count int, key func(i int) string) []int {
+	sorted := true
+	for i := 1; i < count && sorted; i++ {
+		sorted = key(i-1) <= key(i)
+	}
+	if sorted {
+		return nil
+	}
+	at := make([]int, count)
+	for i := range at {
+		at[i] = i
+	}
+	slices.SortStableFunc(at, func(a, b int) int { return strings.Compare(key(a), key(b)) })
+	return at
+}
+
+// permute returns xs in the order at (xs itself for nil).
+func permute[T any](xs []T, at []int) []T {
+	if at == nil {
+		return xs
+	}
+	out := make([]T, len(xs))
+	for i, j := range at {
+		out[i] = xs[j]
+	}
+	return out
+}
+
+// unpermute undoes permute: ys in the order at, back in the original one.
+func unpermute[T any](ys []T, at []int) []T {
+	if at == nil {
+		return ys
+	}
+	out := make([]T, len(ys))
+	for i, j := range at {
+		out[j] = ys[i]
+	}
+	return out
 }
 
 // parseBool reads one lock's two answer values from a compare-and-act
@@ -299,7 +348,7 @@ func (n *Node) Release(ctx context.Context, k LockKeys, value string, occurrence
 // acquisition may have set.
 func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration, w LedgerWrite, done func(bool, error)) {
 	n.boolCall(ctx, "release", true, releaseScript, []string{k.Lock, k.State, k.Ledger},
-		[]any{millis(stateTTL), value, occurrence, w.Old, w.New, w.Score, w.Cap, millis(w.Window)}, done)
+		[]any{millis(stateTTL), k.Name, value, occurrence, w.Old, w.New, w.Score, w.Cap, millis(w.Window)}, done)
 }
 
 // DeleteIfValue deletes the string key while it holds value, and reports
@@ -308,7 +357,7 @@ func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occur
 func (n *Node) DeleteIfValue(ctx context.Context, key, value string) (bool, error) {
 	return wait(func(done func(bool, error)) {
 		n.boolCall(ctx, "delete", true, releaseScript, []string{key, key, key},
-			[]any{millis(time.Millisecond), value, 0, "", "", 0, 0, 0}, done)
+			[]any{millis(time.Millisecond), "", value, 0, "", "", 0, 0, 0}, done)
 	})
 }
 

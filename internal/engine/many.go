@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -54,24 +55,34 @@ func (n *Node) singleServer() bool {
 
 // mergeCalls returns batch with every run of adjacent calls of the same
 // script and leading argument combined into calls of up to maxItems locks
-// each, in the same order: the releases (or extensions) of many locks that
-// end at the same moment cost one script call. A combined call splits its
-// answer among the calls it carries.
+// each: the releases (or extensions) of many locks that end at the same
+// moment cost one script call. Within a run, the calls are ordered by
+// their shard (stably: the calls of one lock keep their order), so that
+// the locks of a shard share a call, read and written together. A
+// combined call splits its answer among the calls it carries.
 func mergeCalls(batch []*call) []*call {
 	out := make([]*call, 0, len(batch))
 	for i := 0; i < len(batch); {
-		first, items, j := batch[i], batch[i].items, i+1
-		for ; j < len(batch); j++ {
-			c := batch[j]
-			if c.script != first.script || c.args[0] != first.args[0] || items+c.items > maxItems {
-				break
-			}
-			items += c.items
+		first, j := batch[i], i+1
+		for j < len(batch) && batch[j].script == first.script && batch[j].args[0] == first.args[0] {
+			j++
 		}
-		if j == i+1 {
-			out = append(out, first)
-		} else {
-			out = append(out, combine(batch[i:j], items))
+		run := batch[i:j]
+		if first.script != extendScript { // every lock's second key is its shard's state
+			slices.SortStableFunc(run, func(a, b *call) int { return strings.Compare(a.keys[1], b.keys[1]) })
+		}
+		for len(run) > 0 {
+			k, items := 1, run[0].items
+			for k < len(run) && items+run[k].items <= maxItems {
+				items += run[k].items
+				k++
+			}
+			if k == 1 {
+				out = append(out, run[0])
+			} else {
+				out = append(out, combine(run[:k], items))
+			}
+			run = run[k:]
 		}
 		i = j
 	}

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,9 +28,14 @@ func TestNodeAcquireAll(t *testing.T) {
 		keys[i], _ = ks.Lock(fmt.Sprintf("job%d", i))
 	}
 	// Lock 1 is held by another value, lock 2 has its occurrence marked as
-	// run, lock 3's state is not a hash, lock 4 already holds our value.
+	// run, the state of lock 3's shard is not a hash (which fails the
+	// locks of that shard, and only those), lock 4 already holds our value.
+	for slices.Contains([]string{keys[1].State, keys[2].State, keys[4].State, keys[7].State}, keys[3].State) {
+		keys[3], _ = ks.Lock(keys[3].Name + "x")
+	}
+	badShard := func(i int) bool { return keys[i].State == keys[3].State }
 	rc.Set(ctx, keys[1].Lock, "other", time.Minute)
-	rc.HSet(ctx, keys[2].State, "mark", 5000, "fence", 7)
+	rc.HSet(ctx, keys[2].State, keys[2].MarkField(), 5000, keys[2].FenceField(), 7)
 	rc.Set(ctx, keys[3].State, "not a hash", 0)
 	rc.Set(ctx, keys[4].Lock, "v4", time.Second)
 	// The scripts are loaded, so that the batch is sent in one round trip.
@@ -53,18 +59,18 @@ func TestNodeAcquireAll(t *testing.T) {
 		t.Errorf("%d locks took %d script calls in %d round trips, want 3 in 1", count, calls, pipes)
 	}
 	for i, r := range rs {
-		switch i {
-		case 1:
+		switch {
+		case i == 1:
 			if r.Err != nil || r.Reply.Status != engine.Held || r.Reply.Holder != "other" {
 				t.Errorf("lock 1 (held elsewhere): %+v", r)
 			}
-		case 2:
+		case i == 2:
 			if r.Err != nil || r.Reply.Status != engine.AlreadyRun || r.Reply.Mark != 5000 || r.Reply.Fence != 7 {
 				t.Errorf("lock 2 (marked as run): %+v", r)
 			}
-		case 3:
-			if !engine.ServerError(r.Err) || !strings.Contains(r.Err.Error(), "WRONGTYPE") || !strings.Contains(r.Err.Error(), keys[3].Lock) {
-				t.Errorf("lock 3 (state not a hash): %v, want a WRONGTYPE server error naming the key", r.Err)
+		case badShard(i):
+			if !engine.ServerError(r.Err) || !strings.Contains(r.Err.Error(), "WRONGTYPE") || !strings.Contains(r.Err.Error(), keys[i].Lock) {
+				t.Errorf("lock %d (its shard's state not a hash): %v, want a WRONGTYPE server error naming the key", i, r.Err)
 			}
 		default:
 			if r.Err != nil || r.Reply.Status != engine.Acquired {
@@ -82,7 +88,11 @@ func TestNodeAcquireAll(t *testing.T) {
 		t.Errorf("lock 4, already ours, keeps a TTL of %v, want it renewed to a minute", ttl)
 	}
 
-	rc.Set(ctx, keys[3].Lock, "v3", time.Minute) // ours, so that the commit reads the bad state
+	for i := range keys {
+		if badShard(i) {
+			rc.Set(ctx, keys[i].Lock, fmt.Sprintf("v%d", i), time.Minute) // ours, so that the commit reads the bad state
+		}
+	}
 	commits := make([]engine.CommitRequest, count)
 	for i := range commits {
 		commits[i] = engine.CommitRequest{Keys: keys[i], Value: fmt.Sprintf("v%d", i), Fence: 100, Occurrence: 6000}
@@ -90,25 +100,25 @@ func TestNodeAcquireAll(t *testing.T) {
 	ch := make(chan []engine.CommitResult, 1)
 	n.CommitAllAsync(ctx, commits, time.Hour, func(rs []engine.CommitResult) { ch <- rs })
 	for i, r := range <-ch {
-		switch i {
-		case 1, 2: // the lock does not hold our value
+		switch {
+		case i == 1, i == 2: // the lock does not hold our value
 			if r.Err != nil || r.Held {
 				t.Errorf("commit %d: %+v, want not held", i, r)
 			}
-		case 3:
+		case badShard(i):
 			if !engine.ServerError(r.Err) {
-				t.Errorf("commit 3: %v, want a server error", r.Err)
+				t.Errorf("commit %d: %v, want a server error", i, r.Err)
 			}
 		default:
 			if r.Err != nil || !r.Held {
 				t.Errorf("commit %d: %+v", i, r)
 			}
-			if st := rc.HGetAll(ctx, keys[i].State).Val(); st["fence"] != "100" || st["mark"] != "6000" {
+			if st := rc.HGetAll(ctx, keys[i].State).Val(); st[keys[i].FenceField()] != "100" || st[keys[i].MarkField()] != "6000" {
 				t.Errorf("state %d after commit: %v", i, st)
 			}
 		}
 	}
-	if st := rc.HGetAll(ctx, keys[2].State).Val(); st["fence"] != "7" || st["mark"] != "5000" {
+	if st := rc.HGetAll(ctx, keys[2].State).Val(); st[keys[2].FenceField()] != "7" || st[keys[2].MarkField()] != "5000" {
 		t.Errorf("state 2, not ours, changed to %v", st)
 	}
 }

@@ -45,7 +45,7 @@ func TestMergedCallsFailAlone(t *testing.T) {
 			value = "not ours"
 		}
 		calls[i] = &call{ctx: ctx, script: releaseScript, keys: []string{keys[i].Lock, keys[i].State, keys[i].Ledger},
-			args: []any{int64(60000), value, int64(1000), "", "", 0, 0, 0}, items: 1, done: func(cmd *redis.Cmd) {
+			args: []any{int64(60000), names[i], value, int64(1000), "", "", 0, 0, 0}, items: 1, done: func(cmd *redis.Cmd) {
 				res, err := releaseScript.answer(cmd, 1)
 				var ok bool
 				if err == nil {
@@ -79,7 +79,7 @@ func TestMergedCallsFailAlone(t *testing.T) {
 			if err != nil {
 				t.Fatalf("EXISTS lock %s: %v", name, err)
 			}
-			mark, err := rc.HGet(ctx, keys[i].State, "mark").Result()
+			mark, err := rc.HGet(ctx, keys[i].State, keys[i].MarkField()).Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
 				t.Fatalf("HGET mark of %s: %v", name, err)
 			}

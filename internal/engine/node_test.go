@@ -54,7 +54,7 @@ func TestNodeLockScripts(t *testing.T) {
 		t.Fatalf("lower commit: %v, %v", ok, err)
 	}
 	st, _ := s.Client(t).HGetAll(ctx, k.State).Result()
-	if st["fence"] != "42" || st["mark"] != "1000" {
+	if st[k.FenceField()] != "42" || st[k.MarkField()] != "1000" {
 		t.Fatalf("state after commits: %v, want fence 42 (never lowered) and mark 1000", st)
 	}
 	if ttl, _ := s.Client(t).PTTL(ctx, k.State).Result(); ttl <= 0 {
@@ -146,7 +146,7 @@ func TestNodeScan(t *testing.T) {
 	ks, _ := engine.NewKeyspace("t")
 	v := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Owner: "me"}.String()
 	c.Set(ctx, k.Lock, v, time.Minute)
-	c.HSet(ctx, k.State, "fence", "7")
+	c.HSet(ctx, k.State, k.FenceField(), "7")
 	c.Set(ctx, ks.Heartbeat("me"), "1", time.Minute)
 	c.Set(ctx, "t:stray", "x", 0)
 	c.Set(ctx, "other:{job}:lock", v, 0) // another prefix: not listed
@@ -166,7 +166,7 @@ func TestNodeScan(t *testing.T) {
 	if ki := seen[k.Lock]; ki.Type != "string" || ki.Value != v || ki.TTL <= 0 {
 		t.Errorf("lock key: %+v", ki)
 	}
-	if ki := seen[k.State]; ki.Type != "hash" || ki.Fields["fence"] != "7" || ki.TTL != -1 {
+	if ki := seen[k.State]; ki.Type != "hash" || ki.Fields[k.FenceField()] != "7" || ki.TTL != -1 {
 		t.Errorf("state key: %+v", ki)
 	}
 	for key, want := range map[string]engine.KeyKind{k.Lock: engine.KindLock, k.State: engine.KindState, "t:hb:me": engine.KindHeartbeat, "t:stray": engine.KindForeign} {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,13 +29,13 @@ type KeyKind int
 // The kinds of keys under a prefix.
 const (
 	KindForeign   KeyKind = iota // under the prefix, but not a key the library writes
-	KindLock                     // p:{name}:lock
-	KindState                    // p:{name}:state
+	KindLock                     // p:{s<shard>}:<name>:lock
+	KindState                    // p:{s<shard>}:state
 	KindHeartbeat                // p:hb:<owner>
 	KindScanTurn                 // p:scan
-	KindPause                    // p:{name}:paused
-	KindLedger                   // p:{name}:ledger
-	KindTrigger                  // p:{name}:trigger
+	KindPause                    // p:{s<shard>}:<name>:paused
+	KindLedger                   // p:{s<shard>}:ledger
+	KindTrigger                  // p:{s<shard>}:<name>:trigger
 	KindTriggers                 // p:triggers
 	KindJobTable                 // p:jobs:<digest>
 	KindReplicas                 // p:replicas
@@ -68,7 +69,9 @@ func (k KeyKind) String() string {
 }
 
 // Parse says which of the keyspace's keys key is, and returns the lock
-// name (for locks and states) or the owner (for heartbeats).
+// name (for locks, pauses and triggers), the shard's tag ("s12", for
+// states and ledgers) or the owner (for heartbeats). A lock's key whose
+// name is not of its shard is foreign.
 func (k Keyspace) Parse(key string) (KeyKind, string) {
 	rest, ok := strings.CutPrefix(key, k.prefix+":")
 	if !ok {
@@ -88,22 +91,26 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 	if digest, ok := strings.CutPrefix(rest, "jobs:"); ok {
 		return KindJobTable, digest
 	}
-	if !strings.HasPrefix(rest, "{") {
+	tag, rest, ok := strings.Cut(strings.TrimPrefix(rest, "{"), "}:")
+	shard, err := strconv.Atoi(strings.TrimPrefix(tag, "s"))
+	if !ok || !strings.HasPrefix(key, k.prefix+":{s") || err != nil || shard < 0 || shard >= Shards || tag != "s"+strconv.Itoa(shard) {
 		return KindForeign, ""
 	}
-	name, suffix, ok := strings.Cut(rest[1:], "}:")
-	if !ok || CheckName(name) != nil {
+	switch rest {
+	case "state":
+		return KindState, tag
+	case "ledger":
+		return KindLedger, tag
+	}
+	name, suffix, ok := cutLast(rest, ":")
+	if !ok || CheckName(name) != nil || ShardOf(name) != shard {
 		return KindForeign, ""
 	}
 	switch suffix {
 	case "lock":
 		return KindLock, name
-	case "state":
-		return KindState, name
 	case "paused":
 		return KindPause, name
-	case "ledger":
-		return KindLedger, name
 	case "trigger":
 		return KindTrigger, name
 	}

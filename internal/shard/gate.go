@@ -22,21 +22,16 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/scheduler"
 )
 
-// Count is the number of shards. It is fixed: every replica of a fleet
-// must hash a job to the same shard.
-const Count = 64
+// Count is the number of shards (engine.Shards): every replica of a fleet
+// hashes a job to the same one.
+const Count = engine.Shards
 
-// Of returns the shard of a job: its name's FNV-1a hash modulo Count.
-func Of(job string) int {
-	h := uint32(2166136261)
-	for i := range len(job) {
-		h = (h ^ uint32(job[i])) * 16777619
-	}
-	return int(h % Count)
-}
+// Of returns the shard of a job (engine.ShardOf).
+func Of(job string) int { return engine.ShardOf(job) }
 
 // The gate's answers for a shard, made once: a refusal costs no
 // allocation.

@@ -1,9 +1,11 @@
--- Acquire locks, any number in one call. Lock i has the lock key KEYS[3i-2],
--- the state hash KEYS[3i-1] and the pause key KEYS[3i]; its value, TTL (ms)
--- and occurrence (unix ms, "0" for none) are ARGV[3i-1], ARGV[3i] and
--- ARGV[3i+1]. A lock is set (SET NX PX) unless the occurrence is at or
--- below the state's mark, or the lock is paused (its pause key exists) and
--- an occurrence is claimed.
+-- Acquire locks, any number in one call. Lock i has the lock key
+-- KEYS[3i-2], its shard's state hash KEYS[3i-1] and its pause key
+-- KEYS[3i]; its name, value, TTL (ms) and occurrence (unix ms, "0" for
+-- none) are ARGV[4i-2..4i+1]. A lock is set (SET NX PX) unless the
+-- occurrence is at or below the lock's mark, or the lock is paused (its
+-- pause key exists) and an occurrence is claimed. The locks' keys are read
+-- together (one MGET, one HMGET per shard): a call of many locks costs the
+-- server a few commands, and one SET per lock it sets.
 -- ARGV[1] == "1" asks for the server's uptime (seconds) and run id, for the
 -- restart check.
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, status_2, ...}:
@@ -17,8 +19,7 @@
 -- fence is the lock's fence counter (a decimal string, "0" when unset).
 -- uptime and run_id are INFO's text as it stands ("?" when absent or when
 -- INFO failed), both "" when not asked for: the client parses them and
--- fails closed. One lock's
--- error does not stop the others.
+-- fails closed. One lock's error does not stop the others.
 local uptime, runid = "", ""
 if ARGV[1] == "1" then
   local info = redis.pcall("INFO", "server")
@@ -31,33 +32,48 @@ if ARGV[1] == "1" then
 end
 answer(uptime, runid)
 
-for i = 1, #KEYS / 3 do
-  local lock, state, paused = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local value, ttl, occ = ARGV[3 * i - 1], ARGV[3 * i], tonumber(ARGV[3 * i + 1])
-  local st = redis.pcall("HMGET", state, "fence", "mark")
-  local cur = redis.pcall("GET", lock)
-  local bad = not failed(st) and badState(state, st)
-  if failed(st) then
-    answer(-1, "0", st.err)
-  elseif failed(cur) then
-    answer(-1, "0", cur.err)
-  elseif bad then
-    answer(-1, "0", bad)
-  else
-    local fence, mark = st[1] or "0", st[2]
-    if cur == value then
-      redis.call("PEXPIRE", lock, ttl)
-      answer(1, fence, "")
-    elseif occ > 0 and mark and tonumber(mark) >= occ then
-      answer(2, fence, mark)
-    elseif occ > 0 and redis.call("EXISTS", paused) == 1 then
-      local by = redis.pcall("GET", paused)
-      answer(3, fence, type(by) == "string" and by or "?")
-    elseif cur then
-      answer(0, fence, cur)
+local n = #KEYS / 3
+local cur = redis.call("MGET", unpack(keysAt(n, 3, 1)))
+local paused = redis.call("MGET", unpack(keysAt(n, 3, 3)))
+local fence, mark, bad = {}, {}, {}
+local order, of = groups(n, 3, 2)
+for _, state in ipairs(order) do
+  local fields = {}
+  for _, i in ipairs(of[state]) do
+    fields[#fields + 1] = "f|" .. ARGV[4 * i - 2]
+    fields[#fields + 1] = "m|" .. ARGV[4 * i - 2]
+  end
+  local st = redis.pcall("HMGET", state, unpack(fields))
+  for j, i in ipairs(of[state]) do
+    if failed(st) then
+      bad[i] = st.err
     else
-      redis.call("SET", lock, value, "PX", ttl)
-      answer(1, fence, "")
+      fence[i], mark[i] = st[2 * j - 1], st[2 * j]
+      bad[i] = badState(state, ARGV[4 * i - 2], fence[i], mark[i])
+    end
+  end
+end
+
+for i = 1, n do
+  local lock, value, ttl, occ = KEYS[3 * i - 2], ARGV[4 * i - 1], ARGV[4 * i], tonumber(ARGV[4 * i + 1])
+  local f, m = fence[i] or "0", mark[i]
+  if bad[i] then
+    answer(-1, "0", bad[i])
+  elseif cur[i] == value then
+    redis.call("PEXPIRE", lock, ttl)
+    answer(1, f, "")
+  elseif occ > 0 and m and tonumber(m) >= occ then
+    answer(2, f, m)
+  elseif occ > 0 and paused[i] then
+    answer(3, f, paused[i])
+  elseif cur[i] then
+    answer(0, f, cur[i])
+  else
+    local set = redis.pcall("SET", lock, value, "NX", "PX", ttl)
+    if type(set) == "table" and set.ok then
+      answer(1, f, "")
+    else
+      answer(-1, "0", failed(set) and set.err or wrongType(lock) or ("ERR " .. lock .. " could not be set"))
     end
   end
 end

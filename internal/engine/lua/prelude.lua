@@ -11,37 +11,78 @@ local function failed(r)
   return type(r) == "table" and r.err ~= nil
 end
 
--- badState returns an error text when the fields fence and mark of the
--- state hash, as HMGET read them into st, are not whole numbers below 2^53
+-- groups returns the distinct keys at position at of each of n locks of
+-- width keys (KEYS[width * (i - 1) + at]), in the order first seen, and
+-- for each key the locks that have it: the locks of one shard share their
+-- state and ledger, which are read and written once for all of them.
+local function groups(n, width, at)
+  local order, of = {}, {}
+  for i = 1, n do
+    local k = KEYS[width * (i - 1) + at]
+    if not of[k] then
+      of[k] = {}
+      order[#order + 1] = k
+    end
+    table.insert(of[k], i)
+  end
+  return order, of
+end
+
+-- values returns the keys at position at of each of n locks of width
+-- keys, for MGET.
+local function keysAt(n, width, at)
+  local ks = {}
+  for i = 1, n do
+    ks[i] = KEYS[width * (i - 1) + at]
+  end
+  return ks
+end
+
+-- wrongType returns the error of a lock key that MGET read as absent
+-- (false): nil when it is absent, a WRONGTYPE text when it holds another
+-- type, so that a bad key fails its lock alone, loudly.
+local function wrongType(key)
+  local t = redis.pcall("TYPE", key)
+  t = type(t) == "table" and t.ok or "none"
+  if t == "none" then
+    return nil
+  end
+  return "WRONGTYPE " .. key .. " holds a " .. t .. ", not a lock's string"
+end
+
+-- badState returns an error text when a lock's fence and mark, as its
+-- shard's state hash (key) holds them, are not whole numbers below 2^53
 -- (Lua compares numbers as doubles, exact only below it), and nil when
 -- they are (or are absent): bad data at one lock fails that lock alone.
-local function badState(key, st)
-  local names = {"fence", "mark"}
+local function badState(key, name, fence, mark)
+  local fields, vals = {"f|", "m|"}, {fence, mark}
   for i = 1, 2 do
-    if st[i] and (not string.match(st[i], "^%d+$") or #st[i] > 16 or tonumber(st[i]) >= 9007199254740992) then
-      return "ERR state " .. key .. ": field " .. names[i] .. " is not a whole number below 2^53: " .. st[i]
+    local v = vals[i]
+    if v and (not string.match(v, "^%d+$") or #v > 16 or tonumber(v) >= 9007199254740992) then
+      return "ERR state " .. key .. ": field " .. fields[i] .. name .. " is not a whole number below 2^53: " .. v
     end
   end
   return nil
 end
 
--- record writes one record to a lock's ledger, a sorted set of record
--- texts by score (a tick, or a start, in unix ms): it removes the text
--- old (unless ""), adds new at score, keeps the newest cap records and
--- those within window ms of score, and gives the ledger a TTL of window.
--- The ledger is a log, not the lock: its errors (a key of another type)
--- are ignored, so that they never fail the lock's own answer.
-local function record(key, old, new, score, cap, window)
-  if new == "" and old == "" then
+-- record writes records to a shard's ledger (key), a sorted set of record
+-- texts by score (a tick, or a start, in unix ms): it removes the members
+-- olds, adds news (score, member, score, member, ...), and if trim is set
+-- keeps the newest cap records per lock of the shard (about half the
+-- fields of its state hash, state) and those within window ms of score,
+-- and gives the ledger a TTL of window. The ledger is a log, not the lock:
+-- its errors (a key of another type) are ignored, so that they never fail
+-- the locks' own answers.
+local function record(key, state, olds, news, trim, score, cap, window)
+  if #olds > 0 then
+    redis.pcall("ZREM", key, unpack(olds))
+  end
+  if #news == 0 or failed(redis.pcall("ZADD", key, unpack(news))) or not trim then
     return
   end
-  if old ~= "" then
-    redis.pcall("ZREM", key, old)
-  end
-  if new == "" or failed(redis.pcall("ZADD", key, score, new)) then
-    return
-  end
-  redis.pcall("ZREMRANGEBYRANK", key, 0, -cap - 1)
+  local fields = redis.pcall("HLEN", state)
+  local locks = math.max(1, math.ceil((type(fields) == "number" and fields or 0) / 2))
+  redis.pcall("ZREMRANGEBYRANK", key, 0, -cap * locks - 1)
   redis.pcall("ZREMRANGEBYSCORE", key, "-inf", "(" .. (score - window))
   redis.pcall("PEXPIRE", key, window)
 end
