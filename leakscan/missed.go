@@ -119,47 +119,56 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 	now := s.now()
 	before := nodeInfos(ctx, nodes)
 	skips := skipsOf(rep)
-	type read struct {
-		lk     engine.LockKeys
-		copies [][]engine.Entry
+	// Each shard's ledger is read once from each node, for all its jobs.
+	type shard struct {
+		byJob  []map[string][]engine.Entry // by node
+		oldest []int64                     // by node: the oldest record's score (0 for none)
 		errs   []error
 	}
-	var reads []read
+	shards := map[string]*shard{}
+	var jobs []engine.LockKeys
 	dues := s.cfg.due(now.Add(-min(missedLookback, window)), now)
 	for job := range dues {
 		lk, err := s.keys.Lock(job)
 		if err != nil {
 			continue
 		}
-		copies, errs := ledger.ReadNodes(ctx, nodes, lk, capacity)
-		reads = append(reads, read{lk, copies, errs})
+		jobs = append(jobs, lk)
+		if shards[lk.Ledger] != nil {
+			continue
+		}
+		sh := &shard{byJob: make([]map[string][]engine.Entry, len(nodes)), oldest: make([]int64, len(nodes))}
+		sh.errs = engine.OnEach(nodes, func(i int, n *engine.Node) (err error) {
+			sh.byJob[i], sh.oldest[i], err = n.ShardLedger(ctx, lk.Ledger)
+			return err
+		})
+		shards[lk.Ledger] = sh
 	}
 	since := s.witnessSince(now, before, nodeInfos(ctx, nodes))
 	out := map[string]map[string]int{}
-	for _, rd := range reads {
+	for _, lk := range jobs {
+		sh := shards[lk.Ledger]
 		var copies []ledger.Copy
-		for i, es := range rd.copies {
-			if rd.errs[i] != nil || since[i] < 0 {
+		for i := range nodes {
+			if sh.errs[i] != nil || since[i] < 0 {
 				continue
 			}
-			c := ledger.Copy{Entries: es, Since: since[i]}
-			if len(es) > 0 && len(es) >= capacity {
-				c.Since = max(c.Since, es[len(es)-1].Score) // it may have dropped older records
-			}
-			copies = append(copies, c)
+			// The shard's ledger keeps its newest records, of all its jobs:
+			// older ones may have been dropped to make room.
+			copies = append(copies, ledger.Copy{Entries: sh.byJob[i][lk.Name], Since: max(since[i], sh.oldest[i])})
 		}
 		fallback := ""
-		if rep.Paused[rd.lk.Name] >= s.quorum {
+		if rep.Paused[lk.Name] >= s.quorum {
 			fallback = "paused"
 		}
-		for _, m := range ledger.Missed(dues[rd.lk.Name], copies, len(s.nodes), s.quorum, skips[rd.lk.Name], fallback) {
-			if !s.recordMissed(ctx, nodes, rd.lk, m, capacity, window) {
+		for _, m := range ledger.Missed(dues[lk.Name], copies, len(s.nodes), s.quorum, skips[lk.Name], fallback) {
+			if !s.recordMissed(ctx, nodes, lk, m, capacity, window) {
 				continue // counted by a later check, once recorded
 			}
-			if out[rd.lk.Name] == nil {
-				out[rd.lk.Name] = map[string]int{}
+			if out[lk.Name] == nil {
+				out[lk.Name] = map[string]int{}
 			}
-			out[rd.lk.Name][m.Result]++
+			out[lk.Name][m.Result]++
 		}
 	}
 	return out

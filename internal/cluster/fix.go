@@ -25,7 +25,7 @@ func (c *Cluster) Fix(ctx context.Context, rep *leaks.Report, who string) []leak
 	}
 	jobCopies := map[string]leaked{} // node and key of a job's leaked copy → its job and classes
 	for _, f := range rep.Leaks() {
-		if f.Kind == "lock" || f.Kind == "state" {
+		if f.Kind == "lock" {
 			for _, cp := range f.Copies {
 				jobCopies[cp.Node+" "+cp.Key] = leaked{f.Name, cp.Classes}
 			}
@@ -34,7 +34,7 @@ func (c *Cluster) Fix(ctx context.Context, rep *leaks.Report, who string) []leak
 	deleted := map[string][]string{} // job → what was deleted
 	for _, r := range results {
 		if l, ok := jobCopies[r.Node+" "+r.Key]; ok && r.Deleted {
-			deleted[l.job] = append(deleted[l.job], fmt.Sprintf("%s on %s (%s)", kindOf(r.Key), NodeName(r.Node), classNames(l.classes)))
+			deleted[l.job] = append(deleted[l.job], fmt.Sprintf("lock on %s (%s)", NodeName(r.Node), classNames(l.classes)))
 		}
 	}
 	for job, what := range deleted {
@@ -47,14 +47,6 @@ func (c *Cluster) Fix(ctx context.Context, rep *leaks.Report, who string) []leak
 			Error: "deleted " + strings.Join(what, ", ")})
 	}
 	return results
-}
-
-// kindOf names the key's kind by its suffix: lock or state.
-func kindOf(key string) string {
-	if strings.HasSuffix(key, ":state") {
-		return "state"
-	}
-	return "lock"
 }
 
 // classNames joins the classes' names with "+".

@@ -100,8 +100,8 @@ func withPublished(jobs []Job, t *Tables) []Job {
 	return jobs
 }
 
-// Jobs returns every job that has a lock, a state or a pause key on the
-// nodes of rep, by name.
+// Jobs returns every job that has a lock, a pause key, or a fence or mark
+// in its shard's state, on the nodes of rep, by name.
 func Jobs(rep *leaks.Report) []Job {
 	byName := map[string]*Job{}
 	get := func(name string) *Job {
@@ -111,7 +111,7 @@ func Jobs(rep *leaks.Report) []Job {
 		return byName[name]
 	}
 	for _, f := range rep.Findings {
-		if f.Kind != "lock" && f.Kind != "state" {
+		if f.Kind != "lock" {
 			continue
 		}
 		j := get(f.Name)
@@ -130,7 +130,7 @@ func Jobs(rep *leaks.Report) []Job {
 	for name, n := range rep.Paused {
 		get(name).PausedOn = n
 	}
-	for name := range rep.Ledgers { // a job with a history, and no lock or state left
+	for name := range rep.States { // a job that ran, not running now
 		get(name)
 	}
 	out := make([]Job, 0, len(byName))

@@ -103,6 +103,16 @@ func (k LockKeys) FenceField() string { return "f|" + k.Name }
 // MarkField: see FenceField.
 func (k LockKeys) MarkField() string { return "m|" + k.Name }
 
+// StateField returns the lock name of a field of a shard's state hash (a
+// fence, mark or ticket field), and whether it is one.
+func StateField(field string) (string, bool) {
+	kind, name, ok := strings.Cut(field, "|")
+	if !ok || len(kind) != 1 || !strings.Contains("fmt", kind) || CheckName(name) != nil {
+		return "", false
+	}
+	return name, true
+}
+
 // shardTag returns the beginning of every key of shard s: the prefix and
 // the shard's hash tag.
 func (k Keyspace) shardTag(s int) string { return k.prefix + ":{s" + strconv.Itoa(s) + "}:" }

@@ -99,7 +99,7 @@ type Entry struct {
 // is skipped. It reads the shard's whole ledger: to read the records of
 // many locks, read their shards' once (ShardLedger).
 func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, error) {
-	all, err := n.ShardLedger(ctx, k.Ledger)
+	all, _, err := n.ShardLedger(ctx, k.Ledger)
 	if err != nil {
 		return nil, err
 	}
@@ -108,12 +108,18 @@ func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, erro
 }
 
 // ShardLedger returns the records of a shard's ledger (key) on the node,
-// by lock name, each lock's newest first. A member that is not a record is
-// skipped.
-func (n *Node) ShardLedger(ctx context.Context, key string) (map[string][]Entry, error) {
+// by lock name, each lock's newest first, and the oldest record's score (0
+// for none): the ledger keeps the newest records of all its locks, so a
+// lock's older records may have been dropped to make room for others'. A
+// member that is not a record is skipped.
+func (n *Node) ShardLedger(ctx context.Context, key string) (map[string][]Entry, int64, error) {
 	zs, err := n.client.ZRevRangeWithScores(ctx, key, 0, -1).Result()
 	if err != nil {
-		return nil, n.fail("ledger", key, err)
+		return nil, 0, n.fail("ledger", key, err)
+	}
+	var oldest int64
+	if len(zs) > 0 {
+		oldest = int64(zs[len(zs)-1].Score)
 	}
 	out := map[string][]Entry{}
 	for _, z := range zs {
@@ -125,7 +131,7 @@ func (n *Node) ShardLedger(ctx context.Context, key string) (map[string][]Entry,
 		e.Score = int64(z.Score)
 		out[e.Record.Job] = append(out[e.Record.Job], e)
 	}
-	return out, nil
+	return out, oldest, nil
 }
 
 // ParseEntry decodes a ledger member: a state prefix, "|" and a Record's

@@ -17,7 +17,7 @@ type Report struct {
 	Live     []string               // owners with a live heartbeat on some node scanned
 	Beats    map[string]engine.Beat // each live owner's heartbeat: the latest the nodes hold
 	Paused   map[string]int         // paused locks: the nodes scanned that have their pause key
-	Ledgers  map[string]int         // locks with a ledger: the nodes scanned that have it
+	States   map[string]int         // locks with a fence or a mark in their shard's state: the nodes scanned that have one
 	Errors   []error                // nodes that could not be scanned, one error each
 	Counts   map[string]int         // leaked findings by class name, every class present
 	Scanned  int                    // keys read, over all nodes

@@ -38,7 +38,7 @@ type Scanner struct {
 func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 	start := time.Now()
 	rep := &Report{Prefix: s.Keys.Prefix(), Nodes: len(s.Nodes), Quorum: s.Quorum, Counts: map[string]int{}, Paused: map[string]int{},
-		Ledgers: map[string]int{}, Beats: map[string]engine.Beat{}}
+		States: map[string]int{}, Beats: map[string]engine.Beat{}}
 	for _, c := range AllClasses() {
 		rep.Counts[c.String()] = 0
 	}
@@ -94,9 +94,15 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 	for _, n := range s.Nodes {
 		wg.Go(func() {
 			var copies []Copy
+			states := map[string]bool{} // the locks in the shards' states
 			err := n.Scan(ctx, s.Keys.Pattern(), func(ki engine.KeyInfo) error {
 				if ki.Type != "none" { // "none": gone between SCAN and the read
 					copies = append(copies, Copy{Node: n.Name(), Key: ki.Key, Type: ki.Type, Value: ki.Value, TTL: ki.TTL})
+				}
+				for f := range ki.Fields {
+					if name, ok := engine.StateField(f); ok {
+						states[name] = true
+					}
 				}
 				return nil
 			})
@@ -106,6 +112,9 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 				rep.Errors = append(rep.Errors, err)
 				return
 			}
+			for name := range states {
+				rep.States[name]++
+			}
 			rep.Scanned += len(copies)
 			for _, c := range copies {
 				kind, name := s.Keys.Parse(c.Key)
@@ -113,7 +122,7 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 					continue
 				}
 				id := kind.String() + "\x00" + name
-				if kind != engine.KindLock && kind != engine.KindState {
+				if kind != engine.KindLock {
 					id, name = "key\x00"+c.Key, c.Key
 				}
 				f := byID[id]
@@ -140,7 +149,6 @@ func own(rep *Report, live map[string]bool, kind engine.KeyKind, name string, c 
 	case c.TTL <= 0:
 		return false
 	case kind == engine.KindLedger && c.Type == "zset":
-		rep.Ledgers[name]++
 	case kind == engine.KindTrigger && c.Type == "string", kind == engine.KindTriggers && c.Type == "set", kind == engine.KindScanTurn,
 		kind == engine.KindJobTable && c.Type == "hash", kind == engine.KindReplicas && c.Type == "zset":
 	case kind == engine.KindHeartbeat:
