@@ -38,13 +38,13 @@ func TestLeakScan(t *testing.T) {
 		}
 	}
 	all := []int{0, 1, 2}
-	plant(all, "redcron:{forever}:lock", value("live", time.Minute), 0)
-	plant(all, "redcron:{abandoned}:lock", value("dead-replica", time.Minute), time.Minute)
-	plant([]int{1}, "redcron:{leftover}:lock", value("live", time.Minute), time.Minute)
-	plant(all, "redcron:{ancient}:lock", value("live", 3*time.Hour), time.Minute)
-	plant(all, "redcron:{junk}:lock", "not ours", time.Minute)
+	plant(all, lockKey(t, s, "forever").Lock, value("live", time.Minute), 0)
+	plant(all, lockKey(t, s, "abandoned").Lock, value("dead-replica", time.Minute), time.Minute)
+	plant([]int{1}, lockKey(t, s, "leftover").Lock, value("live", time.Minute), time.Minute)
+	plant(all, lockKey(t, s, "ancient").Lock, value("live", 3*time.Hour), time.Minute)
+	plant(all, lockKey(t, s, "junk").Lock, "not ours", time.Minute)
 	plant([]int{2}, "redcron:stray", "x", time.Minute)
-	plant([]int{0}, "redcron:{fresh}:lock", value("live", 0), time.Minute) // an acquisition in flight
+	plant([]int{0}, lockKey(t, s, "fresh").Lock, value("live", 0), time.Minute) // an acquisition in flight
 
 	s.leaks.MaxAge = time.Hour
 	rep, err := s.leaks.Scan(ctx)
@@ -98,12 +98,12 @@ func TestLeakScan(t *testing.T) {
 	}
 
 	// A lock that changes hands between the scan and the fix is left alone.
-	plant(all, "redcron:{abandoned}:lock", value("new-owner", 0), time.Minute)
+	plant(all, lockKey(t, s, "abandoned").Lock, value("new-owner", 0), time.Minute)
 	for _, res := range s.leaks.Fix(ctx, rep) {
 		if res.Err != nil {
 			t.Errorf("fix %s on %s: %v", res.Key, res.Node, res.Err)
 		}
-		if res.Key == "redcron:{abandoned}:lock" && res.Deleted {
+		if res.Key == lockKey(t, s, "abandoned").Lock && res.Deleted {
 			t.Errorf("fix deleted %s on %s, which changed hands after the scan", res.Key, res.Node)
 		}
 	}

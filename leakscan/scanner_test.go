@@ -51,7 +51,7 @@ func TestPartialScanFails(t *testing.T) {
 	if err := missed.Do(ctx, "ACL", "SETUSER", "default", "-scan").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := missed.Set(ctx, "redcron:{forever}:lock", "junk", 0).Err(); err != nil {
+	if err := missed.Set(ctx, lockKey(t, s, "forever").Lock, "junk", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	s.scanOnce(ctx)
