@@ -21,13 +21,13 @@ func TestLeakScan(t *testing.T) {
 	}
 	now := time.Now()
 	// Held by an owner without a heartbeat, on every node.
-	c.set(t, 3, "redcron:{ghost}:lock", lock("dead", now), time.Minute)
+	c.set(t, 3, lockKey(t, "ghost"), lock("dead", now), time.Minute)
 	// Without an owner, without expiry, on every node.
-	c.set(t, 3, "redcron:{forever}:lock", lock("", now), 0)
+	c.set(t, 3, lockKey(t, "forever"), lock("", now), 0)
 	// On one node of three, older than the settle time (10s).
-	c.set(t, 1, "redcron:{stray}:lock", lock("", now.Add(-time.Minute)), time.Minute)
+	c.set(t, 1, lockKey(t, "stray"), lock("", now.Add(-time.Minute)), time.Minute)
 	// Held for longer than the max hold (24h by default).
-	c.set(t, 3, "redcron:{ancient}:lock", lock("", now.Add(-25*time.Hour)), time.Minute)
+	c.set(t, 3, lockKey(t, "ancient"), lock("", now.Add(-25*time.Hour)), time.Minute)
 	// Not written by the library.
 	c.set(t, 3, "redcron:junk", "x", time.Minute)
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/metrics"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -54,7 +55,7 @@ func TestLockResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept, stop := l.KeepAlive(ctx)
-	c.del(t, "redcron:{z}:lock")
+	c.del(t, lockKey(t, "z"))
 	await(t, kept.Done(), "the lease to be lost after its key was deleted")
 	stop() // waits for the keepalive goroutine, which reports the loss
 	if err := l.Release(ctx); !errors.Is(err, mutex.ErrLost) {
@@ -225,4 +226,19 @@ func TestWarmingUpEndsWithACountedVote(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockKey returns the lock key of the lock called name under the default
+// prefix.
+func lockKey(t *testing.T, name string) string {
+	t.Helper()
+	ks, err := engine.NewKeyspace("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ks.Lock(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.Lock
 }

@@ -210,7 +210,7 @@ func TestLockLostRun(t *testing.T) {
 	if got := get(t, reg, "redcron_scheduler_runs_in_progress", "job_name", "long"); got != 1 {
 		t.Errorf("runs_in_progress %v during the run", got)
 	}
-	c.del(t, "redcron:{long}:lock") // the next extension finds the lock gone
+	c.del(t, lockKey(t, "long")) // the next extension finds the lock gone
 	if cause := await(t, returned, "the job to be cancelled after its lock was deleted"); !errors.Is(cause, scheduler.ErrLockLost) {
 		t.Fatalf("the job was cancelled with %v", cause)
 	}
