@@ -104,10 +104,11 @@ func (k LockKeys) FenceField() string { return "f|" + k.Name }
 func (k LockKeys) MarkField() string { return "m|" + k.Name }
 
 // StateField returns the lock name of a field of a shard's state hash (a
-// fence, mark or ticket field), and whether it is one.
+// fence, mark or ticket field, or "j|<name>": a lock with records in the
+// shard's ledger), and whether it is one.
 func StateField(field string) (string, bool) {
 	kind, name, ok := strings.Cut(field, "|")
-	if !ok || len(kind) != 1 || !strings.Contains("fmt", kind) || CheckName(name) != nil {
+	if !ok || len(kind) != 1 || !strings.Contains("fmtj", kind) || CheckName(name) != nil {
 		return "", false
 	}
 	return name, true

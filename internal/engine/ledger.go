@@ -152,10 +152,16 @@ func ParseEntry(s string) (Entry, error) {
 // addMissed adds a record to a shard's ledger (KEYS[1]) at a score
 // (ARGV[1]), keeping its newest ARGV[3] records per lock of the shard
 // (about half the fields of its state hash, KEYS[2]) within ARGV[4] ms of
-// that score, and gives the ledger a TTL of ARGV[4] ms if it has none.
+// that score, and gives the ledger a TTL of ARGV[4] ms if it has none. It
+// notes the lock (ARGV[5]) in the shard's state (field "j|<name>"), so that
+// the leak scan lists it as a job with a history; a state without a TTL
+// gets ARGV[4] ms.
 var addMissed = redis.NewScript(`
 local key, score, cap, window = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 redis.call("ZADD", key, score, ARGV[2])
+if not (type(redis.pcall("HSETNX", KEYS[2], "j|" .. ARGV[5], "1")) == "table") and redis.call("PTTL", KEYS[2]) < 0 then
+  redis.call("PEXPIRE", KEYS[2], window)
+end
 local fields = redis.pcall("HLEN", KEYS[2])
 local locks = math.max(1, math.ceil((type(fields) == "number" and fields or 0) / 2))
 redis.call("ZREMRANGEBYRANK", key, 0, -cap * locks - 1)
@@ -183,7 +189,7 @@ func (n *Node) AddOperator(ctx context.Context, k LockKeys, r Record, capacity i
 func (n *Node) addRecord(ctx context.Context, k LockKeys, state RecordState, r Record, score int64, capacity int, window time.Duration) error {
 	r.Job = k.Name
 	member := string(state) + "|" + r.Text()
-	err := addMissed.Run(ctx, n.client, []string{k.Ledger, k.State}, score, member, capacity, millis(window)).Err()
+	err := addMissed.Run(ctx, n.client, []string{k.Ledger, k.State}, score, member, capacity, millis(window), k.Name).Err()
 	if err != nil {
 		return n.fail("ledger", k.Ledger, err)
 	}
