@@ -117,7 +117,7 @@
 //	      "copies": [               // one per node holding it, in -addrs order
 //	        {
 //	          "node": "redis-a:6379",
-//	          "key": "redcron:{invoice-run}:lock",
+//	          "key": "redcron:{s0}:invoice-run:lock",
 //	          "type": "string",     // the Redis type ("none": vanished during the scan)
 //	          "ttl_ms": 21873,      // remaining TTL in ms; -1: no expiry; -2: vanished
 //	          "owner": "web-2",     // lock owner; "" if none or not a lock value
@@ -129,8 +129,8 @@
 //	  ],
 //	  "counts": {"no_expiry": 0, "orphaned": 1, "minority": 0, "over_age": 0, "unparseable": 0},
 //	  "fixed": [                    // only with -fix: one entry per leaked copy
-//	    {"node": "redis-a:6379", "key": "redcron:{invoice-run}:lock", "deleted": true},
-//	    {"node": "redis-b:6379", "key": "redcron:{x}:state", "deleted": false,
+//	    {"node": "redis-a:6379", "key": "redcron:{s0}:invoice-run:lock", "deleted": true},
+//	    {"node": "redis-b:6379", "key": "redcron:{s5}:state", "deleted": false,
 //	     "reason": "not_string"},
 //	    {"node": "redis-c:6379", "key": "...", "deleted": false, "reason": "error", "error": "..."}
 //	  ]
