@@ -153,9 +153,11 @@ func WithStateTTL(d time.Duration) Option {
 }
 
 // WithLedger sets how much of each lock's ledger the nodes keep (default
-// the newest 20 records, of the last 7 days; records 0 turns the ledger
-// off). The ledger is a sorted set beside the lock: every acquisition's
-// commit adds a record (owner, occurrence, fence, start), and its release
+// the newest 20 records per lock, of the last 7 days; records 0 turns the
+// ledger off). The ledger is a sorted set beside the lock, shared by the
+// locks of its shard (one of 64), which keeps its newest records times
+// its locks: a lock run rarely beside locks run often keeps fewer. Every
+// acquisition's commit adds a record (owner, occurrence, fence, start), and its release
 // replaces it with the holder's final record (end, and the Outcome given
 // to SetOutcome), on every node, in the same script calls, so that it
 // costs no round trip. records is at most 10,000; window is 1 m to 400
