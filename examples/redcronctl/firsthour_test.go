@@ -83,7 +83,7 @@ func TestFirstHour(t *testing.T) {
 	keys, _ := engine.NewKeyspace("")
 	lk, _ := keys.Lock("tick")
 	tick := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
-	rec := engine.Record{Owner: "replica-z", Tick: tick, Fence: 7, Start: tick, End: tick, Run: "fast", Result: "success", Try: 1}
+	rec := engine.Record{Job: "tick", Owner: "replica-z", Tick: tick, Fence: 7, Start: tick, End: tick, Run: "fast", Result: "success", Try: 1}
 	if err := c.Node(0).Client(t).ZAdd(context.Background(), lk.Ledger, redis.Z{Score: float64(tick), Member: "r|" + rec.Text()}).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -206,17 +206,36 @@ func plant(t *testing.T, clients []*redis.Client, key, v string, ttl time.Durati
 // ancient (over_age with -max-age 1h) and junk (unparseable).
 func plantEveryClass(t *testing.T, clients []*redis.Client) {
 	t.Helper()
-	plant(t, clients, "redcron:{forever}:lock", lockValue("live", time.Minute), 0)
-	plant(t, clients, "redcron:{abandoned}:lock", lockValue("dead", time.Minute), time.Minute)
-	plant(t, clients[1:2], "redcron:{leftover}:lock", lockValue("live", time.Minute), time.Minute)
-	plant(t, clients, "redcron:{ancient}:lock", lockValue("live", 3*time.Hour), time.Minute)
-	plant(t, clients, "redcron:{junk}:lock", "garbage", time.Minute)
+	plant(t, clients, lockKeys(t, "", "forever").Lock, lockValue("live", time.Minute), 0)
+	plant(t, clients, lockKeys(t, "", "abandoned").Lock, lockValue("dead", time.Minute), time.Minute)
+	plant(t, clients[1:2], lockKeys(t, "", "leftover").Lock, lockValue("live", time.Minute), time.Minute)
+	plant(t, clients, lockKeys(t, "", "ancient").Lock, lockValue("live", 3*time.Hour), time.Minute)
+	plant(t, clients, lockKeys(t, "", "junk").Lock, "garbage", time.Minute)
 }
 
 // plantedKeys returns the keys plantEveryClass sets.
-func plantedKeys() []string {
-	return []string{"redcron:{forever}:lock", "redcron:{abandoned}:lock", "redcron:{leftover}:lock",
-		"redcron:{ancient}:lock", "redcron:{junk}:lock"}
+func plantedKeys(t *testing.T) []string {
+	t.Helper()
+	var keys []string
+	for _, name := range []string{"forever", "abandoned", "leftover", "ancient", "junk"} {
+		keys = append(keys, lockKeys(t, "", name).Lock)
+	}
+	return keys
+}
+
+// lockKeys returns the keys of the lock called name under prefix ("" for
+// the default).
+func lockKeys(t *testing.T, prefix, name string) engine.LockKeys {
+	t.Helper()
+	ks, err := engine.NewKeyspace(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := ks.Lock(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // TestEndToEnd builds the command, plants one leak of each class next to
@@ -336,7 +355,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}
 		for _, cp := range l.Copies {
-			if cp.Type != "string" || cp.Key != "redcron:{"+l.Name+"}:lock" || !slices.Contains(c.Addrs(), cp.Node) {
+			if cp.Type != "string" || cp.Key != lockKeys(t, "", l.Name).Lock || !slices.Contains(c.Addrs(), cp.Node) {
 				t.Errorf("leak %s: copy %+v", l.Name, cp)
 			}
 			// Each leak here has one value, on every copy: the copies'
@@ -386,7 +405,7 @@ func TestEndToEnd(t *testing.T) {
 	if len(tableRows(t, o)) != 5 || !strings.Contains(o.stdout, "fix: deleted 13 copies, left 0 alone") {
 		t.Errorf("fix report:\n%s", o)
 	}
-	for _, key := range plantedKeys() {
+	for _, key := range plantedKeys(t) {
 		if !strings.Contains(o.stdout, key) {
 			t.Errorf("fix report does not list %s:\n%s", key, o)
 		}
@@ -401,7 +420,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	for i, cl := range clients {
-		if v, err := cl.Get(ctx, "redcron:{live-job}:lock").Result(); err != nil || v != live.Value() {
+		if v, err := cl.Get(ctx, lockKeys(t, "", "live-job").Lock).Result(); err != nil || v != live.Value() {
 			t.Errorf("live lock on node %d: %q, %v; want its value untouched", i, v, err)
 		}
 	}
@@ -449,8 +468,9 @@ func TestFixLeavesHashesAlone(t *testing.T) {
 	c := redistest.Start(t, 3)
 	clients := clientsOf(t, c)
 	ctx := context.Background()
+	stuck := lockKeys(t, "", "stuck")
 	for _, cl := range clients[:2] {
-		if err := cl.HSet(ctx, "redcron:{stuck}:state", "fence", 7).Err(); err != nil {
+		if err := cl.HSet(ctx, stuck.State, stuck.FenceField(), 7).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -465,7 +485,7 @@ func TestFixLeavesHashesAlone(t *testing.T) {
 		t.Fatalf("fixed %+v, want one entry per copy", doc.Fixed)
 	}
 	for _, f := range doc.Fixed {
-		if f.Deleted || f.Reason != "not_string" || f.Error != "" || f.Key != "redcron:{stuck}:state" {
+		if f.Deleted || f.Reason != "not_string" || f.Error != "" || f.Key != stuck.State {
 			t.Errorf("fixed %+v, want left alone as not_string", f)
 		}
 	}
@@ -475,7 +495,7 @@ func TestFixLeavesHashesAlone(t *testing.T) {
 		t.Errorf("human fix report:\n%s", o)
 	}
 	for i, cl := range clients[:2] {
-		n, err := cl.Exists(ctx, "redcron:{stuck}:state").Result()
+		n, err := cl.Exists(ctx, stuck.State).Result()
 		if err != nil {
 			t.Fatalf("EXISTS on node %d: %v", i, err)
 		}
@@ -513,7 +533,7 @@ func TestExitStatus2(t *testing.T) {
 		t.Errorf("want exit 2 and the dead node reported:\n%s", o)
 	}
 	// One node down, a leak on the others: exit 1, the dead node on stderr.
-	plant(t, clients[:2], "redcron:{forever}:lock", lockValue("x", time.Minute), 0)
+	plant(t, clients[:2], lockKeys(t, "", "forever").Lock, lockValue("x", time.Minute), 0)
 	o = exe(t, bin, nil, "-addrs", addrs)
 	if o.code != 1 || !strings.Contains(o.stdout, "2/3 nodes (1 failed)") || !strings.Contains(o.stderr, c.Node(2).Addr()) {
 		t.Errorf("want exit 1 with the leak and the dead node reported:\n%s", o)
@@ -618,7 +638,7 @@ func TestTLS(t *testing.T) {
 		clients = append(clients, s.Client(t))
 		tlsAddrs = append(tlsAddrs, s.TLSAddr())
 	}
-	plant(t, clients, "redcron:{forever}:lock", lockValue("", time.Minute), 0)
+	plant(t, clients, lockKeys(t, "", "forever").Lock, lockValue("", time.Minute), 0)
 	addrs := strings.Join(tlsAddrs, ",")
 	good := []string{"-addrs", addrs, "-tls", "-tls-ca", pki.ca, "-tls-cert", pki.clientCert, "-tls-key", pki.clientKey}
 
@@ -767,8 +787,8 @@ func TestInProcess(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 1)
 	cl := c.Node(0).Client(t)
-	plant(t, []*redis.Client{cl}, "billing:{nightly}:lock", lockValue("", time.Minute), 0)
-	plant(t, []*redis.Client{cl}, "redcron:{other-prefix}:lock", lockValue("", time.Minute), 0)
+	plant(t, []*redis.Client{cl}, lockKeys(t, "billing", "nightly").Lock, lockValue("", time.Minute), 0)
+	plant(t, []*redis.Client{cl}, lockKeys(t, "", "other-prefix").Lock, lockValue("", time.Minute), 0)
 	env := func(k string) string { return map[string]string{"REDCRON_ADDRS": c.Node(0).Addr()}[k] }
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"-prefix", "billing", "-json"}, env, &stdout, &stderr)
@@ -805,7 +825,7 @@ func TestTimeout(t *testing.T) {
 	bin := buildCommand(t)
 	c := redistest.Start(t, 3)
 	clients := clientsOf(t, c)
-	plant(t, clients[1:], "redcron:{forever}:lock", lockValue("", time.Minute), 0)
+	plant(t, clients[1:], lockKeys(t, "", "forever").Lock, lockValue("", time.Minute), 0)
 	c.Node(0).Pause()
 	begin := time.Now()
 	o := exe(t, bin, nil, "-addrs", strings.Join(c.Addrs(), ","), "-timeout", "500ms")
