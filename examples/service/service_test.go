@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/store"
 )
@@ -140,10 +141,23 @@ func TestService(t *testing.T) {
 	}
 	// The leases were released, not left to expire.
 	ctx := context.Background()
+	ks, err := engine.NewKeyspace("")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range c.Nodes() {
-		keys, err := s.Client(t).Keys(ctx, "redcron:{*}:lock").Result() // a test may use KEYS on its own server
-		if err != nil || len(keys) != 0 {
-			t.Errorf("node %s: lock keys left after shutdown: %v %v", s.Addr(), keys, err)
+		keys, err := s.Client(t).Keys(ctx, ks.Pattern()).Result() // a test may use KEYS on its own server
+		if err != nil {
+			t.Fatalf("node %s: KEYS: %v", s.Addr(), err)
+		}
+		var locks []string
+		for _, k := range keys {
+			if kind, _ := ks.Parse(k); kind == engine.KindLock {
+				locks = append(locks, k)
+			}
+		}
+		if len(locks) != 0 {
+			t.Errorf("node %s: lock keys left after shutdown: %v", s.Addr(), locks)
 		}
 	}
 	if v, fence, err := store.FencedGet(ctx, c.Node(0).Client(t), "example:report"); err != nil || fence == 0 || !strings.Contains(v, "test-replica") {
