@@ -97,8 +97,16 @@ func TestFrontDoorRunsEachTickOnce(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
 	orphan := engine.Value{Token: engine.NewToken(), Acquired: time.Now(), Owner: "replica-that-died"}.String()
+	keys, err := engine.NewKeyspace("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := keys.Lock("report")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range c.Nodes() {
-		if err := s.Client(t).Set(context.Background(), "redcron:{report}:lock", orphan, time.Minute).Err(); err != nil {
+		if err := s.Client(t).Set(context.Background(), report.Lock, orphan, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
