@@ -615,8 +615,9 @@ func TestSplitVote(t *testing.T) {
 	}
 
 	tick := time.Now().Truncate(time.Second)
+	marked := lockKey(t, r, "marked")
 	for i := range 2 { // a winner's commit that reached a minority
-		if err := c.Node(i).Client(t).HSet(ctx, lockKey(t, r, "marked").State, "mark", tick.UnixMilli()).Err(); err != nil {
+		if err := c.Node(i).Client(t).HSet(ctx, marked.State, marked.MarkField(), tick.UnixMilli()).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
