@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 )
 
@@ -306,19 +307,28 @@ func (n *nemesis) corrupt() {
 	i := n.rng.IntN(nemesisNodes)
 	job := []string{"short", "long"}[n.rng.IntN(2)]
 	c := n.cluster.Node(i).Client(n.t)
+	keys, err := engine.NewKeyspace("")
+	if err != nil {
+		n.t.Error(err)
+		return
+	}
+	k, err := keys.Lock(job)
+	if err != nil {
+		n.t.Error(err)
+		return
+	}
 	from := time.Now()
 	if n.rng.IntN(2) == 0 {
-		_ = c.Set(ctx, "redcron:{"+job+"}:lock", "junk", nemesisLockTTL).Err()
+		_ = c.Set(ctx, k.Lock, "junk", nemesisLockTTL).Err()
 		n.sleep(nemesisLockTTL)
 	} else {
-		key := "redcron:{" + job + "}:state"
-		old, _ := c.HGet(ctx, key, "mark").Result()
-		_ = c.HSet(ctx, key, "mark", "garbage").Err()
+		old, _ := c.HGet(ctx, k.State, k.MarkField()).Result()
+		_ = c.HSet(ctx, k.State, k.MarkField(), "garbage").Err()
 		n.sleep(n.between(time.Second, 4*time.Second))
 		if old == "" {
 			old = "0"
 		}
-		_ = c.HSet(ctx, key, "mark", old).Err() // as a node that missed the commits meanwhile
+		_ = c.HSet(ctx, k.State, k.MarkField(), old).Err() // as a node that missed the commits meanwhile
 	}
 	n.world.faults = append(n.world.faults, fault{Kind: "corrupt", Node: i, Replica: -1, From: from, To: time.Now()})
 }
