@@ -63,6 +63,10 @@ func TestLedgerCommitAndRelease(t *testing.T) {
 	if len(es) != 1 || es[0].State != engine.RecordReleased || es[0].Record.Result != "success" || es[0].Record.End != 1005 {
 		t.Fatalf("after the release: %+v; want one released record with its result", es)
 	}
+	// The release replaced the only record, which made the key anew.
+	if ttl := c.PTTL(ctx, k.Ledger).Val(); ttl <= 0 || ttl > window {
+		t.Errorf("ledger TTL after the first release %v; want at most the window %v", ttl, window)
+	}
 	if e := es[0].Record.Error; len(e) > engine.MaxRecordError || !strings.HasPrefix(e, "éé") || !strings.HasSuffix(e, "é") {
 		t.Errorf("error kept as %d bytes %q; want at most %d, cut between characters", len(e), e, engine.MaxRecordError)
 	}

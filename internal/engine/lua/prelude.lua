@@ -69,20 +69,23 @@ end
 -- texts by score (a tick, or a start, in unix ms): it removes the members
 -- olds, adds news (score, member, score, member, ...), and if trim is set
 -- keeps the newest cap records per lock of the shard (about half the
--- fields of its state hash, state) and those within window ms of score,
--- and gives the ledger a TTL of window. The ledger is a log, not the lock:
--- its errors (a key of another type) are ignored, so that they never fail
--- the locks' own answers.
+-- fields of its state hash, state) and those within window ms of score;
+-- either way it gives the ledger a TTL of window. The ledger is a log,
+-- not the lock: its errors (a key of another type) are ignored, so that
+-- they never fail the locks' own answers.
 local function record(key, state, olds, news, trim, score, cap, window)
   if #olds > 0 then
     redis.pcall("ZREM", key, unpack(olds))
   end
-  if #news == 0 or failed(redis.pcall("ZADD", key, unpack(news))) or not trim then
+  if #news == 0 or failed(redis.pcall("ZADD", key, unpack(news))) then
     return
   end
-  local fields = redis.pcall("HLEN", state)
-  local locks = math.max(1, math.ceil((type(fields) == "number" and fields or 0) / 2))
-  redis.pcall("ZREMRANGEBYRANK", key, 0, -cap * locks - 1)
-  redis.pcall("ZREMRANGEBYSCORE", key, "-inf", "(" .. (score - window))
+  if trim then
+    local fields = redis.pcall("HLEN", state)
+    local locks = math.max(1, math.ceil((type(fields) == "number" and fields or 0) / 2))
+    redis.pcall("ZREMRANGEBYRANK", key, 0, -cap * locks - 1)
+    redis.pcall("ZREMRANGEBYSCORE", key, "-inf", "(" .. (score - window))
+  end
+  -- Always: a replacement that removed the last member made the key anew.
   redis.pcall("PEXPIRE", key, window)
 end
