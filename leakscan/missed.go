@@ -121,9 +121,9 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 	skips := skipsOf(rep)
 	// Each shard's ledger is read once from each node, for all its jobs.
 	type shard struct {
-		byJob  []map[string][]engine.Entry // by node
-		oldest []int64                     // by node: the oldest record's score (0 for none)
-		errs   []error
+		byJob   []map[string][]engine.Entry // by node
+		dropped []int64                     // by node: the highest score the ledger dropped to keep its size
+		errs    []error
 	}
 	shards := map[string]*shard{}
 	var jobs []engine.LockKeys
@@ -137,9 +137,9 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 		if shards[lk.Ledger] != nil {
 			continue
 		}
-		sh := &shard{byJob: make([]map[string][]engine.Entry, len(nodes)), oldest: make([]int64, len(nodes))}
+		sh := &shard{byJob: make([]map[string][]engine.Entry, len(nodes)), dropped: make([]int64, len(nodes))}
 		sh.errs = engine.OnEach(nodes, func(i int, n *engine.Node) (err error) {
-			sh.byJob[i], sh.oldest[i], err = n.ShardLedger(ctx, lk.Ledger)
+			sh.byJob[i], sh.dropped[i], err = n.ShardLedger(ctx, lk)
 			return err
 		})
 		shards[lk.Ledger] = sh
@@ -154,8 +154,8 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 				continue
 			}
 			// The shard's ledger keeps its newest records, of all its jobs:
-			// older ones may have been dropped to make room.
-			copies = append(copies, ledger.Copy{Entries: sh.byJob[i][lk.Name], Since: max(since[i], sh.oldest[i])})
+			// it proves nothing at or below the highest score it dropped.
+			copies = append(copies, ledger.Copy{Entries: sh.byJob[i][lk.Name], Since: max(since[i], sh.dropped[i]+1)})
 		}
 		fallback := ""
 		if rep.Paused[lk.Name] >= s.quorum {

@@ -139,6 +139,8 @@ func WithMaxHold(d time.Duration) Option {
 // WithStateTTL sets how long a lock's state (fence counter, occurrence
 // mark) is kept after its last acquisition (default 7 days, at least 5m;
 // New also wants it at least a minute longer than the max TTL and 2 s).
+// The state is its shard's (one of 64), kept after the shard's last
+// acquisition for the longest state TTL any locker of the shard asked.
 // After it a name's fence counter starts over from the time floor, which
 // keeps tokens increasing. An occurrence can be claimed only while its mark
 // would still be kept: up to MaxReach after it.

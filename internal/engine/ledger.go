@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -96,42 +98,80 @@ type Entry struct {
 
 // Ledger returns up to count of the newest records of the lock's in its
 // shard's ledger on the node, newest first. A member that is not a record
-// is skipped. It reads the shard's whole ledger: to read the records of
-// many locks, read their shards' once (ShardLedger).
+// is skipped. It reads the shard's ledger from its newest records, a page
+// at a time, until it has count of the lock's or the ledger ends: to read
+// the records of many locks, read their shards' once (ShardLedger).
 func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, error) {
-	all, _, err := n.ShardLedger(ctx, k.Ledger)
-	if err != nil {
-		return nil, err
+	const page = 512
+	var out []Entry
+	for start := int64(0); len(out) < count; start += page {
+		zs, err := n.client.ZRevRangeWithScores(ctx, k.Ledger, start, start+page-1).Result()
+		if err != nil {
+			return nil, n.fail("ledger", k.Ledger, err)
+		}
+		for _, z := range zs {
+			if e, ok := entryOf(z); ok && e.Record.Job == k.Name && len(out) < count {
+				out = append(out, e)
+			}
+		}
+		if len(zs) < page {
+			break
+		}
 	}
-	out := make([]Entry, 0, min(count, len(all[k.Name])))
-	return append(out, all[k.Name][:min(count, len(all[k.Name]))]...), nil
+	return out, nil
 }
 
-// ShardLedger returns the records of a shard's ledger (key) on the node,
-// by lock name, each lock's newest first, and the oldest record's score (0
-// for none): the ledger keeps the newest records of all its locks, so a
-// lock's older records may have been dropped to make room for others'. A
-// member that is not a record is skipped.
-func (n *Node) ShardLedger(ctx context.Context, key string) (map[string][]Entry, int64, error) {
-	zs, err := n.client.ZRevRangeWithScores(ctx, key, 0, -1).Result()
-	if err != nil {
-		return nil, 0, n.fail("ledger", key, err)
+// ShardLedger returns the records of a shard's ledger on the node, by lock
+// name, each lock's newest first, and the highest score the ledger ever
+// dropped to keep its size (0 for none, from the shard's state): the
+// ledger keeps the newest records of all its locks, so it proves nothing
+// at or below that score. k is any lock of the shard. A member that is not
+// a record is skipped.
+func (n *Node) ShardLedger(ctx context.Context, k LockKeys) (map[string][]Entry, int64, error) {
+	var zs *redis.ZSliceCmd
+	var floor *redis.StringCmd
+	_, err := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		zs = p.ZRevRangeWithScores(ctx, k.Ledger, 0, -1)
+		floor = p.HGet(ctx, k.State, trimmedField)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, 0, n.fail("ledger", k.Ledger, err)
 	}
-	var oldest int64
-	if len(zs) > 0 {
-		oldest = int64(zs[len(zs)-1].Score)
+	if zs.Err() != nil {
+		return nil, 0, n.fail("ledger", k.Ledger, zs.Err())
+	}
+	var dropped int64
+	if f, err := floor.Result(); err == nil {
+		if dropped, err = strconv.ParseInt(f, 10, 64); err != nil {
+			return nil, 0, n.fail("ledger", k.State, fmt.Errorf("field %s %q: %w", trimmedField, f, err))
+		}
+	} else if !errors.Is(err, redis.Nil) {
+		return nil, 0, n.fail("ledger", k.State, err)
 	}
 	out := map[string][]Entry{}
-	for _, z := range zs {
-		s, _ := z.Member.(string)
-		e, err := ParseEntry(s)
-		if err != nil {
-			continue
+	for _, z := range zs.Val() {
+		if e, ok := entryOf(z); ok {
+			out[e.Record.Job] = append(out[e.Record.Job], e)
 		}
-		e.Score = int64(z.Score)
-		out[e.Record.Job] = append(out[e.Record.Job], e)
 	}
-	return out, oldest, nil
+	return out, dropped, nil
+}
+
+// trimmedField is the field of a shard's state that holds the highest
+// score its ledger dropped to keep its size.
+const trimmedField = "~trimmed"
+
+// entryOf decodes a ledger member with its score; false for a member that
+// is not a record.
+func entryOf(z redis.Z) (Entry, bool) {
+	s, _ := z.Member.(string)
+	e, err := ParseEntry(s)
+	if err != nil {
+		return Entry{}, false
+	}
+	e.Score = int64(z.Score)
+	return e, true
 }
 
 // ParseEntry decodes a ledger member: a state prefix, "|" and a Record's
@@ -150,21 +190,17 @@ func ParseEntry(s string) (Entry, error) {
 }
 
 // addMissed adds a record to a shard's ledger (KEYS[1]) at a score
-// (ARGV[1]), keeping its newest ARGV[3] records per lock of the shard
-// (about half the fields of its state hash, KEYS[2]) within ARGV[4] ms of
-// that score, and gives the ledger a TTL of ARGV[4] ms if it has none. It
-// notes the lock (ARGV[5]) in the shard's state (field "j|<name>"), so that
-// the leak scan lists it as a job with a history; a state without a TTL
-// gets ARGV[4] ms.
+// (ARGV[1]), drops its records older than ARGV[4] ms before that score,
+// and gives the ledger a TTL of ARGV[4] ms if it has none (the next
+// commit keeps its size). It notes the lock (ARGV[5]) in the shard's state
+// (KEYS[2], field "j|<name>"), so that the leak scan lists it as a job
+// with a history; a state without a TTL gets ARGV[4] ms.
 var addMissed = redis.NewScript(`
-local key, score, cap, window = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local key, score, window = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[4])
 redis.call("ZADD", key, score, ARGV[2])
 if not (type(redis.pcall("HSETNX", KEYS[2], "j|" .. ARGV[5], "1")) == "table") and redis.call("PTTL", KEYS[2]) < 0 then
   redis.call("PEXPIRE", KEYS[2], window)
 end
-local fields = redis.pcall("HLEN", KEYS[2])
-local locks = math.max(1, math.ceil((type(fields) == "number" and fields or 0) / 2))
-redis.call("ZREMRANGEBYRANK", key, 0, -cap * locks - 1)
 redis.call("ZREMRANGEBYSCORE", key, "-inf", "(" .. (score - window))
 if redis.call("PTTL", key) < 0 then
   redis.call("PEXPIRE", key, window)

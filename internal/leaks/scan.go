@@ -99,9 +99,11 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 				if ki.Type != "none" { // "none": gone between SCAN and the read
 					copies = append(copies, Copy{Node: n.Name(), Key: ki.Key, Type: ki.Type, Value: ki.Value, TTL: ki.TTL})
 				}
-				for f := range ki.Fields {
-					if name, ok := engine.StateField(f); ok {
-						states[name] = true
+				if kind, _ := s.Keys.Parse(ki.Key); kind == engine.KindState {
+					for f := range ki.Fields {
+						if name, ok := engine.StateField(f); ok {
+							states[name] = true
+						}
 					}
 				}
 				return nil

@@ -34,7 +34,22 @@ answer(uptime, runid)
 
 local n = #KEYS / 3
 local cur = redis.call("MGET", unpack(keysAt(n, 3, 1)))
-local paused = redis.call("MGET", unpack(keysAt(n, 3, 3)))
+local pauses = keysAt(n, 3, 3)
+local paused = redis.call("MGET", unpack(pauses))
+local strings = 0
+for i = 1, n do
+  if paused[i] then
+    strings = strings + 1
+  end
+end
+if redis.call("EXISTS", unpack(pauses)) > strings then
+  -- A pause key of another type still pauses its lock (fail closed).
+  for i = 1, n do
+    if not paused[i] and redis.call("EXISTS", pauses[i]) == 1 then
+      paused[i] = "?"
+    end
+  end
+end
 local fence, mark, bad = {}, {}, {}
 local order, of = groups(n, 3, 2)
 for _, state in ipairs(order) do
@@ -70,8 +85,11 @@ for i = 1, n do
     answer(0, f, cur[i])
   else
     local set = redis.pcall("SET", lock, value, "NX", "PX", ttl)
+    local now = not failed(set) and not (type(set) == "table" and set.ok) and redis.pcall("GET", lock)
     if type(set) == "table" and set.ok then
       answer(1, f, "")
+    elseif type(now) == "string" then
+      answer(0, f, now) -- set by an earlier lock of this call: the same lock asked for twice
     else
       answer(-1, "0", failed(set) and set.err or wrongType(lock) or ("ERR " .. lock .. " could not be set"))
     end

@@ -88,11 +88,12 @@ for _, state in ipairs(order) do
   local r = raise[state]
   if r and #r > 0 then
     redis.call("HSET", state, unpack(r))
-    redis.call("PEXPIRE", state, ARGV[1])
+    keep(state, ARGV[1])
   end
   if adds[state] then
-    local i = of[state][1]
-    record(KEYS[4 * i - 1], state, {}, adds[state], true, score[state], tonumber(ARGV[9 * i - 1]), tonumber(ARGV[9 * i]))
+    local cap, window = ledgerOf(of[state], function(i) return ARGV[9 * i - 3] ~= "" end,
+      function(i) return tonumber(ARGV[9 * i - 1]), tonumber(ARGV[9 * i]) end)
+    record(KEYS[4 * of[state][1] - 1], state, {}, adds[state], true, score[state], cap, window)
   end
 end
 return out

@@ -28,7 +28,7 @@ local function groups(n, width, at)
   return order, of
 end
 
--- values returns the keys at position at of each of n locks of width
+-- keysAt returns the keys at position at of each of n locks of width
 -- keys, for MGET.
 local function keysAt(n, width, at)
   local ks = {}
@@ -65,14 +65,29 @@ local function badState(key, name, fence, mark)
   return nil
 end
 
+-- keep gives a shard's state hash a TTL of ttl ms unless it already lives
+-- longer: the hash holds the marks of all its locks, which lockers with
+-- different state TTLs may share, and a mark must live as long as the
+-- longest asked for.
+local function keep(state, ttl)
+  local left = redis.pcall("PTTL", state)
+  if type(left) == "number" and left >= 0 and left < tonumber(ttl) then
+    redis.pcall("PEXPIRE", state, ttl)
+  elseif left == -1 then
+    redis.pcall("PEXPIRE", state, ttl)
+  end
+end
+
 -- record writes records to a shard's ledger (key), a sorted set of record
 -- texts by score (a tick, or a start, in unix ms): it removes the members
 -- olds, adds news (score, member, score, member, ...), and if trim is set
--- keeps the newest cap records per lock of the shard (about half the
--- fields of its state hash, state) and those within window ms of score;
--- either way it gives the ledger a TTL of window. The ledger is a log,
--- not the lock: its errors (a key of another type) are ignored, so that
--- they never fail the locks' own answers.
+-- keeps the newest cap records per lock of the shard (half the fields of
+-- its state hash, state, rounded down), noting in the state's field "~trimmed"
+-- the highest score it ever dropped (the ledger proves nothing at or
+-- below it), and drops those older than window ms before score; either
+-- way it gives the ledger a TTL of window. The ledger is a log, not the
+-- lock: its errors (a key of another type) are ignored, so that they
+-- never fail the locks' own answers.
 local function record(key, state, olds, news, trim, score, cap, window)
   if #olds > 0 then
     redis.pcall("ZREM", key, unpack(olds))
@@ -82,10 +97,36 @@ local function record(key, state, olds, news, trim, score, cap, window)
   end
   if trim then
     local fields = redis.pcall("HLEN", state)
-    local locks = math.max(1, math.ceil((type(fields) == "number" and fields or 0) / 2))
-    redis.pcall("ZREMRANGEBYRANK", key, 0, -cap * locks - 1)
+    local limit = cap * math.max(1, math.floor((type(fields) == "number" and fields or 0) / 2))
+    local count = redis.pcall("ZCARD", key)
+    if type(count) == "number" and count > limit then
+      local last = redis.pcall("ZRANGE", key, count - limit - 1, count - limit - 1, "WITHSCORES")
+      local dropped = type(last) == "table" and tonumber(last[2])
+      if dropped then
+        local floor = redis.pcall("HGET", state, "~trimmed")
+        if not failed(floor) and (not floor or tonumber(floor) == nil or tonumber(floor) < dropped) then
+          redis.pcall("HSET", state, "~trimmed", string.format("%d", dropped))
+        end
+      end
+      redis.pcall("ZREMRANGEBYRANK", key, 0, count - limit - 1)
+    end
     redis.pcall("ZREMRANGEBYSCORE", key, "-inf", "(" .. (score - window))
   end
   -- Always: a replacement that removed the last member made the key anew.
   redis.pcall("PEXPIRE", key, window)
+end
+
+-- ledgerOf returns the cap and window of the records among locks (indices)
+-- that carry one, their largest (at (i) returns a lock's cap and window):
+-- a lock without a record (the ledger off, an abandoned acquisition) says
+-- nothing of the ledger's bounds.
+local function ledgerOf(locks, carries, at)
+  local cap, window = 0, 0
+  for _, i in ipairs(locks) do
+    if carries(i) then
+      local c, w = at(i)
+      cap, window = math.max(cap, c), math.max(window, w)
+    end
+  end
+  return cap, window
 end

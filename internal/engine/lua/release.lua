@@ -77,12 +77,12 @@ for _, state in ipairs(order) do
   local r = raise[state]
   if r then
     redis.call("HSET", state, unpack(r))
-    redis.call("PEXPIRE", state, ARGV[1])
+    keep(state, ARGV[1])
   end
   if olds[state] or news[state] then
-    local i = of[state][1]
-    record(KEYS[3 * i], state, olds[state] or {}, news[state] or {}, trim[state], score[state] or 0,
-      tonumber(ARGV[8 * i]), tonumber(ARGV[8 * i + 1]))
+    local cap, window = ledgerOf(of[state], function(i) return ARGV[8 * i - 3] ~= "" or ARGV[8 * i - 2] ~= "" end,
+      function(i) return tonumber(ARGV[8 * i]), tonumber(ARGV[8 * i + 1]) end)
+    record(KEYS[3 * of[state][1]], state, olds[state] or {}, news[state] or {}, trim[state], score[state] or 0, cap, window)
   end
 end
 return out
