@@ -3,7 +3,6 @@ package statuspage
 import (
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/redcron/redcron/internal/ledger"
@@ -28,19 +27,9 @@ func (p *Page) runsOf(ctx context.Context, st *snapshot, names []string) map[str
 	if len(missing) > 0 {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 		defer cancel()
-		read := make([][]ledger.Run, len(missing))
-		sem := make(chan struct{}, 8)
-		var wg sync.WaitGroup
-		for i, name := range missing {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				read[i] = p.cl.Runs(ctx, name, recentRuns)
-			})
-		}
-		wg.Wait()
-		for i, name := range missing {
-			st.runs[name] = read[i]
+		read := p.cl.RunsOf(ctx, missing, recentRuns)
+		for _, name := range missing {
+			st.runs[name] = read[name]
 		}
 	}
 	out := make(map[string][]ledger.Run, len(names))

@@ -141,19 +141,39 @@ func Jobs(rep *leaks.Report) []Job {
 	return out
 }
 
-// lastRuns sets each job's Runs, reading the ledgers of up to 8 jobs at a
-// time.
+// lastRuns sets each job's Runs (see RunsOf).
 func (c *Cluster) lastRuns(ctx context.Context, jobs []Job, count int) {
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i := range jobs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			jobs[i].Runs = c.Runs(ctx, jobs[i].Name, count)
-		})
+	names := make([]string, len(jobs))
+	for i, j := range jobs {
+		names[i] = j.Name
 	}
-	wg.Wait()
+	runs := c.RunsOf(ctx, names, count)
+	for i := range jobs {
+		jobs[i].Runs = runs[jobs[i].Name]
+	}
+}
+
+// RunsOf returns, by job, up to count of each job's newest runs and missed
+// ticks, as Runs does, reading each shard's ledger once from each node
+// whatever the number of jobs (ledger.ReadMany).
+func (c *Cluster) RunsOf(ctx context.Context, jobs []string, count int) map[string][]ledger.Run {
+	var lks []engine.LockKeys
+	for _, job := range jobs {
+		if lk, err := c.Keys.Lock(job); err == nil {
+			lks = append(lks, lk)
+		}
+	}
+	out := make(map[string][]ledger.Run, len(lks))
+	for name, all := range ledger.ReadMany(ctx, c.Nodes, lks, count+20) {
+		runs := make([]ledger.Run, 0, count)
+		for _, r := range all {
+			if r.State != ledger.StateOperator && len(runs) < count {
+				runs = append(runs, r)
+			}
+		}
+		out[name] = runs
+	}
+	return out
 }
 
 // Runs returns up to count of the job's newest runs and missed ticks,

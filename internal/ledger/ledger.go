@@ -8,6 +8,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -51,6 +52,44 @@ func Read(ctx context.Context, nodes []*engine.Node, k engine.LockKeys, count in
 	entries, errs := ReadNodes(ctx, nodes, k, count)
 	runs := Merge(entries)
 	return runs[:min(len(runs), count)], errs
+}
+
+// ReadMany returns, by lock name, up to count of the newest records of
+// each of the locks lks, merged over nodes, newest first: it reads each
+// shard's ledger once from each node, up to 8 shards at a time, whatever
+// the number of locks. A node that could not be read is left out.
+func ReadMany(ctx context.Context, nodes []*engine.Node, lks []engine.LockKeys, count int) map[string][]Run {
+	byShard := map[string][]engine.LockKeys{}
+	for _, lk := range lks {
+		byShard[lk.Ledger] = append(byShard[lk.Ledger], lk)
+	}
+	out := make(map[string][]Run, len(lks))
+	var mu sync.Mutex
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, group := range byShard {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			copies := make([]map[string][]engine.Entry, len(nodes))
+			engine.OnEach(nodes, func(i int, n *engine.Node) (err error) {
+				copies[i], _, err = n.ShardLedger(ctx, group[0])
+				return err
+			})
+			for _, lk := range group {
+				perNode := make([][]engine.Entry, len(nodes))
+				for i := range copies {
+					perNode[i] = copies[i][lk.Name]
+				}
+				runs := Merge(perNode)
+				mu.Lock()
+				out[lk.Name] = runs[:min(len(runs), count)]
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // ReadNodes returns up to count of the newest entries of the lock's ledger
