@@ -17,6 +17,7 @@
 -- the state holds a field that is not a number (detail = the error).
 local n = #KEYS / 4
 local cur = redis.call("MGET", unpack(keysAt(n, 4, 1)))
+local wrong = wrongTypes(n, 4, 1, cur)
 local st = {}
 local order, of = groups(n, 4, 2)
 for _, state in ipairs(order) do
@@ -47,8 +48,7 @@ for i = 1, n do
   local req = s and not failed(s) and ticket ~= "" and redis.pcall("GET", trigger)
   local bad = s and not failed(s) and badState(state, name, s[1], s[2])
   if cur[i] ~= value then
-    local wrong = not cur[i] and wrongType(lock)
-    answer(wrong and -1 or 0, wrong or "")
+    answer(wrong[i] and -1 or 0, wrong[i] or "")
   elseif failed(s) then
     answer(-1, s.err)
   elseif bad then

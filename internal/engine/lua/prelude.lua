@@ -38,6 +38,33 @@ local function keysAt(n, width, at)
   return ks
 end
 
+-- wrongTypes returns, by lock, the errors of the lock keys (at position at
+-- of each of n locks of width keys) that MGET read as absent (false in
+-- cur) but hold another type: one EXISTS for all of them, and a TYPE for
+-- each only when some exists (bad data), so that locks gone (a lease
+-- expired, an abandoned attempt's release) cost no command of their own.
+local function wrongTypes(n, width, at, cur)
+  local gone, idx = {}, {}
+  for i = 1, n do
+    if not cur[i] then
+      gone[#gone + 1] = KEYS[width * (i - 1) + at]
+      idx[#idx + 1] = i
+    end
+  end
+  local out = {}
+  if #gone == 0 or redis.call("EXISTS", unpack(gone)) == 0 then
+    return out
+  end
+  for j, key in ipairs(gone) do
+    local t = redis.pcall("TYPE", key)
+    t = type(t) == "table" and t.ok or "none"
+    if t ~= "none" then
+      out[idx[j]] = "WRONGTYPE " .. key .. " holds a " .. t .. ", not a lock's string"
+    end
+  end
+  return out
+end
+
 -- wrongType returns the error of a lock key that MGET read as absent
 -- (false): nil when it is absent, a WRONGTYPE text when it holds another
 -- type, so that a bad key fails its lock alone, loudly.

@@ -14,6 +14,7 @@
 -- lock's error does not stop the others.
 local n = #KEYS / 3
 local cur = redis.call("MGET", unpack(keysAt(n, 3, 1)))
+local wrong = wrongTypes(n, 3, 1, cur)
 local marks = {}
 local order, of = groups(n, 3, 2)
 for _, state in ipairs(order) do
@@ -40,8 +41,7 @@ for i = 1, n do
   local mark = marks[i]
   local bad = mark and not failed(mark) and badState(state, name, "0", mark)
   if cur[i] ~= value then
-    local wrong = not cur[i] and wrongType(lock)
-    answer(wrong and -1 or 0, wrong or "")
+    answer(wrong[i] and -1 or 0, wrong[i] or "")
   elseif failed(mark) then
     answer(-1, mark.err) -- the lock is left to its TTL
   elseif bad then
