@@ -50,8 +50,9 @@
 //   - result of runs: success, failure, panic, lock_lost, timeout, canceled
 //     (string).
 //   - reason of skips: held, already_run (both normal: another
-//     replica ran the tick), overlap, misfire, no_quorum, lease_lost, paused
-//     (string); of missed ticks, the same but held and already_run, or
+//     replica ran the tick), overlap, misfire, no_quorum, lease_lost, paused,
+//     max_runs (the replica's run slots were taken:
+//     scheduler.WithMaxConcurrentRuns) (string); of missed ticks, the same but held and already_run, or
 //     no_report when no live replica reported skipping the tick. A missed
 //     tick is counted by the replica whose leak-scan turn found it (take
 //     the sum across replicas); its series are created when it happens.

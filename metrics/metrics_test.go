@@ -153,6 +153,7 @@ redcron_scheduler_runs_total{job_name="j",result="timeout"} 0
 redcron_scheduler_skips_total{job_name="j",reason="already_run"} 0
 redcron_scheduler_skips_total{job_name="j",reason="held"} 0
 redcron_scheduler_skips_total{job_name="j",reason="lease_lost"} 0
+redcron_scheduler_skips_total{job_name="j",reason="max_runs"} 0
 redcron_scheduler_skips_total{job_name="j",reason="misfire"} 0
 redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 0
 redcron_scheduler_skips_total{job_name="j",reason="overlap"} 0
@@ -399,7 +400,7 @@ func TestEventMapping(t *testing.T) {
 		}
 	}
 	for i, r := range []string{"held", "already_run", "overlap",
-		"misfire", "no_quorum"} {
+		"misfire", "no_quorum", "max_runs"} {
 		for range i + 1 {
 			o(scheduler.Event{Kind: "skipped", Job: "j", Skip: r})
 		}
@@ -421,6 +422,7 @@ func TestEventMapping(t *testing.T) {
 		redcron_scheduler_skips_total{job_name="j",reason="misfire"} 4
 		redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 5
 		redcron_scheduler_skips_total{job_name="j",reason="paused"} 0
+		redcron_scheduler_skips_total{job_name="j",reason="max_runs"} 6
 		redcron_scheduler_lock_retries_total{job_name="j"} 1
 		redcron_scheduler_runs_in_progress{job_name="j"} 1
 	`, "redcron_scheduler_runs_total", "redcron_scheduler_skips_total", "redcron_scheduler_lock_retries_total",

@@ -55,9 +55,11 @@ type Event struct {
 	// misfire grace, or before the job's next tick was handled; Err says
 	// why), or lease_lost (the lease was won but lost before the run
 	// started, or given up by a hard stop; Err says why: the tick is
-	// normally claimed by the lost lease, so that no replica runs it), or
+	// normally claimed by the lost lease, so that no replica runs it),
 	// paused (the job is paused on a majority of the nodes: the admin
-	// command's pause, until its resume).
+	// command's pause, until its resume), or max_runs (every run slot of
+	// this replica was taken, WithMaxConcurrentRuns: the tick was left to
+	// the other replicas without a lock attempt).
 	Skip string
 	// StartDelay is the run's start minus its tick, by the scheduler's
 	// clock (run_started of a scheduled run).
@@ -110,4 +112,5 @@ const (
 	skipNoQuorum   = "no_quorum"   // no lock attempt reached a decision in time
 	skipLeaseLost  = "lease_lost"  // the lease was lost before the run started
 	skipPaused     = "paused"      // the job is paused cluster-wide
+	skipMaxRuns    = "max_runs"    // every run slot of this replica was taken
 )

@@ -157,3 +157,47 @@ func ExampleWithLockAhead() {
 	// lease won before the tick: true
 	// run started at or after the tick: true
 }
+
+// A job's own observer, given at Add, is gocron's event listeners: it sees
+// the events of its job on this replica, before each run (run_started),
+// after it (run_finished: success, failure, panic...), and the ticks this
+// replica did not run (skipped, with the reason).
+func ExampleWithJobObserver() {
+	finished := make(chan struct{})
+	listen := func(ev scheduler.Event) {
+		switch {
+		case ev.Kind == "run_started":
+			fmt.Println("before the run of", ev.Job)
+		case ev.Kind == "run_finished" && ev.Result == "success":
+			fmt.Println("after the success of", ev.Job)
+		case ev.Kind == "run_finished" && ev.Result == "panic":
+			fmt.Println("after the panic of", ev.Job+":", ev.Err)
+		case ev.Kind == "run_finished":
+			fmt.Println("after the error of", ev.Job+":", ev.Result, ev.Err)
+		case ev.Kind == "skipped":
+			fmt.Println("tick", ev.Tick, "not run here:", ev.Skip)
+		}
+		if ev.Kind == "run_finished" {
+			close(finished)
+		}
+	}
+	s, err := scheduler.New(schedulertest.NewLocker())
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = s.Add("invoices", "@daily", func(context.Context, scheduler.RunInfo) error {
+		panic("no invoice template")
+	}, scheduler.WithJobObserver(listen))
+	if err != nil {
+		log.Fatal(err)
+	}
+	go s.Run(context.Background())
+	if _, err := s.Trigger(context.Background(), "invoices"); err != nil {
+		log.Fatal(err)
+	}
+	<-finished
+	_ = s.Shutdown(context.Background())
+	// Output:
+	// before the run of invoices
+	// after the panic of invoices: scheduler: job "invoices" panicked: no invoice template
+}

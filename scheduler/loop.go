@@ -35,6 +35,8 @@ type dueTick struct {
 	// by a later attempt may join the group (see startGroup.join).
 	starts *startGroup
 	member bool
+	// slot is the run slot the tick holds (WithMaxConcurrentRuns), or nil.
+	slot *slot
 }
 
 // loop dispatches due ticks until rn.loopCtx is done. It owns the timer.

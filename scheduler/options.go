@@ -21,14 +21,16 @@ type Option func(*config) error
 
 // config is the Scheduler-wide configuration built by New.
 type config struct {
-	logger     *slog.Logger
-	location   *time.Location
-	seconds    bool
-	instanceID string
-	observers  []func(Event)
-	clock      func() time.Time
-	ownClock   bool // clock was set by WithClock
-	lockAhead  time.Duration
+	logger      *slog.Logger
+	location    *time.Location
+	seconds     bool
+	instanceID  string
+	observers   []func(Event)
+	clock       func() time.Time
+	ownClock    bool // clock was set by WithClock
+	lockAhead   time.Duration
+	maxRuns     int  // WithMaxConcurrentRuns; 0: no limit
+	waitForSlot bool // a tick waits for a slot until its grace ends
 }
 
 func defaultConfig() config {
@@ -165,6 +167,7 @@ type jobConfig struct {
 	attempts     int           // tries of a run, WithRetry; 1: no retry
 	backoff      time.Duration // before the second try, doubling after
 	overlap      OverlapPolicy // WithOverlap
+	observers    []func(Event) // WithJobObserver
 }
 
 func defaultJobConfig() jobConfig {
@@ -301,6 +304,32 @@ func WithOverlap(p OverlapPolicy) JobOption {
 			return optionError("WithOverlap", "policy %q is none of %q, %q and %q", p, OverlapSkip, OverlapQueueOne, OverlapReplace)
 		}
 		c.overlap = p
+		return nil
+	}
+}
+
+// WithJobObserver adds a function called with every Event of this job on
+// this replica, right after the observers of WithObserver: gocron's event
+// listeners, given at Add. The events that concern a run are run_started
+// (before the job runs), run_retry, and run_finished (after it: Result is
+// success, failure, panic, or another result of Event); skipped tells why
+// this replica did not run a tick (Skip: held and already_run mean that
+// another replica ran it); job_added, lock_retry and job_removed come too.
+// Each event is delivered once, on the replica where it happened.
+//
+// o is called as WithObserver's functions are: synchronously, possibly
+// concurrently, sometimes with the scheduler's lock held; it must not block
+// nor call the Scheduler's methods. If o panics, the panic is recovered and
+// logged at Error with its stack, and the scheduler goes on as if o had
+// returned: the run it reports starts or ends as it would have, and o is
+// called for the next events. It may be given more than once: each
+// function receives every event, in the order given. The default is none.
+func WithJobObserver(o func(Event)) JobOption {
+	return func(c *jobConfig) error {
+		if o == nil {
+			return optionError("WithJobObserver", "nil function")
+		}
+		c.observers = append(c.observers, o)
 		return nil
 	}
 }

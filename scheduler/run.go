@@ -53,6 +53,7 @@ type run struct {
 	done     chan outcome            // capacity 1, so that an abandoned job never blocks
 	ended    atomic.Bool             // the run no longer counts as running (see end)
 	tries    atomic.Int32            // tries of the job so far (WithRetry)
+	slot     *slot                   // the run slot it frees when it ends, or nil
 	triesMu  sync.Mutex
 	tryErrs  []string // the errors of the tries tried again, for the ledger
 }
@@ -127,9 +128,11 @@ func (s *Scheduler) newRun(e *entry, lease Lease, tick, idTime time.Time, attemp
 	}
 }
 
-// startRun starts a manual run of e under lease at once and returns it.
-func (s *Scheduler) startRun(rn *session, e *entry, lease Lease, attempts int) *run {
+// startRun starts a manual run of e under lease at once, in run slot sl,
+// and returns it.
+func (s *Scheduler) startRun(rn *session, e *entry, lease Lease, attempts int, sl *slot) *run {
 	r := s.newRun(e, lease, time.Time{}, s.cfg.clock(), attempts)
+	r.slot = sl
 	s.launch(rn, r, lease.Keep(rn.jobCtx), nil)
 	<-r.started // there is no ready to fail
 	return r
@@ -194,7 +197,7 @@ func (s *Scheduler) markStart(rn *session, r *run, base context.Context) {
 		startDelay = wall.Sub(tick)
 	}
 	r.delay = startDelay
-	s.emit(Event{Kind: eventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
+	s.emit(e, Event{Kind: eventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
 		StartDelay: startDelay, Attempts: r.attempts})
 	if s.log.Enabled(rn.jobCtx, slog.LevelDebug) {
 		s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
@@ -237,7 +240,7 @@ func (s *Scheduler) finishRun(rn *session, r *run) {
 	relErr := s.release(rn, r.lease, Outcome{RunID: r.info.RunID, Result: ledger, Err: r.ledgerErr(ledgerErr), Try: int(r.tries.Load()), Delay: r.delay},
 		func() []slog.Attr { return r.attrs() })
 	result, err := s.end(r, out, relErr, true)
-	s.emit(Event{Kind: eventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
+	s.emit(r.e, Event{Kind: eventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
 		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Try: int(r.tries.Load()), Err: err})
 
 	s.logRun(context.WithoutCancel(rn.jobCtx), r, result, duration, err)
@@ -262,6 +265,7 @@ func (s *Scheduler) end(r *run, out outcome, relErr error, final bool) (string, 
 	first := r.ended.CompareAndSwap(false, true)
 	if first {
 		r.e.running.Add(-1)
+		r.slot.free()
 	}
 	if (first || final) && r.e.latest.Load() == r { // not over a newer run's result
 		r.e.lastResult, r.e.lastSkip, r.e.lastErr = result, "", err

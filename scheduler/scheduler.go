@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +33,8 @@ type Scheduler struct {
 	wake    chan struct{} // capacity 1: the job table changed
 	started chan struct{} // closed when Run starts
 	closed  chan struct{} // closed when the Scheduler is closed
+
+	limit *limiter // WithMaxConcurrentRuns; nil if no limit
 
 	specs   specCache // schedules parsed, by spec: many jobs share a few specs
 	mu      sync.Mutex
@@ -136,7 +139,12 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 		}
 	}
+	var limit *limiter
+	if cfg.maxRuns > 0 {
+		limit = newLimiter(cfg.maxRuns)
+	}
 	return &Scheduler{
+		limit:   limit,
 		locker:  l,
 		cfg:     cfg,
 		log:     cfg.logger.With(slog.String("instance", cfg.instanceID)),
@@ -221,7 +229,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	}
 	// Reported before the loop can see the job, so that observers know it
 	// before any of its other events.
-	s.emit(Event{Kind: eventJobAdded, Job: name})
+	s.emit(e, Event{Kind: eventJobAdded, Job: name})
 	s.jobs[name] = e
 	s.mu.Unlock()
 
@@ -250,7 +258,7 @@ func (s *Scheduler) Remove(name string) error {
 	}
 	// Reported under the lock, as Add reports, so that an Add of the same
 	// name that follows is reported after it.
-	s.emit(Event{Kind: eventJobRemoved, Job: name})
+	s.emit(e, Event{Kind: eventJobRemoved, Job: name})
 	s.mu.Unlock()
 
 	s.notify()
@@ -309,12 +317,29 @@ func (s *Scheduler) notify() {
 	}
 }
 
-// emit sends ev to the observers, in the order they were given.
-func (s *Scheduler) emit(ev Event) {
+// emit sends ev, an event of e, to the observers (WithObserver), then to
+// e's own (WithJobObserver), each in the order they were given.
+func (s *Scheduler) emit(e *entry, ev Event) {
 	ev.Instance = s.cfg.instanceID
 	for _, o := range s.cfg.observers {
 		o(ev)
 	}
+	for _, o := range e.cfg.observers {
+		s.observeJob(o, ev)
+	}
+}
+
+// observeJob calls o, a job's observer, with ev; a panic of o is logged,
+// not propagated.
+func (s *Scheduler) observeJob(o func(Event), ev Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.LogAttrs(context.Background(), slog.LevelError, "job observer panicked",
+				tickAttrs(ev.Job, ev.Tick, slog.String("event", ev.Kind), slog.Any("panic", v),
+					slog.String("stack", string(debug.Stack())))...)
+		}
+	}()
+	o(ev)
 }
 
 // checkName reports why name is not a valid job name or instance id.

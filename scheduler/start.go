@@ -19,7 +19,7 @@ import (
 func (s *Scheduler) startAtTick(rn *session, d dueTick, lease Lease, attempts int, starts *startGroup) (*run, error) {
 	kept := lease.Keep(rn.jobCtx)
 	r := s.newRun(d.e, lease, d.tick, d.tick, attempts)
-	r.batch = starts
+	r.batch, r.slot = starts, d.slot
 	var err error
 	if starts == nil {
 		s.launch(rn, r, kept, func() error {

@@ -24,11 +24,13 @@ func (s *Scheduler) handleTick(rn *session, d dueTick) {
 	if v != tickGo {
 		return
 	}
-	s.lockAndRun(rn, d, req, nil)
+	s.lockAndRunInSlot(rn, d, req)
 }
 
 // handleBatch handles ticks of several jobs that came due together: it
-// checks each tick as handleTick does, makes the first lock
+// checks each tick as handleTick does, takes a run slot for each
+// (WithMaxConcurrentRuns: a tick finding none free goes on alone, see
+// slotNow), makes the first lock
 // attempt of the remaining ones in one call of AcquireAll, then goes on for
 // each tick as handleTick does after its first attempt: a run or an
 // undecided attempt's retries in a goroutine of its own, a refusal here.
@@ -40,8 +42,10 @@ func (s *Scheduler) handleBatch(rn *session, due []dueTick) {
 	for _, d := range due {
 		switch req, v := s.checkTick(d, true); v {
 		case tickGo:
-			ticks = append(ticks, d)
-			reqs = append(reqs, req)
+			if s.slotNow(rn, &d, req) {
+				ticks = append(ticks, d)
+				reqs = append(reqs, req)
+			}
 		case tickLater:
 			rn.wg.Go(func() { s.handleTick(rn, d) })
 		default:
@@ -168,8 +172,10 @@ func (s *Scheduler) askAgain(tick time.Time, err error) bool {
 // other policies acquire waits for the run), or whose lease is lost before
 // the tick, is attempted again, once, at the tick. A lease won is run even
 // if the scheduler is stopping (Shutdown waits for it), unless the job was
-// removed or a newer tick came. It does not call d.cancel.
+// removed or a newer tick came. It does not call d.cancel; it frees d's
+// run slot, unless a run took it over.
 func (s *Scheduler) lockAndRun(rn *session, d dueTick, req LockRequest, first *LockResult) {
+	defer d.slot.free()
 	e, tick := d.e, d.tick
 	total := 0
 	var lost error         // why a lease won ahead was lost before the tick
@@ -190,6 +196,7 @@ func (s *Scheduler) lockAndRun(rn *session, d dueTick, req LockRequest, first *L
 		first = nil
 		switch {
 		case err == nil:
+			d.slot.settle()
 			if starts == nil && d.starts.join() {
 				starts = d.starts // won by a retry, before the gate opened
 			}
@@ -332,7 +339,7 @@ func (s *Scheduler) skip(e *entry, tick time.Time, reason string, attempts int, 
 		return
 	}
 	e.lastResult, e.lastSkip, e.lastErr = "", reason, err
-	s.emit(Event{Kind: eventSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
+	s.emit(e, Event{Kind: eventSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
 }
 
 // tickAttrs returns the log attributes naming a tick of a job.

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/redcron/redcron/internal/ticket"
@@ -12,8 +13,10 @@ import (
 // never runs at the same time as a tick or another trigger of the job on
 // any replica. It claims no tick. It returns once the run has started,
 // with its RunInfo; the job runs in the background like a scheduled run.
-// ctx bounds only the wait for Run (if not started yet) and for the lock,
-// whose undecided attempts are retried for up to the job's misfire grace.
+// ctx bounds only the wait for Run (if not started yet), for a run slot
+// (WithMaxConcurrentRuns: the run takes one of this replica's, first) and
+// for the lock, whose undecided attempts are retried for up to the job's
+// misfire grace.
 //
 // Errors: ErrUnknownJob at once for a name no job has (or one removed
 // meanwhile); ErrOverlap if this replica runs the job or holds its lock;
@@ -37,12 +40,17 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	defer context.AfterFunc(e.gone, cancel)()
 	removed := fmt.Errorf("%w: %q: removed while it was being triggered", ErrUnknownJob, name)
 	req := LockRequest{Job: name, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID, Ticket: tc.ticket}
+	sl, err := s.triggerSlot(ctx, rn, e, tc.ticket != "")
+	if err != nil {
+		return RunInfo{}, err
+	}
 	deadline := s.cfg.clock().Add(e.cfg.misfireGrace)
 	if tc.ticket != "" {
 		deadline = s.cfg.clock() // one attempt: a request not taken now is tried again by its taker
 	}
 	lease, attempts, err := s.acquire(ctx, e, req, deadline, nil)
 	if err != nil {
+		sl.free()
 		switch {
 		case rn.loopCtx.Err() != nil:
 			return RunInfo{}, ErrClosed
@@ -51,21 +59,25 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 		}
 		return RunInfo{}, fmt.Errorf("scheduler: trigger job %q: %w", name, err)
 	}
+	sl.settle()
 
 	started := make(chan RunInfo, 1)
 	s.mu.Lock()
 	switch {
 	case rn.stopped || rn.loopCtx.Err() != nil:
 		s.mu.Unlock()
+		sl.free()
 		s.releaseUnused(rn, name, time.Time{}, lease) // the run never started
 		return RunInfo{}, ErrClosed
 	case e.removed.Load(): // set under s.mu: no run starts after Remove
 		s.mu.Unlock()
+		sl.free()
 		s.releaseUnused(rn, name, time.Time{}, lease)
 		return RunInfo{}, removed
 	}
 	rn.wg.Go(func() {
-		r := s.startRun(rn, e, lease, attempts)
+		defer sl.free() // if the run was abandoned
+		r := s.startRun(rn, e, lease, attempts, sl)
 		started <- r.info
 		s.finishRun(rn, r)
 	})
@@ -102,6 +114,30 @@ func (s *Scheduler) triggerable(ctx context.Context, name string) (*session, *en
 		return nil, nil, fmt.Errorf("scheduler: trigger job %q: %w", name, ErrOverlap)
 	}
 	return rn, e, nil
+}
+
+// triggerSlot takes a run slot (WithMaxConcurrentRuns) for a Trigger of
+// e, waiting for one until ctx is done, or, for a request of the front
+// door's (ticket), not at all: another replica may take it now. It
+// returns the slot, nil if there is no limit, or why it got none.
+func (s *Scheduler) triggerSlot(ctx context.Context, rn *session, e *entry, ticket bool) (*slot, error) {
+	wait := time.Duration(math.MaxInt64)
+	if ticket {
+		wait = 0
+	}
+	if sl, ok := s.limit.take(ctx, wait, wait); ok {
+		return sl, nil
+	}
+	switch {
+	case rn.loopCtx.Err() != nil:
+		return nil, ErrClosed
+	case e.removed.Load():
+		return nil, fmt.Errorf("%w: %q: removed while it was being triggered", ErrUnknownJob, e.name)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("scheduler: trigger job %q: waiting for one of the %d run slots of this replica: %w",
+			e.name, s.cfg.maxRuns, context.Cause(ctx))
+	}
+	return nil, fmt.Errorf("scheduler: trigger job %q: the %d run slots of this replica are taken", e.name, s.cfg.maxRuns)
 }
 
 type triggerConfig struct {
