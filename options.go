@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron/internal/duehook"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -115,13 +115,13 @@ func WithLeakScanOptions(opts ...leakscan.Option) Option {
 // housekeeping returns the options that tie the scheduler to the leak
 // scanner (*scan, once made): the scheduler's skips go to the heartbeat,
 // and the heartbeat carries the digest of its job table; the missed-tick
-// check reads the ticks due from the scheduler.
-func housekeeping(table *jobTable, scan **leakscan.Scanner) (scheduler.Option, []leakscan.Option) {
+// check reads the ticks due from the scheduler, through due, which Run
+// hands to the scheduler's Run.
+func housekeeping(table *jobTable, due *duehook.Hook, scan **leakscan.Scanner) (scheduler.Option, []leakscan.Option) {
 	skipped := scheduler.WithObserver(func(e scheduler.Event) {
 		if e.Kind == "skipped" {
 			(*scan).Skipped(e.Job, e.Tick, e.Skip)
 		}
 	})
-	due := func(from, to time.Time) map[string][]time.Time { return table.s.Due(from, to) }
-	return skipped, []leakscan.Option{leakscan.WithReplicaInfo("", table.get), leakscan.WithDue(due)}
+	return skipped, []leakscan.Option{leakscan.WithReplicaInfo("", table.get), leakscan.WithDue(due.Due)}
 }

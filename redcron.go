@@ -25,6 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron/internal/duehook"
 	"github.com/redcron/redcron/internal/shard"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
@@ -44,7 +45,8 @@ type Scheduler struct {
 	locks   *mutex.Redlock
 	scan    *leakscan.Scanner
 	shards  *shard.Keeper
-	table   *jobTable // the digest its heartbeat publishes
+	table   *jobTable     // the digest its heartbeat publishes
+	due     *duehook.Hook // the scheduler's ticks due, once it runs, for the missed-tick check
 	log     *slog.Logger
 	owned   []*redis.Client // the clients New made
 	started atomic.Bool     // Run was called
@@ -223,8 +225,8 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	// The heartbeat publishes the digest of the scheduler's jobs (made
 	// below) and its skips; options given with WithLeakScanOptions come
 	// after.
-	table := &jobTable{}
-	skipped, tie := housekeeping(table, &scan)
+	table, due := &jobTable{}, &duehook.Hook{}
+	skipped, tie := housekeeping(table, due, &scan)
 	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger), skipped}, cfg.scheduler...)
 	scanOpts := append([]leakscan.Option{leakscan.WithLogger(cfg.logger)}, append(tie, cfg.leakscan...)...)
 	shardOpts := slices.Clone(lockOpts)
@@ -260,7 +262,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
 		}
 	}
-	return &Scheduler{s: s, locks: locks, scan: scan, shards: shards, table: table, tableEvery: jobTableEvery,
+	return &Scheduler{s: s, locks: locks, scan: scan, shards: shards, table: table, due: due, tableEvery: jobTableEvery,
 		stopped: make(chan struct{}), log: cfg.logger}, nil
 }
 
@@ -288,7 +290,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	wg.Go(func() { s.shards.Run(shardCtx) })
 	wg.Go(func() { s.takeTriggers(scanCtx) })
 	wg.Go(func() { s.publishJobTable(scanCtx) })
-	err := s.s.Run(ctx)
+	err := s.s.Run(duehook.NewContext(ctx, s.due))
 	stopShards()
 	stopScan()
 	wg.Wait()

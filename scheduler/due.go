@@ -2,22 +2,23 @@ package scheduler
 
 import "time"
 
-// maxDue bounds the ticks Due returns for one job.
+// maxDue bounds the ticks due returns for one job.
 const maxDue = 1000
 
-// dueMargin is how long after a tick's late limit Due still waits: a lock
+// dueMargin is how long after a tick's late limit due still waits: a lock
 // attempt made just before it may commit a few seconds later, and clocks
 // may differ by up to 2 s.
 const dueMargin = 10 * time.Second
 
-// Due returns, by job name, the ticks of each job in [from, to) that no
+// due returns, by job name, the ticks of each job in [from, to) that no
 // replica may claim any more at to: those whose misfire grace (or catch-up
 // window, whichever is longer) ended 10 s before to or earlier, and none from before the first
 // tick this replica dispatched for the job (since Run, or since the job
 // was added while running; none before Run). Ticks are oldest first, at
 // most the newest 1,000 of a job. A tick that no replica ran by then never
-// runs: the missed-tick check compares these with the job's ledger.
-func (s *Scheduler) Due(from, to time.Time) map[string][]time.Time {
+// runs: the missed-tick check compares these with the job's ledger
+// (redcron wires it: Run hands due to the duehook.Hook of its context).
+func (s *Scheduler) due(from, to time.Time) map[string][]time.Time {
 	type job struct {
 		e     *entry
 		first time.Time

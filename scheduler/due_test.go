@@ -6,13 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/duehook"
 	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/scheduler"
 )
 
-// TestDue: Due lists each job's ticks in the window whose claim window
-// (misfire grace or catch-up) has ended, oldest first, none from before
-// the first tick the replica dispatched (none before Run).
+// TestDue: the ticks due, which Run hands to the duehook.Hook of its
+// context, are each job's ticks in the window whose claim window (misfire
+// grace or catch-up) has ended, oldest first, none from before the first
+// tick the replica dispatched (none before Run).
 func TestDue(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	s, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithClock(func() time.Time { return now }))
@@ -26,15 +28,16 @@ func TestDue(t *testing.T) {
 	if err := s.Add("hourly", "0 * * * *", nop); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Due(now.Add(-time.Hour), now.Add(5*time.Minute)); len(got) != 0 {
+	hook := &duehook.Hook{}
+	if got := hook.Due(now.Add(-time.Hour), now.Add(5*time.Minute)); len(got) != 0 {
 		t.Errorf("before Run: %v; want nothing due", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(ctx) }()
+	go func() { defer close(done); _ = s.Run(duehook.NewContext(ctx, hook)) }()
 	defer func() { cancel(); <-done }()
 	var got map[string][]time.Time
-	for got = s.Due(now.Add(-time.Hour), now.Add(5*time.Minute)); len(got) == 0; got = s.Due(now.Add(-time.Hour), now.Add(5*time.Minute)) {
+	for got = hook.Due(now.Add(-time.Hour), now.Add(5*time.Minute)); len(got) == 0; got = hook.Due(now.Add(-time.Hour), now.Add(5*time.Minute)) {
 		<-time.After(time.Millisecond) // until Run has started
 	}
 	// The first tick dispatched is 12:01; 12:04 is still in its grace, and
@@ -46,7 +49,7 @@ func TestDue(t *testing.T) {
 	if h, ok := got["hourly"]; ok {
 		t.Errorf("hourly: %v; want none (its first tick is 13:00)", h)
 	}
-	if got := s.Due(now.Add(2*time.Minute), now.Add(2*time.Minute)); len(got) != 0 {
+	if got := hook.Due(now.Add(2*time.Minute), now.Add(2*time.Minute)); len(got) != 0 {
 		t.Errorf("empty window: %v", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/redcron/redcron/internal/duehook"
 )
 
 // stopGrace is how long Run and Shutdown wait for cancelled jobs to return
@@ -96,6 +98,9 @@ func (s *Scheduler) begin(ctx context.Context) (*session, error) {
 	}
 	rn := newSession(ctx)
 	s.session, s.state = rn, stateRunning
+	if h := duehook.FromContext(ctx); h != nil {
+		h.Set(s.due)
+	}
 	close(s.started)
 	now := s.cfg.clock()
 	for _, e := range s.jobs {
