@@ -26,8 +26,10 @@ import (
 //
 // A tick that waits for its job's own run here to end (OverlapQueueOne or
 // OverlapReplace) waits for a slot as if wait were true, since that run
-// frees one. A tick that gets no slot is skipped with reason max_runs. A
-// Trigger waits for a slot within its context, whatever wait is.
+// frees one; if the run is still going when the wait ends, the tick is
+// skipped as overlap, as without a limit. Any other tick that gets no slot
+// is skipped with reason max_runs. A Trigger waits for a slot within its
+// context, whatever wait is.
 //
 // With WithLockAhead, a tick takes its slot when its lock attempts start,
 // ahead of the tick; a tick waiting for a run of its job on another replica
@@ -158,8 +160,9 @@ func (sl *slot) free() {
 
 // tickSlot takes a run slot for d's tick, waiting for one as
 // WithMaxConcurrentRuns says, and reports whether it did; if not, it
-// reports the tick as skipped (max_runs), unless its job was removed or
-// the scheduler is stopping.
+// reports the tick as skipped, unless its job was removed or the scheduler
+// is stopping: as overlap if it waited behind its job's own run here,
+// which still goes, and as max_runs otherwise.
 func (s *Scheduler) tickSlot(rn *session, d dueTick) (*slot, bool) {
 	e := d.e
 	end := d.tick.Add(e.cfg.lateLimit())
@@ -172,9 +175,18 @@ func (s *Scheduler) tickSlot(rn *session, d dueTick) (*slot, bool) {
 	switch {
 	case ok:
 		return sl, true
-	case e.removed.Load() || rn.loopCtx.Err() != nil:
-		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick abandoned while waiting for a run slot",
-			tickAttrs(e.name, d.tick, slog.Any("error", context.Cause(d.ctx)))...)
+	case e.removed.Load():
+		return nil, false // nothing to report
+	case e.cfg.overlap != OverlapSkip && e.running.Load() > 0:
+		// Still behind its job's own run: skipped as it would be without
+		// a limit.
+		s.skip(e, d.tick, skipOverlap, 0, nil)
+		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick skipped: previous run still going here",
+			tickAttrs(e.name, d.tick)...)
+		return nil, false
+	case rn.loopCtx.Err() != nil:
+		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick abandoned while waiting for a run slot: scheduler stopping",
+			tickAttrs(e.name, d.tick)...)
 		return nil, false
 	}
 	s.skip(e, d.tick, skipMaxRuns, 0, nil)

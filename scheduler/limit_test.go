@@ -310,3 +310,90 @@ func TestMaxConcurrentRunsInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxConcurrentRunsLockAhead: in skip mode, a tick handled ahead of
+// time (WithLockAhead) waits for a slot until its tick: of two jobs of
+// 55 s due every minute on one slot, one runs at each tick, and they take
+// turns: the tick of the job that did not run is handled 10 s ahead and
+// takes the slot the other's run frees 5 s before the tick, rather than
+// being skipped 10 s ahead (the running job's tick is handled at the tick,
+// when its run is over).
+func TestMaxConcurrentRunsLockAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		var g gauge
+		var log spans
+		s := newScheduler(t, locker(), scheduler.WithMaxConcurrentRuns(1, false),
+			scheduler.WithLockAhead(10*time.Second), scheduler.WithObserver(rec.Observe))
+		for _, job := range []string{"a", "b"} {
+			mustAdd(t, s, job, "* * * * *", g.job(&log, 55*time.Second))
+		}
+		t0 := time.Now()
+		stop := start(t, s)
+		sleepUntil(t0.Add(4*time.Minute + 30*time.Second))
+		stop()
+
+		if g.max() != 1 {
+			t.Errorf("at most %d runs at once, want 1", g.max())
+		}
+		runs := map[int64]int{}
+		ran := map[int64]string{} // by tick, the job that ran
+		for _, job := range []string{"a", "b"} {
+			for _, r := range log.of(job) {
+				runs[r.info.Tick.Unix()]++
+				ran[r.info.Tick.Unix()] = job
+				if !r.start.Equal(r.info.Tick) {
+					t.Errorf("%s: tick %s started at %s", job, hm(r.info.Tick), hm(r.start))
+				}
+			}
+		}
+		for _, tick := range expectTicks(t0, t0.Add(4*time.Minute), time.Minute) {
+			if runs[tick.Unix()] != 1 {
+				t.Errorf("tick %s: %d runs, want 1", hm(tick), runs[tick.Unix()])
+			}
+			if prev := tick.Add(-time.Minute).Unix(); ran[prev] != "" && ran[prev] == ran[tick.Unix()] {
+				t.Errorf("tick %s: %s ran, as at the tick before, want the other job", hm(tick), ran[tick.Unix()])
+			}
+		}
+		if n := len(rec.skips("max_runs")); n != 4 {
+			t.Errorf("%d max_runs skips, want 4 (one a tick)", n)
+		}
+	})
+}
+
+// TestMaxConcurrentRunsQueued: a tick that waits for its job's own run here
+// (OverlapQueueOne) waits for the slot that run frees, even in skip mode:
+// a 95 s job every minute on one slot runs as it does without a limit.
+func TestMaxConcurrentRunsQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		var log spans
+		s := newScheduler(t, locker(), scheduler.WithMaxConcurrentRuns(1, false), scheduler.WithObserver(rec.Observe))
+		mustAdd(t, s, "job", "* * * * *", log.job(95*time.Second, false), scheduler.WithOverlap(scheduler.OverlapQueueOne))
+		t0 := time.Now()
+		stop := start(t, s)
+		sleepUntil(t0.Add(6*time.Minute + 30*time.Second))
+		stop()
+
+		var starts []time.Duration
+		for _, r := range log.of("job") {
+			starts = append(starts, r.start.Sub(t0))
+		}
+		m := func(min, sec int) time.Duration {
+			return time.Duration(min)*time.Minute + time.Duration(sec)*time.Second
+		}
+		if want := []time.Duration{m(1, 0), m(2, 35), m(4, 10), m(5, 45)}; !slices.Equal(starts, want) {
+			t.Errorf("runs started at %v, want %v, as without a limit", starts, want)
+		}
+		if skips := rec.skips("max_runs"); len(skips) != 0 {
+			t.Errorf("max_runs skips %+v, want none", skips)
+		}
+		var skipped []time.Duration
+		for _, tick := range skippedTicks(rec, "job", "overlap") {
+			skipped = append(skipped, tick.Sub(t0))
+		}
+		if want := []time.Duration{m(3, 0), m(6, 0)}; !slices.Equal(skipped, want) { // replaced by the next, or at the stop
+			t.Errorf("ticks %v skipped as overlap, want %v, as without a limit", skipped, want)
+		}
+	})
+}
