@@ -29,7 +29,8 @@ import (
 // frees one; if the run is still going when the wait ends, the tick is
 // skipped as overlap, as without a limit. Any other tick that gets no slot
 // is skipped with reason max_runs. A Trigger waits for a slot within its
-// context, whatever wait is.
+// context, whatever wait is; the admin command's trigger is left to a
+// replica with a slot free.
 //
 // With WithLockAhead, a tick takes its slot when its lock attempts start,
 // ahead of the tick; a tick waiting for a run of its job on another replica

@@ -88,6 +88,8 @@ func why(reason string) string {
 		return "noticed later than the misfire grace"
 	case "lease_lost":
 		return "the lease was lost before the run started"
+	case "max_runs":
+		return "every run slot of the replica was taken (WithMaxConcurrentRuns)"
 	}
 	return ""
 }
