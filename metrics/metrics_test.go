@@ -346,8 +346,8 @@ func TestJobSeriesLifecycle(t *testing.T) {
 	if n := testutil.CollectAndCount(m, "redcron_scheduler_runs_total"); n != 14 {
 		t.Errorf("%d runs_total series for 2 jobs, want 2×7", n)
 	}
-	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 14 {
-		t.Errorf("%d skips_total series for 2 jobs, want 2×7", n)
+	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 16 {
+		t.Errorf("%d skips_total series for 2 jobs, want 2×8", n)
 	}
 
 	if err := s1.Remove("a"); err != nil {
