@@ -31,7 +31,7 @@ const (
 
 // WithDue turns on the missed-tick check: in its scan turn, the replica
 // compares the ticks due returns (by job, the ticks in [from, to) that no
-// replica may claim any more: scheduler.Scheduler.Due) over the last hour
+// replica may claim any more: the scheduler's due ticks, through internal/duehook) over the last hour
 // (or the ledger's window, if shorter) with each job's ledger, and reports
 // each tick that ran nowhere (see Event.Missed), with the reason the
 // replicas' heartbeats give (see Skipped; paused for a job paused now,
@@ -119,31 +119,8 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 	now := s.now()
 	before := nodeInfos(ctx, nodes)
 	skips := skipsOf(rep)
-	// Each shard's ledger is read once from each node, for all its jobs.
-	type shard struct {
-		byJob   []map[string][]engine.Entry // by node
-		dropped []int64                     // by node: the highest score the ledger dropped to keep its size
-		errs    []error
-	}
-	shards := map[string]*shard{}
-	var jobs []engine.LockKeys
 	dues := s.cfg.due(now.Add(-min(missedLookback, window)), now)
-	for job := range dues {
-		lk, err := s.keys.Lock(job)
-		if err != nil {
-			continue
-		}
-		jobs = append(jobs, lk)
-		if shards[lk.Ledger] != nil {
-			continue
-		}
-		sh := &shard{byJob: make([]map[string][]engine.Entry, len(nodes)), dropped: make([]int64, len(nodes))}
-		sh.errs = engine.OnEach(nodes, func(i int, n *engine.Node) (err error) {
-			sh.byJob[i], sh.dropped[i], err = n.ShardLedger(ctx, lk)
-			return err
-		})
-		shards[lk.Ledger] = sh
-	}
+	jobs, shards := s.readShards(ctx, nodes, dues)
 	since := s.witnessSince(now, before, nodeInfos(ctx, nodes))
 	out := map[string]map[string]int{}
 	for _, lk := range jobs {
@@ -172,6 +149,39 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 		}
 	}
 	return out
+}
+
+// shardCopies is one shard's ledger as each node holds it, by job, with
+// the highest score each copy dropped to keep its size, and each node's
+// error.
+type shardCopies struct {
+	byJob   []map[string][]engine.Entry
+	dropped []int64
+	errs    []error
+}
+
+// readShards returns the keys of the jobs of dues, and the ledgers of
+// their shards, each read once from each node for all its jobs.
+func (s *Scanner) readShards(ctx context.Context, nodes []*engine.Node, dues map[string][]time.Time) ([]engine.LockKeys, map[string]*shardCopies) {
+	shards := map[string]*shardCopies{}
+	var jobs []engine.LockKeys
+	for job := range dues {
+		lk, err := s.keys.Lock(job)
+		if err != nil {
+			continue
+		}
+		jobs = append(jobs, lk)
+		if shards[lk.Ledger] != nil {
+			continue
+		}
+		sh := &shardCopies{byJob: make([]map[string][]engine.Entry, len(nodes)), dropped: make([]int64, len(nodes))}
+		sh.errs = engine.OnEach(nodes, func(i int, n *engine.Node) (err error) {
+			sh.byJob[i], sh.dropped[i], err = n.ShardLedger(ctx, lk)
+			return err
+		})
+		shards[lk.Ledger] = sh
+	}
+	return jobs, shards
 }
 
 // witnessSince returns, for each node, the first tick (unix ms) its copies
