@@ -58,12 +58,16 @@ func (s *Scheduler) parse(spec string) (schedule, *time.Location, error) {
 
 // parseSpec parses a cron spec: five fields, or six with seconds first when
 // seconds is set; or a descriptor (@yearly, @monthly, @weekly, @daily,
-// @midnight, @hourly, @every <duration>); optionally prefixed by
+// @midnight, @hourly, @every <duration>, @at <RFC 3339 time>); but for
+// @at, optionally prefixed by
 // CRON_TZ=<zone> or TZ=<zone>. Specs without a zone prefix are interpreted
 // in loc. It returns the schedule and the zone it is read in.
 func parseSpec(spec string, seconds bool, loc *time.Location) (sched schedule, tz *time.Location, err error) {
 	rest := strings.TrimSpace(spec)
 	if zone, after, ok := cutZone(rest); ok {
+		if f := strings.Fields(after); len(f) > 0 && f[0] == "@at" {
+			return nil, nil, errors.New("@at takes no zone prefix: its time carries its offset")
+		}
 		if zone == "" {
 			return nil, nil, errors.New("empty time zone")
 		}
@@ -85,6 +89,12 @@ func parseSpec(spec string, seconds bool, loc *time.Location) (sched schedule, t
 			return nil, nil, errors.New("@every takes one duration")
 		}
 		sched, err := parseEvery(fields[1])
+		return sched, loc, err
+	case fields[0] == "@at":
+		if len(fields) != 2 {
+			return nil, nil, errors.New("@at takes one time, as 2026-11-28T00:00:00Z")
+		}
+		sched, err := parseAt(fields[1])
 		return sched, loc, err
 	}
 	opts := cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor
@@ -133,6 +143,31 @@ func parseEvery(arg string) (schedule, error) {
 		return nil, fmt.Errorf("@every %v: want a whole number of seconds, at least 1s", d)
 	}
 	return every{int64(d / time.Second)}, nil
+}
+
+// parseAt parses the argument of @at: an RFC 3339 time with its offset, in
+// whole seconds.
+func parseAt(arg string) (schedule, error) {
+	t, err := time.Parse(time.RFC3339, arg)
+	if err != nil {
+		return nil, fmt.Errorf("@at: want an RFC 3339 time with its offset, as 2026-11-28T00:00:00Z: %w", err)
+	}
+	if t.Nanosecond() != 0 {
+		return nil, fmt.Errorf("@at %s: want a whole number of seconds", arg)
+	}
+	return once{t}, nil
+}
+
+// once is the schedule of "@at t", a one-time job: its only tick is t.
+type once struct {
+	at time.Time
+}
+
+func (o once) Next(t time.Time) time.Time {
+	if t.Before(o.at) {
+		return o.at
+	}
+	return time.Time{}
 }
 
 // zoned is a robfig schedule computed in a given location. Its next tick

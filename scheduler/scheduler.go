@@ -173,8 +173,18 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // at least 1s. The ticks of, say, "@every 7m" therefore do not fall at the
 // same minutes of every hour.
 //
+// "@at t", t an RFC 3339 time with its offset (2026-11-28T00:00:00Z), makes
+// a one-time job: its only tick is t, run once in the whole cluster as any
+// tick is (the tick's mark refuses it to every other replica, and later
+// ones). A replica registering it, or starting, after t runs it at once
+// if t is past by no more than its misfire grace or catch-up window, unless
+// it ran; past that, never. Its time may lie at most as far back as the
+// Locker keeps a tick's mark (Add asks the Locker's Check); afterwards,
+// remove the job from the code.
+//
 // Add returns an error matching ErrInvalidJob for a name that is not valid
-// or a spec it cannot parse or that has no tick within five years,
+// or a spec it cannot parse or that has no tick within five years (or an
+// @at time further back than the Locker keeps a mark),
 // ErrDuplicateJob if the name is taken,
 // ErrInvalidOption for a bad JobOption, and ErrClosed once the Scheduler
 // is closed. Add also returns the error of the Locker's Check for the job's
@@ -193,7 +203,9 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	if err != nil {
 		return fmt.Errorf("%w %q: spec %q: %w", ErrInvalidJob, name, spec, err)
 	}
-	if now := s.cfg.clock(); !tickWithin(sched, now, now.AddDate(5, 0, 0)) {
+	now := s.cfg.clock()
+	at, isOnce := sched.(once)
+	if isOnce && at.at.After(now.AddDate(5, 0, 0)) || !isOnce && !tickWithin(sched, now, now.AddDate(5, 0, 0)) {
 		return fmt.Errorf("%w %q: spec %q: no tick within five years", ErrInvalidJob, name, spec)
 	}
 	cfg := defaultJobConfig()
@@ -206,6 +218,16 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 		}
 	}
 	req := LockRequest{Job: name, TTL: cfg.lockTTL, Owner: s.cfg.instanceID, Lead: s.cfg.lockAhead, Reach: cfg.lateLimit()}
+	if past := now.Sub(at.at); isOnce && past > req.Reach {
+		// Its tick is past: whether it ran is known only while its mark is
+		// kept.
+		req.Reach = past
+		if err := s.locker.Check(req); err != nil {
+			return fmt.Errorf("%w %q: spec %q: its time is %v past, longer than the Locker keeps the mark telling whether it ran: %w",
+				ErrInvalidJob, name, spec, past.Round(time.Second), err)
+		}
+		req.Reach = cfg.lateLimit()
+	}
 	if err := s.locker.Check(req); err != nil {
 		return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
 	}
@@ -221,7 +243,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 		s.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrDuplicateJob, name)
 	}
-	now := s.cfg.clock()
+	now = s.cfg.clock()
 	next := firstTick(e, now)
 	e.next, e.at = next, s.dispatchAt(now, next)
 	if s.state == stateRunning {
@@ -299,8 +321,16 @@ func (s *Scheduler) Entries() []Entry {
 }
 
 // firstTick is the first tick of e to dispatch at now: the next one, or
-// under WithCatchUp the latest one within the catch-up window.
+// under WithCatchUp the latest one within the catch-up window; for a
+// one-time job (@at), its tick if it is past by no more than its misfire
+// grace or catch-up window, whichever is longer.
 func firstTick(e *entry, now time.Time) time.Time {
+	if o, ok := e.sched.(once); ok && !o.at.After(now) {
+		if now.Sub(o.at) <= e.cfg.lateLimit() {
+			return o.at
+		}
+		return time.Time{}
+	}
 	if w := e.cfg.catchUp; w > 0 {
 		if t := latestTick(e.sched, now.Add(-w), now); !t.IsZero() {
 			return t
