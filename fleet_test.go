@@ -155,7 +155,12 @@ func (f *fleet) observe(e scheduler.Event) {
 
 // add registers job on every replica.
 func (f *fleet) add(name, spec string, job jobFunc, opts ...scheduler.JobOption) {
-	for _, r := range f.replicas {
+	f.addOn(f.replicas, name, spec, job, opts...)
+}
+
+// addOn registers job on the replicas rs.
+func (f *fleet) addOn(rs []*replica, name, spec string, job jobFunc, opts ...scheduler.JobOption) {
+	for _, r := range rs {
 		err := r.sched.Add(name, spec, scheduler.JobFunc(func(ctx context.Context, info scheduler.RunInfo) error {
 			ex := execution{replica: r.idx, job: info.Job, tick: info.Tick, fence: info.Fence, start: time.Now()}
 			err := job(ctx, info, r.idx)
@@ -172,8 +177,11 @@ func (f *fleet) add(name, spec string, job jobFunc, opts ...scheduler.JobOption)
 }
 
 // start runs every replica until the test ends.
-func (f *fleet) start() {
-	for _, r := range f.replicas {
+func (f *fleet) start() { f.startOn(f.replicas) }
+
+// startOn runs the replicas rs until the test ends.
+func (f *fleet) startOn(rs []*replica) {
+	for _, r := range rs {
 		go func() {
 			r.runErr = r.sched.Run(context.Background())
 			close(r.done)
@@ -181,7 +189,7 @@ func (f *fleet) start() {
 		}()
 	}
 	f.t.Cleanup(func() {
-		for _, r := range f.replicas {
+		for _, r := range rs {
 			if !r.stopped {
 				f.shutdown(r, 10*time.Second)
 			}

@@ -1,0 +1,71 @@
+package redcron_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// TestOnceJobInTheFleet: a one-time job ("@at t") registered by three
+// replicas over real Redis masters runs once, at t; a fourth replica
+// registering it after it ran, within its grace, is refused by the tick's
+// mark on the nodes and does not run it again; no replica has a tick of it
+// left. An @at time further back than the Redlock keeps a tick's mark is
+// refused at Add.
+func TestOnceJobInTheFleet(t *testing.T) {
+	t.Parallel()
+	events := make(chan scheduler.Event, 16)
+	f := newFleet(t, fleetConfig{nodes: 3, replicas: 4, trusted: true, options: []scheduler.Option{
+		scheduler.WithObserver(func(e scheduler.Event) {
+			if e.Job == "launch" && (e.Kind == "skipped" || e.Kind == "run_finished") {
+				events <- e
+			}
+		}),
+	}})
+	at := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	spec := "@at " + at.UTC().Format(time.RFC3339)
+	first, late := f.replicas[:3], f.replicas[3:]
+	f.addOn(first, "launch", spec, quick)
+	f.startOn(first)
+
+	// handled waits for n events of the job: a run's end or a refusal.
+	handled := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case e := <-events:
+				if e.Kind == "skipped" && e.Skip != "held" && e.Skip != "already_run" {
+					t.Errorf("%s: tick %v skipped: %s (%v)", e.Instance, e.Tick, e.Skip, e.Err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the replicas did not all handle the job's tick within 30 s")
+			}
+		}
+	}
+	handled(3) // one run, two refusals
+	f.addOn(late, "launch", spec, quick)
+	f.startOn(late)
+	handled(1) // the late replica's refusal
+
+	if ex := f.executions(); len(ex) != 1 || !ex[0].tick.Equal(at) {
+		t.Errorf("executions %+v, want one, of %v", ex, at)
+	}
+	if n := f.skipCount("already_run") + f.skipCount("held"); n != 3 {
+		t.Errorf("%d refusals, want 3", n)
+	}
+	for _, r := range f.replicas {
+		if e := r.sched.Entries(); len(e) != 1 || !e[0].Next.IsZero() {
+			t.Errorf("%s: entries %+v, want the job with no tick left", r.id, e)
+		}
+	}
+
+	old := "@at " + time.Now().AddDate(-1, 0, 0).UTC().Format(time.RFC3339)
+	err := late[0].sched.Add("old-launch", old, scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil }))
+	if !errors.Is(err, scheduler.ErrInvalidJob) || !errors.Is(err, mutex.ErrInvalidOption) {
+		t.Errorf("Add(%q) = %v, want ErrInvalidJob and the Redlock's refusal", old, err)
+	}
+}
