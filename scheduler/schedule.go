@@ -145,31 +145,6 @@ func parseEvery(arg string) (schedule, error) {
 	return every{int64(d / time.Second)}, nil
 }
 
-// parseAt parses the argument of @at: an RFC 3339 time with its offset, in
-// whole seconds.
-func parseAt(arg string) (schedule, error) {
-	t, err := time.Parse(time.RFC3339, arg)
-	if err != nil {
-		return nil, fmt.Errorf("@at: want an RFC 3339 time with its offset, as 2026-11-28T00:00:00Z: %w", err)
-	}
-	if t.Nanosecond() != 0 {
-		return nil, fmt.Errorf("@at %s: want a whole number of seconds", arg)
-	}
-	return once{t}, nil
-}
-
-// once is the schedule of "@at t", a one-time job: its only tick is t.
-type once struct {
-	at time.Time
-}
-
-func (o once) Next(t time.Time) time.Time {
-	if t.Before(o.at) {
-		return o.at
-	}
-	return time.Time{}
-}
-
 // zoned is a robfig schedule computed in a given location. Its next tick
 // after t depends only on t's whole second (robfig rounds t up to the
 // next second), so it keeps the answers for the last seconds it was asked

@@ -204,8 +204,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 		return fmt.Errorf("%w %q: spec %q: %w", ErrInvalidJob, name, spec, err)
 	}
 	now := s.cfg.clock()
-	at, isOnce := sched.(once)
-	if isOnce && at.at.After(now.AddDate(5, 0, 0)) || !isOnce && !tickWithin(sched, now, now.AddDate(5, 0, 0)) {
+	if !tickSoon(sched, now) {
 		return fmt.Errorf("%w %q: spec %q: no tick within five years", ErrInvalidJob, name, spec)
 	}
 	cfg := defaultJobConfig()
@@ -218,15 +217,8 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 		}
 	}
 	req := LockRequest{Job: name, TTL: cfg.lockTTL, Owner: s.cfg.instanceID, Lead: s.cfg.lockAhead, Reach: cfg.lateLimit()}
-	if past := now.Sub(at.at); isOnce && past > req.Reach {
-		// Its tick is past: whether it ran is known only while its mark is
-		// kept.
-		req.Reach = past
-		if err := s.locker.Check(req); err != nil {
-			return fmt.Errorf("%w %q: spec %q: its time is %v past, longer than the Locker keeps the mark telling whether it ran: %w",
-				ErrInvalidJob, name, spec, past.Round(time.Second), err)
-		}
-		req.Reach = cfg.lateLimit()
+	if err := s.checkPastAt(req, spec, sched, now); err != nil {
+		return err
 	}
 	if err := s.locker.Check(req); err != nil {
 		return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
@@ -326,10 +318,7 @@ func (s *Scheduler) Entries() []Entry {
 // grace or catch-up window, whichever is longer.
 func firstTick(e *entry, now time.Time) time.Time {
 	if o, ok := e.sched.(once); ok && !o.at.After(now) {
-		if now.Sub(o.at) <= e.cfg.lateLimit() {
-			return o.at
-		}
-		return time.Time{}
+		return o.firstTick(now, e.cfg.lateLimit())
 	}
 	if w := e.cfg.catchUp; w > 0 {
 		if t := latestTick(e.sched, now.Add(-w), now); !t.IsZero() {
