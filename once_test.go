@@ -11,15 +11,15 @@ import (
 )
 
 // TestOnceJobInTheFleet: a one-time job ("@at t") registered by three
-// replicas over real Redis masters runs once, at t; a fourth replica
-// registering it after it ran, within its grace, is refused by the tick's
-// mark on the nodes and does not run it again; no replica has a tick of it
-// left. An @at time further back than the Redlock keeps a tick's mark is
-// refused at Add.
+// replicas over real Redis masters runs once, at t; after it ran, a rolling
+// restart (each replica shut down in turn and a new one registering the
+// job, within its grace) does not run it again: the tick's mark on the
+// nodes refuses it; no replica has a tick of it left. An @at time further
+// back than the Redlock keeps a tick's mark is refused at Add.
 func TestOnceJobInTheFleet(t *testing.T) {
 	t.Parallel()
 	events := make(chan scheduler.Event, 16)
-	f := newFleet(t, fleetConfig{nodes: 3, replicas: 4, trusted: true, options: []scheduler.Option{
+	f := newFleet(t, fleetConfig{nodes: 3, replicas: 6, trusted: true, options: []scheduler.Option{
 		scheduler.WithObserver(func(e scheduler.Event) {
 			if e.Job == "launch" && (e.Kind == "skipped" || e.Kind == "run_finished") {
 				events <- e
@@ -47,17 +47,22 @@ func TestOnceJobInTheFleet(t *testing.T) {
 		}
 	}
 	handled(3) // one run, two refusals
-	f.addOn(late, "launch", spec, quick)
-	f.startOn(late)
-	handled(1) // the late replica's refusal
+	for i := range late {
+		if err := f.shutdown(first[i], 5*time.Second); err != nil {
+			t.Errorf("%s: Shutdown: %v", first[i].id, err)
+		}
+		f.addOn(late[i:i+1], "launch", spec, quick)
+		f.startOn(late[i : i+1])
+		handled(1) // the new replica's refusal
+	}
 
 	if ex := f.executions(); len(ex) != 1 || !ex[0].tick.Equal(at) {
 		t.Errorf("executions %+v, want one, of %v", ex, at)
 	}
-	if n := f.skipCount("already_run") + f.skipCount("held"); n != 3 {
-		t.Errorf("%d refusals, want 3", n)
+	if n := f.skipCount("already_run") + f.skipCount("held"); n != 5 {
+		t.Errorf("%d refusals, want 5", n)
 	}
-	for _, r := range f.replicas {
+	for _, r := range late {
 		if e := r.sched.Entries(); len(e) != 1 || !e[0].Next.IsZero() {
 			t.Errorf("%s: entries %+v, want the job with no tick left", r.id, e)
 		}
