@@ -8,7 +8,9 @@
 // time (the cron spec's Next), never by the moment a replica's timer fired.
 // Every replica computes the same ticks, provided the jobs have the same
 // names and specs and the same WithLocation (UTC by default); "@every d"
-// ticks are aligned to the Unix epoch for the same reason.
+// ticks are aligned to the Unix epoch for the same reason. A one-time job
+// ("@at t", see Scheduler.Add) has one tick, t: its mark makes it run once
+// in the fleet, also on replicas that register it later.
 //
 // # Exactly one run per tick
 //
