@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -176,6 +177,53 @@ func TestOnceCaughtUpAfterAnOutage(t *testing.T) {
 				stopAll(stops...)
 				if runs := log.all(); len(runs) != tt.runs || tt.runs == 1 && !runs[0].Tick.Equal(at) {
 					t.Errorf("runs %+v, want %d of %v", runs, tt.runs, at)
+				}
+			})
+		})
+	}
+}
+
+// TestOnceHolderShutDownAtItsTime: a replica shut down around the job's
+// time does not cost its one run. Shut down before it claimed the tick (its
+// clock is the fastest: it would have won), another replica runs it; shut
+// down after it won the tick ahead (WithLockAhead), it runs it at the tick
+// before its Shutdown returns. Either way the job runs once.
+func TestOnceHolderShutDownAtItsTime(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		lockAhead time.Duration
+		stop      time.Duration // when replica-0 is shut down, from the tick (real time)
+		ranOn     func(int) bool
+	}{
+		{"before it claimed the tick", 0, -500 * time.Millisecond, func(i int) bool { return i != 0 }},
+		{"after it won the tick ahead", 2 * time.Second, -time.Second, func(i int) bool { return i == 0 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				at := time.Now().Add(time.Minute)
+				l := locker()
+				var log runLog
+				ran := make(chan int, 3)
+				var stops []func()
+				for i, off := range []time.Duration{400 * time.Millisecond, 0, 100 * time.Millisecond} {
+					s := newScheduler(t, l, scheduler.WithInstanceID(fmt.Sprint("replica-", i)),
+						scheduler.WithClock(offsetClock(off)), scheduler.WithLockAhead(tt.lockAhead))
+					job := log.job(time.Second)
+					mustAdd(t, s, "launch", atSpec(at), func(ctx context.Context, info scheduler.RunInfo) error {
+						ran <- i
+						return job(ctx, info)
+					})
+					stops = append(stops, start(t, s))
+				}
+				sleepUntil(at.Add(tt.stop))
+				stops[0]()
+				sleepUntil(at.Add(time.Minute))
+				stopAll(stops[1:]...)
+				if runs := log.all(); len(runs) != 1 || !runs[0].Tick.Equal(at) {
+					t.Fatalf("runs %+v, want one, of %v", runs, at)
+				}
+				if i := <-ran; !tt.ranOn(i) {
+					t.Errorf("ran on replica-%d", i)
 				}
 			})
 		})
