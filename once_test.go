@@ -74,3 +74,39 @@ func TestOnceJobInTheFleet(t *testing.T) {
 		t.Errorf("Add(%q) = %v, want ErrInvalidJob and the Redlock's refusal", old, err)
 	}
 }
+
+// TestOnceJobHolderShutDown: over real Redis masters, the replica whose
+// clock is fastest, which would claim the one-time job's tick, is shut down
+// just before its time; another replica runs the job, once.
+func TestOnceJobHolderShutDown(t *testing.T) {
+	t.Parallel()
+	events := make(chan scheduler.Event, 16)
+	f := newFleet(t, fleetConfig{nodes: 3, replicas: 3, trusted: true,
+		offsets: []time.Duration{400 * time.Millisecond, 0, 100 * time.Millisecond},
+		options: []scheduler.Option{scheduler.WithObserver(func(e scheduler.Event) {
+			if e.Kind == "skipped" || e.Kind == "run_finished" {
+				events <- e
+			}
+		})}})
+	at := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	f.add("launch", "@at "+at.UTC().Format(time.RFC3339), quick)
+	f.start()
+	time.Sleep(time.Until(at.Add(-500 * time.Millisecond))) // replica-0's clock reads 100 ms before the tick
+	if err := f.shutdown(f.replicas[0], 5*time.Second); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	// The two replicas left handle the tick: one run, one refusal.
+	for range 2 {
+		select {
+		case e := <-events:
+			if e.Instance == f.replicas[0].id {
+				t.Errorf("the replica shut down before the tick handled it: %s %s", e.Kind, e.Skip)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the replicas left did not handle the tick within 30 s of its time")
+		}
+	}
+	if ex := f.executions(); len(ex) != 1 || !ex[0].tick.Equal(at) || ex[0].replica == 0 {
+		t.Errorf("executions %+v, want one, of %v, not on replica-0", ex, at)
+	}
+}
