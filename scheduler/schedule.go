@@ -58,10 +58,10 @@ func (s *Scheduler) parse(spec string) (schedule, *time.Location, error) {
 
 // parseSpec parses a cron spec: five fields, or six with seconds first when
 // seconds is set; or a descriptor (@yearly, @monthly, @weekly, @daily,
-// @midnight, @hourly, @every <duration>, @at <RFC 3339 time>); but for
-// @at, optionally prefixed by
-// CRON_TZ=<zone> or TZ=<zone>. Specs without a zone prefix are interpreted
-// in loc. It returns the schedule and the zone it is read in.
+// @midnight, @hourly, @every <duration>, @at <RFC 3339 time>); all but
+// @at optionally prefixed by CRON_TZ=<zone> or TZ=<zone>. Specs without a
+// zone prefix are interpreted in loc. It returns the schedule and the zone
+// it is read in.
 func parseSpec(spec string, seconds bool, loc *time.Location) (sched schedule, tz *time.Location, err error) {
 	rest := strings.TrimSpace(spec)
 	if zone, after, ok := cutZone(rest); ok {
