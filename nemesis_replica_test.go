@@ -40,6 +40,7 @@ type replicaConfig struct {
 	LockAhead time.Duration `json:"lock_ahead"`
 	CatchUp   time.Duration `json:"catch_up"` // 0: off
 	Offset    time.Duration `json:"offset"`   // the scheduler's clock offset at start
+	Once      string        `json:"once"`     // if set, the time of a one-time job "once" (about 3 s long) it also runs
 }
 
 // record is one line of a replica's history: a run's start, cancellation
@@ -169,6 +170,12 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 	}
 	for _, j := range nemesisJobs {
 		if err := s.Add(j.name, j.spec, nemesisJob(cfg.ID, h, sc, j.writes), opts...); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.Once != "" {
+		job := nemesisJob(cfg.ID, h, sc, []time.Duration{0, 3 * time.Second})
+		if err := s.Add("once", "@at "+cfg.Once, job, opts...); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -88,6 +88,7 @@ type nemesis struct {
 	world    world
 	exe      string
 	lead     time.Duration
+	once     time.Time // if set, the replicas also run a one-time job "once" at it
 }
 
 // replicaProc is the current process of one replica.
@@ -354,6 +355,9 @@ func (n *nemesis) startReplica(p *replicaProc, catchUp bool) {
 		Grace: nemesisGrace, LockAhead: n.lead, Offset: p.offset}
 	if catchUp {
 		cfg.CatchUp = nemesisCatchUp
+	}
+	if !n.once.IsZero() {
+		cfg.Once = n.once.UTC().Format(time.RFC3339)
 	}
 	for i, s := range n.cluster.Nodes() {
 		cfg.Nodes = append(cfg.Nodes, n.proxies[p.idx][i].Addr())
