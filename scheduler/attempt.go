@@ -31,7 +31,8 @@ const (
 // that result. Under OverlapQueueOne or OverlapReplace, an ErrOverlap of a
 // tick is tried again too, until the deadline: as soon as a run of the job
 // here releases its lease, and otherwise after a random delay that grows
-// to a second, for a run on another replica. It returns the number of
+// to a second (or a quarter of the job's period, if shorter), for a run
+// on another replica. It returns the number of
 // attempts made.
 func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, deadline time.Time, first *LockResult) (Lease, int, error) {
 	retryUntil := time.Now().Add(deadline.Sub(s.cfg.clock())) // by the monotonic clock
@@ -67,7 +68,7 @@ func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, dead
 				s.log.LogAttrs(ctx, slog.LevelDebug, "previous run still going; the tick waits for its lease",
 					tickAttrs(e.name, req.Tick, slog.String("overlap", string(e.cfg.overlap)))...)
 			}
-			if !awaitRelease(ctx, released, retryDelay(polls), retryUntil) {
+			if !awaitRelease(ctx, released, pollDelay(e, req.Tick, polls), retryUntil) {
 				return nil, attempt, err
 			}
 			continue
@@ -110,6 +111,18 @@ func retryDelay(attempt int) time.Duration {
 		hi = min(retryFirstMax<<(attempt-1), retryCap)
 	}
 	return retryMin + rand.N(hi-retryMin+1)
+}
+
+// pollDelay is how long a tick of e waiting for a run's release on
+// another replica waits before its polls-th next attempt: retryDelay, at
+// most a quarter of the job's period, so that a release before the next
+// tick is seen before that tick comes and replaces the waiting one.
+func pollDelay(e *entry, tick time.Time, polls int) time.Duration {
+	d := retryDelay(polls)
+	if next := e.sched.Next(tick); next.After(tick) {
+		d = min(d, max(retryMin, next.Sub(tick)/4))
+	}
+	return d
 }
 
 // sleep waits for d or until ctx is done, and reports whether it waited
