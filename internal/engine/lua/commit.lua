@@ -41,7 +41,7 @@ end
 
 local raise, adds, score = {}, {}, {}
 for i = 1, n do
-  local lock, state, ledger, trigger = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
+  local state, trigger = KEYS[4 * i - 2], KEYS[4 * i]
   local a = 9 * i - 7
   local name, value, f, o, ticket = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), ARGV[a + 8]
   local s = st[i]
