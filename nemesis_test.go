@@ -119,20 +119,7 @@ func runNemesis(t *testing.T, seed uint64, d time.Duration) {
 	for i := range nemesisNodes {
 		n.world.starts[i] = []time.Time{begin}
 	}
-	for r := range nemesisReplicas {
-		var ps []*redistest.Proxy
-		for _, s := range n.cluster.Nodes() {
-			ps = append(ps, s.NewProxy(t))
-		}
-		n.proxies = append(n.proxies, ps)
-		n.replicas = append(n.replicas, &replicaProc{idx: r})
-		n.startReplica(n.replicas[r], false)
-	}
-	t.Cleanup(func() {
-		for _, p := range n.replicas {
-			n.killReplica(p)
-		}
-	})
+	n.startReplicas()
 	// The brand-new servers vote after their quarantine; ticks are checked
 	// from then on.
 	n.world.from = begin.Add(nemesisMaxTTL + 4*time.Second)
@@ -468,4 +455,24 @@ func tally(h historyOf) string {
 		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// startReplicas starts the nemesis's replica processes, each behind a
+// proxy of its own to every node, and kills them at the test's end.
+func (n *nemesis) startReplicas() {
+	t := n.t
+	for r := range nemesisReplicas {
+		var ps []*redistest.Proxy
+		for _, s := range n.cluster.Nodes() {
+			ps = append(ps, s.NewProxy(t))
+		}
+		n.proxies = append(n.proxies, ps)
+		n.replicas = append(n.replicas, &replicaProc{idx: r})
+		n.startReplica(n.replicas[r], false)
+	}
+	t.Cleanup(func() {
+		for _, p := range n.replicas {
+			n.killReplica(p)
+		}
+	})
 }

@@ -132,20 +132,7 @@ func TestOnceJobReplicaKilled(t *testing.T) {
 	n.storeSrv = redistest.Start(t, 1).Node(0)
 	// Brand-new servers vote after a max TTL.
 	n.once = time.Now().Add(nemesisMaxTTL + 5*time.Second).Truncate(time.Second)
-	for r := range nemesisReplicas {
-		var ps []*redistest.Proxy
-		for _, s := range n.cluster.Nodes() {
-			ps = append(ps, s.NewProxy(t))
-		}
-		n.proxies = append(n.proxies, ps)
-		n.replicas = append(n.replicas, &replicaProc{idx: r})
-		n.startReplica(n.replicas[r], false)
-	}
-	t.Cleanup(func() {
-		for _, p := range n.replicas {
-			n.killReplica(p)
-		}
-	})
+	n.startReplicas()
 	onceRecords := func(ev string) []record {
 		var out []record
 		for _, rs := range n.histories() {
