@@ -38,6 +38,10 @@ func (s AcquireStatus) String() string {
 		return "already_run"
 	case Paused:
 		return "paused"
+	case FenceAhead:
+		return "fence_ahead"
+	case ParentLost:
+		return "parent_lost"
 	}
 	return "AcquireStatus(" + strconv.Itoa(int(s)) + ")"
 }
@@ -193,6 +197,10 @@ func parseAcquire(res []any) (AcquireReply, error) {
 		}
 	case 3:
 		rep.Status, rep.Holder = Paused, detail
+	case 4:
+		rep.Status = FenceAhead
+	case 5:
+		rep.Status, rep.Holder = ParentLost, detail
 	default:
 		return AcquireReply{}, fmt.Errorf("unexpected status %d", status)
 	}

@@ -34,7 +34,7 @@ func (n *Node) submitAll(ctx context.Context, s *script, count int, encode func(
 	for lo := 0; lo < count; lo += size {
 		hi := min(lo+size, count)
 		keys, args := encode(lo, hi)
-		calls = append(calls, &call{ctx: ctx, script: s, keys: keys, args: args, items: hi - lo, done: func(cmd *redis.Cmd) {
+		calls = append(calls, &call{ctx: ctx, script: s, keys: keys, args: args, items: hi - lo, cleanup: s == freeScript, done: func(cmd *redis.Cmd) {
 			res, err := s.answer(cmd, hi-lo)
 			decode(lo, hi, res, err)
 			if left.Add(-1) == 0 {
@@ -64,6 +64,11 @@ func mergeCalls(batch []*call) []*call {
 	out := make([]*call, 0, len(batch))
 	for i := 0; i < len(batch); {
 		first, j := batch[i], i+1
+		if first.script == claimScript { // its keys and arguments open with its parent's: never merged
+			out = append(out, first)
+			i++
+			continue
+		}
 		for j < len(batch) && batch[j].script == first.script && batch[j].args[0] == first.args[0] {
 			j++
 		}

@@ -21,11 +21,17 @@ var (
 	extendSrc string
 	//go:embed lua/release.lua
 	releaseSrc string
+	//go:embed lua/claim.lua
+	claimSrc string
+	//go:embed lua/free.lua
+	freeSrc string
 
 	acquireScript = newScript("acquire", acquireSrc, 2, 3)
 	commitScript  = newScript("commit", commitSrc, 0, 2)
 	extendScript  = newScript("extend", extendSrc, 0, 2)
 	releaseScript = newScript("release", releaseSrc, 0, 2)
+	claimScript   = newScript("claim", claimSrc, 2, 3)
+	freeScript    = newScript("free", freeSrc, 0, 2)
 )
 
 // script is a lock script (its redis.Script sends it by hash, or with
@@ -58,7 +64,7 @@ func (s *script) answer(cmd *redis.Cmd, items int) ([]any, error) {
 }
 
 // ScriptName returns the name of the lock script ("acquire", "commit",
-// "extend" or "release") that cmd calls, by EVALSHA or EVAL, or "" for
+// "extend", "release", "claim" or "free") that cmd calls, by EVALSHA or EVAL, or "" for
 // any other command. Tests that fault one phase of the protocol use it.
 func ScriptName(cmd redis.Cmder) string {
 	args := cmd.Args()
@@ -66,7 +72,7 @@ func ScriptName(cmd redis.Cmder) string {
 		return ""
 	}
 	id := fmt.Sprint(args[1])
-	for _, s := range []*script{acquireScript, commitScript, extendScript, releaseScript} {
+	for _, s := range []*script{acquireScript, commitScript, extendScript, releaseScript, claimScript, freeScript} {
 		if id == s.Hash() || id == s.src {
 			return s.name
 		}

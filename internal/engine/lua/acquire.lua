@@ -5,7 +5,8 @@
 -- occurrence is at or below the lock's mark, or the lock is paused (its
 -- pause key exists) and an occurrence is claimed. The locks' keys are read
 -- together (one MGET, one HMGET per shard): a call of many locks costs the
--- server a few commands, and one SET per lock it sets.
+-- server a few commands, and one SET per lock it sets. A lock held as a
+-- part of a parent lock (see claim) is held by the part's value.
 -- ARGV[1] == "1" asks for the server's uptime (seconds) and run id, for the
 -- restart check.
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, status_2, ...}:
@@ -50,20 +51,22 @@ if redis.call("EXISTS", unpack(pauses)) > strings then
     end
   end
 end
-local fence, mark, bad = {}, {}, {}
+local fence, mark, bad, running = {}, {}, {}, {}
 local order, of = groups(n, 3, 2)
 for _, state in ipairs(order) do
   local fields = {}
   for _, i in ipairs(of[state]) do
     fields[#fields + 1] = "f|" .. ARGV[4 * i - 2]
     fields[#fields + 1] = "m|" .. ARGV[4 * i - 2]
+    fields[#fields + 1] = "r|" .. ARGV[4 * i - 2]
   end
   local st = redis.pcall("HMGET", state, unpack(fields))
   for j, i in ipairs(of[state]) do
     if failed(st) then
       bad[i] = st.err
     else
-      fence[i], mark[i] = st[2 * j - 1], st[2 * j]
+      fence[i], mark[i] = st[3 * j - 2], st[3 * j - 1]
+      running[i] = st[3 * j] and runningHere(st[3 * j])
       bad[i] = badState(state, ARGV[4 * i - 2], fence[i], mark[i])
     end
   end
@@ -74,6 +77,8 @@ for i = 1, n do
   local f, m = fence[i] or "0", mark[i]
   if bad[i] then
     answer(-1, "0", bad[i])
+  elseif running[i] then
+    answer(0, f, running[i]) -- held as a part of a parent lock (see claim)
   elseif cur[i] == value then
     redis.call("PEXPIRE", lock, ttl)
     answer(1, f, "")

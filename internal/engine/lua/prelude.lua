@@ -157,3 +157,20 @@ local function ledgerOf(locks, carries, at)
   end
   return cap, window
 end
+
+-- runningHere returns the value of a part (see claim) from its running
+-- value r ("parent key \n parent value \n value"), while its parent holds
+-- that value on this node, and nil once the parent is gone: the part ended
+-- with it. parentKey and parentValue, when given, are a parent known to
+-- hold its value (no GET for it).
+local function runningHere(r, parentKey, parentValue)
+  local pk, pv, v = string.match(r, "^([^\n]*)\n([^\n]*)\n(.*)$")
+  if not pk then
+    return nil
+  end
+  if pk == parentKey then
+    return pv == parentValue and v or nil
+  end
+  local now = redis.pcall("GET", pk)
+  return now == pv and v or nil
+end

@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The answers a node gives to a claim besides Acquire's.
+const (
+	// FenceAhead: the part's fence counter is at or above the fence asked
+	// for (Fence is the counter).
+	FenceAhead AcquireStatus = iota + 5
+	// ParentLost: the parent lock does not hold its value on the node
+	// (Holder is what holds it, "" for nothing).
+	ParentLost
+)
+
+// Parent is a held lock that parts are claimed under: its lock key and
+// the value it holds.
+type Parent struct {
+	Key, Value string
+}
+
+// ClaimRequest is one part claimed on one node: an occurrence of a lock
+// held as a part of Parent, without a key of its own (see lua/claim.lua).
+type ClaimRequest struct {
+	Parent     Parent
+	Keys       LockKeys
+	Value      string // the part's encoded Value
+	Occurrence int64  // unix ms, above 0
+	Fence      uint64 // the fence the part takes: refused where the counter is at or above it
+	// Ledger is the part's started record (its New; Old is unused).
+	Ledger LedgerWrite
+}
+
+// ErrNotSingleServer is the error of a claim sent to a node whose keys may
+// live on several servers (a Cluster or Ring client): a claim reads its
+// parent and its parts' shard in one script.
+var ErrNotSingleServer = errors.New("parts are claimed only on a single server")
+
+// SingleServer reports whether every key of the node lives on one server
+// (a plain client), so that it takes claims.
+func (n *Node) SingleServer() bool { return n.singleServer() }
+
+// ClaimAllAsync claims parts, any number, with their answers passed to
+// done in the order of reqs, as Acquire's (Status Acquired when claimed;
+// FenceAhead and ParentLost besides), each with the server's run id and
+// uptime. The parts of one parent and shard go in one script call (up to
+// 256), all calls in one round trip. A claim raises the state's TTL to
+// stateTTL.
+func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL time.Duration, done func([]AcquireResult)) {
+	out := make([]AcquireResult, len(reqs))
+	if !n.singleServer() {
+		for i := range out {
+			out[i].Err = n.fail("claim", reqs[i].Keys.Lock, ErrNotSingleServer)
+		}
+		done(out)
+		return
+	}
+	group := func(r ClaimRequest) [3]string { return [3]string{r.Parent.Key, r.Parent.Value, r.Keys.State} }
+	at := make([]int, len(reqs))
+	for i := range at {
+		at[i] = i
+	}
+	slices.SortStableFunc(at, func(a, b int) int {
+		ga, gb := group(reqs[a]), group(reqs[b])
+		return cmp.Or(cmp.Compare(ga[0], gb[0]), cmp.Compare(ga[1], gb[1]), cmp.Compare(ga[2], gb[2]))
+	})
+	var calls []*call
+	left := 0
+	finish := func() {
+		left--
+		if left == 0 {
+			done(out)
+		}
+	}
+	for lo := 0; lo < len(at); {
+		hi := lo + 1
+		for hi < len(at) && hi-lo < maxItems && group(reqs[at[hi]]) == group(reqs[at[lo]]) {
+			hi++
+		}
+		part := at[lo:hi]
+		first := reqs[part[0]]
+		keys := make([]string, 0, 3+2*len(part))
+		keys = append(keys, first.Parent.Key, first.Keys.State, first.Keys.Ledger)
+		args := make([]any, 0, 5+5*len(part))
+		args = append(args, "1", first.Parent.Value, millis(stateTTL), first.Ledger.Cap, millis(first.Ledger.Window))
+		for _, i := range part {
+			r := reqs[i]
+			keys = append(keys, r.Keys.Lock, r.Keys.Pause)
+			args = append(args, r.Keys.Name, r.Value, r.Occurrence, r.Fence, r.Ledger.New)
+		}
+		calls = append(calls, &call{ctx: ctx, script: claimScript, keys: keys, args: args, items: len(part), done: func(cmd *redis.Cmd) {
+			res, err := claimScript.answer(cmd, len(part))
+			var info *Info
+			var infoErr error
+			if err == nil {
+				info, infoErr, err = parseServer(res[0], res[1])
+			}
+			for x, i := range part {
+				var rep AcquireReply
+				ierr := err
+				if ierr == nil {
+					rep, ierr = parseAcquire(res[2+3*x:][:3])
+				}
+				if ierr != nil {
+					out[i].Err = n.fail("claim", reqs[i].Keys.Lock, ierr)
+					continue
+				}
+				rep.Info, rep.InfoErr = info, infoErr
+				out[i].Reply = rep
+			}
+			finish()
+		}})
+		lo = hi
+	}
+	if len(calls) == 0 {
+		done(out)
+		return
+	}
+	left = len(calls)
+	n.batch.submit(calls...)
+}
+
+// FreeRequest ends one part on one node (see lua/free.lua).
+type FreeRequest struct {
+	Keys    LockKeys
+	Running string      // the part's running value, as its claim set it
+	Ledger  LedgerWrite // the part's final record, replacing its started one
+}
+
+// RunningValue returns the running value a claim of the part value under
+// parent sets: what FreeRequest.Running must be.
+func RunningValue(parent Parent, value string) string {
+	return parent.Key + "\n" + parent.Value + "\n" + value
+}
+
+// FreeAllAsync ends parts, any number: each part's running value is
+// removed where it is the one given, and its started record replaced by
+// its final one. done gets whether each was still running (CommitResult's
+// Held), in the order of reqs. Frees are sent even while the node backs
+// off.
+func (n *Node) FreeAllAsync(ctx context.Context, reqs []FreeRequest, done func([]CommitResult)) {
+	out := make([]CommitResult, len(reqs))
+	n.submitAll(ctx, freeScript, len(reqs), func(lo, hi int) ([]string, []any) {
+		keys := make([]string, 0, 2*(hi-lo))
+		args := make([]any, 1, 1+7*(hi-lo))
+		args[0] = ""
+		for _, r := range reqs[lo:hi] {
+			w := r.Ledger
+			keys = append(keys, r.Keys.Ledger, r.Keys.State)
+			args = append(args, r.Keys.Name, r.Running, w.Old, w.New, w.Score, w.Cap, millis(w.Window))
+		}
+		return keys, args
+	}, func(lo, hi int, res []any, err error) {
+		for i := lo; i < hi; i++ {
+			ierr := err
+			if ierr == nil {
+				out[i].Held, ierr = parseBool(res[2*(i-lo):][:2])
+			}
+			if ierr != nil {
+				out[i].Err = n.fail("free", reqs[i].Keys.State, ierr)
+			}
+		}
+	}, func() { done(out) })
+}

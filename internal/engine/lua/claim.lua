@@ -1,0 +1,121 @@
+-- Claim occurrences of locks held as parts of a parent lock, any number in
+-- one call, all of one shard. A part has no key of its own: it is held
+-- while its parent is, and its occurrence mark, fence and running value
+-- are fields of its shard's state. KEYS[1] is the parent's lock key,
+-- KEYS[2] and KEYS[3] the shard's state hash and ledger; part i has the
+-- lock key KEYS[2i+2] (its own lock, which excludes the part while held)
+-- and the pause key KEYS[2i+3]. ARGV[1] == "1" asks for the server's uptime
+-- and run id (as acquire does); ARGV[2] is the parent's value, ARGV[3] the
+-- state's TTL (ms), ARGV[4] and ARGV[5] the ledger's cap and window (ms);
+-- part i's name, value, occurrence (unix ms), fence and record are
+-- ARGV[5i+1..5i+5].
+-- While the parent holds its value, a part is claimed unless its lock is
+-- held, another part of it still runs (its running value names a parent
+-- that still holds), its occurrence is at or below its mark, it is paused,
+-- or its fence counter is at or above the fence asked for; claimed, its
+-- mark and fence are raised to the occurrence and fence, its running value
+-- is set ("parent key \n parent value \n value"), and "s|" .. record is
+-- added to the ledger. The parts' keys are read together (MGET, one HMGET)
+-- and written together (one HSET, one ZADD).
+-- Returns {uptime, run_id, status_1, fence_1, detail_1, ...}: the statuses
+-- of acquire (1 claimed, 0 held by detail, 2 already run, 3 paused, -1
+-- error), 4 when the fence counter is at or above the fence (detail: the
+-- counter), and 5 when the parent does not hold its value here (detail:
+-- what holds it, "" for nothing).
+local uptime, runid = "", ""
+if ARGV[1] == "1" then
+  local info = redis.pcall("INFO", "server")
+  if type(info) == "string" then
+    uptime = string.match(info, "uptime_in_seconds:([^\r\n]*)") or "?"
+    runid = string.match(info, "run_id:([^\r\n]*)") or "?"
+  else
+    uptime, runid = "?", "?"
+  end
+end
+answer(uptime, runid)
+
+local n = (#KEYS - 3) / 2
+local parent, state, ledger = KEYS[1], KEYS[2], KEYS[3]
+local holder = redis.call("GET", parent)
+if holder ~= ARGV[2] then
+  for i = 1, n do
+    answer(5, "0", holder or "")
+  end
+  return out
+end
+
+local locks, pauses, fields = {}, {}, {}
+for i = 1, n do
+  locks[i], pauses[i] = KEYS[2 * i + 2], KEYS[2 * i + 3]
+  local name = ARGV[5 * i + 1]
+  fields[#fields + 1] = "f|" .. name
+  fields[#fields + 1] = "m|" .. name
+  fields[#fields + 1] = "r|" .. name
+end
+local cur = redis.call("MGET", unpack(locks))
+local paused = redis.call("MGET", unpack(pauses))
+local strings = 0
+for i = 1, n do
+  if paused[i] then
+    strings = strings + 1
+  end
+end
+if redis.call("EXISTS", unpack(pauses)) > strings then
+  -- A pause key of another type still pauses its part (fail closed).
+  for i = 1, n do
+    if not paused[i] and redis.call("EXISTS", pauses[i]) == 1 then
+      paused[i] = "?"
+    end
+  end
+end
+local st = redis.pcall("HMGET", state, unpack(fields))
+if failed(st) then
+  for i = 1, n do
+    answer(-1, "0", st.err)
+  end
+  return out
+end
+
+local set, adds, score = {}, {}, 0
+for i = 1, n do
+  local a = 5 * i + 1
+  local name, value, occ, fence = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local f, m, r = st[3 * i - 2], st[3 * i - 1], st[3 * i]
+  local bad = badState(state, name, f, m)
+  local running = r and runningHere(r, parent, ARGV[2])
+  f = f or "0"
+  if bad then
+    answer(-1, "0", bad)
+  elseif cur[i] then
+    answer(0, f, cur[i])
+  elseif running then
+    answer(0, f, running)
+  elseif m and tonumber(m) >= tonumber(occ) then
+    answer(2, f, m)
+  elseif paused[i] then
+    answer(3, f, paused[i])
+  elseif tonumber(f) >= tonumber(fence) then
+    answer(4, f, f)
+  else
+    set[#set + 1] = "f|" .. name
+    set[#set + 1] = fence
+    set[#set + 1] = "m|" .. name
+    set[#set + 1] = occ
+    set[#set + 1] = "r|" .. name
+    set[#set + 1] = parent .. "\n" .. ARGV[2] .. "\n" .. value
+    if ARGV[a + 4] ~= "" then
+      adds[#adds + 1] = occ
+      adds[#adds + 1] = "s|" .. ARGV[a + 4]
+      score = math.max(score, tonumber(occ))
+    end
+    answer(1, f, "")
+  end
+end
+if #set > 0 then
+  redis.call("HSET", state, unpack(set))
+  keep(state, ARGV[3])
+end
+if #adds > 0 then
+  record(ledger, state, {}, adds, true, score, tonumber(ARGV[4]), tonumber(ARGV[5]))
+end
+return out

@@ -1,0 +1,67 @@
+-- End parts (see claim), any number in one call. Part i has its shard's
+-- ledger KEYS[2i-1] and state hash KEYS[2i], and the arguments
+-- ARGV[7i-5..7i+1]: name, running value (as claim set it), old, record,
+-- score, cap and window. While the part's running value is the one given,
+-- it is removed. Either way, "s|" .. old is replaced in the ledger by
+-- record, prefixed "r|" when the part was still running and "l|" when not
+-- ("" for none). ARGV[1] is unused (a leading argument, so that calls
+-- merge). Returns {result_1, detail_1, ...}: 1 if the part was running, 0
+-- if not, -1 if its state could not be read (detail = the error).
+local n = #KEYS / 2
+local order, of = groups(n, 2, 2)
+local dels, olds, news, trim, score = {}, {}, {}, {}, {}
+for _, state in ipairs(order) do
+  local fields = {}
+  for _, i in ipairs(of[state]) do
+    fields[#fields + 1] = "r|" .. ARGV[7 * i - 5]
+  end
+  local r = redis.pcall("HMGET", state, unpack(fields))
+  for j, i in ipairs(of[state]) do
+    local a = 7 * i - 5
+    if failed(r) then
+      answer(-1, r.err)
+    elseif r[j] == ARGV[a + 1] then
+      dels[state] = dels[state] or {}
+      table.insert(dels[state], "r|" .. ARGV[a])
+      answer(1, "")
+    else
+      answer(0, "")
+    end
+  end
+end
+-- The answers above are by shard; put them back in the parts' order.
+local byPart, k = {}, 0
+for _, state in ipairs(order) do
+  for _, i in ipairs(of[state]) do
+    byPart[i] = {out[2 * k + 1], out[2 * k + 2]}
+    k = k + 1
+  end
+end
+out = {}
+for i = 1, n do
+  answer(byPart[i][1], byPart[i][2])
+  local state, a = KEYS[2 * i], 7 * i - 5
+  local old, new = ARGV[a + 2], ARGV[a + 3]
+  if old ~= "" then
+    olds[state] = olds[state] or {}
+    table.insert(olds[state], "s|" .. old)
+  end
+  if new ~= "" then
+    news[state] = news[state] or {}
+    table.insert(news[state], ARGV[a + 4])
+    table.insert(news[state], (byPart[i][1] == 1 and "r|" or "l|") .. new)
+    score[state] = math.max(score[state] or 0, tonumber(ARGV[a + 4]))
+    trim[state] = trim[state] or old == ""
+  end
+end
+for _, state in ipairs(order) do
+  if dels[state] then
+    redis.pcall("HDEL", state, unpack(dels[state]))
+  end
+  if olds[state] or news[state] then
+    local cap, window = ledgerOf(of[state], function(i) return ARGV[7 * i - 3] ~= "" or ARGV[7 * i - 2] ~= "" end,
+      function(i) return tonumber(ARGV[7 * i]), tonumber(ARGV[7 * i + 1]) end)
+    record(KEYS[2 * of[state][1] - 1], state, olds[state] or {}, news[state] or {}, trim[state], score[state] or 0, cap, window)
+  end
+end
+return out
