@@ -41,6 +41,9 @@ func (l *Lock) KeepAlive(ctx context.Context) (context.Context, func()) {
 	if l.keep != nil {
 		return l.keep.ctx, l.keep.stop
 	}
+	if l.parent != nil {
+		return l.partKeepAlive(ctx)
+	}
 	kctx, cancel := context.WithCancelCause(ctx)
 	if l.released {
 		cancel(fmt.Errorf("mutex: keepalive %q: %w", l.keys.Name, ErrReleased))

@@ -24,6 +24,10 @@ type Lock struct {
 	acquired   time.Time
 	record     engine.Record // its ledger record as started
 	started    string        // that record's text, if its commit wrote it
+	// parent, for a part (part.go), is the lock it is held under, and
+	// running its running value on the nodes.
+	parent  *Lock
+	running string
 
 	mu       sync.Mutex
 	outcome  Outcome   // for its ledger record (SetOutcome)
@@ -48,6 +52,9 @@ func (l *Lock) Fence() uint64 { return l.fence }
 // majority of nodes, with clock drift allowed for. It moves forward with
 // every successful extension.
 func (l *Lock) Until() time.Time {
+	if l.parent != nil {
+		return l.parent.Until()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
@@ -61,6 +68,9 @@ func (l *Lock) Until() time.Time {
 // answered in time (the lock may still be held until Until). It is refused
 // too while the owner check refuses the lock's owner (WithOwnerCheck).
 func (l *Lock) Extend(ctx context.Context) error {
+	if l.parent != nil {
+		return l.parent.Extend(ctx)
+	}
 	start := time.Now()
 	l.mu.Lock()
 	released, until := l.released, l.until
@@ -127,6 +137,9 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.released = true
 	k := l.keep
 	l.mu.Unlock()
+	if l.parent != nil {
+		return l.releasePart(ctx, k)
+	}
 	if k != nil {
 		k.stop()
 	}

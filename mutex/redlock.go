@@ -23,6 +23,9 @@ type Redlock struct {
 	pending *releases // release calls under way, for Flush
 	servers *servers  // what is known of each node's server, for the restart check
 	states  *nodeStates
+	// fenceFloor is the highest fence counter a node answered to a claim
+	// of parts as ahead of the claim's (see nextFence).
+	fenceFloor atomic.Uint64
 }
 
 // New returns a Redlock over nodes: 1, 3 or 5 independent masters are the

@@ -44,9 +44,32 @@ func (r *Redlock) TryLockAll(ctx context.Context, reqs []Request) []Result {
 		valid = append(valid, attemptReq{keys: keys, ttl: q.TTL, lc: lc, token: engine.NewToken()})
 		at = append(at, j)
 	}
-	if len(valid) > 0 {
+	if len(valid) == 0 {
+		return out
+	}
+	parents := r.partsOf(ctx, valid)
+	if parents == nil {
 		for k, res := range r.attemptAll(ctx, valid) {
 			out[at[k]] = res
+		}
+		return out
+	}
+	var claims, alone []attemptReq
+	var claimAt, aloneAt []int
+	var of []*Lock
+	for k, q := range valid {
+		if parents[k] != nil {
+			claims, claimAt, of = append(claims, q), append(claimAt, at[k]), append(of, parents[k])
+		} else {
+			alone, aloneAt = append(alone, q), append(aloneAt, at[k])
+		}
+	}
+	for k, res := range r.claimAll(ctx, claims, of) {
+		out[claimAt[k]] = res
+	}
+	if len(alone) > 0 {
+		for k, res := range r.attemptAll(ctx, alone) {
+			out[aloneAt[k]] = res
 		}
 	}
 	return out

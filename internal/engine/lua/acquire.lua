@@ -77,8 +77,6 @@ for i = 1, n do
   local f, m = fence[i] or "0", mark[i]
   if bad[i] then
     answer(-1, "0", bad[i])
-  elseif running[i] then
-    answer(0, f, running[i]) -- held as a part of a parent lock (see claim)
   elseif cur[i] == value then
     redis.call("PEXPIRE", lock, ttl)
     answer(1, f, "")
@@ -86,6 +84,8 @@ for i = 1, n do
     answer(2, f, m)
   elseif occ > 0 and paused[i] then
     answer(3, f, paused[i])
+  elseif running[i] then
+    answer(0, f, running[i]) -- held as a part of a parent lock (see claim)
   elseif cur[i] then
     answer(0, f, cur[i])
   else

@@ -12,8 +12,9 @@
 -- While the parent holds its value, a part is claimed unless its lock is
 -- held, another part of it still runs (its running value names a parent
 -- that still holds), its occurrence is at or below its mark, it is paused,
--- or its fence counter is at or above the fence asked for; claimed, its
--- mark and fence are raised to the occurrence and fence, its running value
+-- or its fence counter is at or above the fence asked for (unless "0":
+-- fencing off); claimed, its mark and fence (unless "0") are raised to the
+-- occurrence and fence, its running value
 -- is set ("parent key \n parent value \n value"), and "s|" .. record is
 -- added to the ledger. The parts' keys are read together (MGET, one HMGET)
 -- and written together (one HSET, one ZADD).
@@ -86,19 +87,21 @@ for i = 1, n do
   f = f or "0"
   if bad then
     answer(-1, "0", bad)
-  elseif cur[i] then
-    answer(0, f, cur[i])
-  elseif running then
-    answer(0, f, running)
   elseif m and tonumber(m) >= tonumber(occ) then
     answer(2, f, m)
   elseif paused[i] then
     answer(3, f, paused[i])
-  elseif tonumber(f) >= tonumber(fence) then
+  elseif cur[i] then
+    answer(0, f, cur[i])
+  elseif running then
+    answer(0, f, running)
+  elseif fence ~= "0" and tonumber(f) >= tonumber(fence) then
     answer(4, f, f)
   else
-    set[#set + 1] = "f|" .. name
-    set[#set + 1] = fence
+    if fence ~= "0" then
+      set[#set + 1] = "f|" .. name
+      set[#set + 1] = fence
+    end
     set[#set + 1] = "m|" .. name
     set[#set + 1] = occ
     set[#set + 1] = "r|" .. name

@@ -2,13 +2,25 @@
 -- ledger KEYS[2i-1] and state hash KEYS[2i], and the arguments
 -- ARGV[7i-5..7i+1]: name, running value (as claim set it), old, record,
 -- score, cap and window. While the part's running value is the one given,
--- it is removed. Either way, "s|" .. old is replaced in the ledger by
+-- it is removed; the part was still running if its parent still held. Either way, "s|" .. old is replaced in the ledger by
 -- record, prefixed "r|" when the part was still running and "l|" when not
 -- ("" for none). ARGV[1] is unused (a leading argument, so that calls
--- merge). Returns {result_1, detail_1, ...}: 1 if the part was running, 0
--- if not, -1 if its state could not be read (detail = the error).
+-- merge). Returns {result_1, detail_1, ...}: 1 if the part was running
+-- (its value there, its parent holding), 0 if not, -1 if its state could not be read (detail = the error).
 local n = #KEYS / 2
 local order, of = groups(n, 2, 2)
+local parents = {} -- parent key -> its value here (false for none)
+local function stillRunning(r)
+  local pk, pv = string.match(r, "^([^\n]*)\n([^\n]*)\n")
+  if not pk then
+    return false
+  end
+  if parents[pk] == nil then
+    local v = redis.pcall("GET", pk)
+    parents[pk] = type(v) == "string" and v or false
+  end
+  return parents[pk] == pv
+end
 local dels, olds, news, trim, score = {}, {}, {}, {}, {}
 for _, state in ipairs(order) do
   local fields = {}
@@ -23,7 +35,7 @@ for _, state in ipairs(order) do
     elseif r[j] == ARGV[a + 1] then
       dels[state] = dels[state] or {}
       table.insert(dels[state], "r|" .. ARGV[a])
-      answer(1, "")
+      answer(stillRunning(r[j]) and 1 or 0, "")
     else
       answer(0, "")
     end

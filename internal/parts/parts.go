@@ -1,0 +1,26 @@
+// Package parts carries, in a context, the parent locks under which a
+// mutex.Redlock's TryLockAll claims occurrences as parts: locks without a
+// key of their own, held while their parent is (see mutex's part.go). The
+// shard gate passes its shards' leases this way, so that a shard's due
+// ticks are claimed in one script call per node, without an exported name
+// for our own wiring.
+package parts
+
+import "context"
+
+// Of returns the parent of a lock's name (a *mutex.Lock held by a Redlock
+// over the same nodes), or nil for a lock acquired on its own.
+type Of func(name string) any
+
+type key struct{}
+
+// With returns ctx carrying of.
+func With(ctx context.Context, of Of) context.Context {
+	return context.WithValue(ctx, key{}, of)
+}
+
+// From returns the Of ctx carries, or nil.
+func From(ctx context.Context) Of {
+	of, _ := ctx.Value(key{}).(Of)
+	return of
+}

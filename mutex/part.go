@@ -1,0 +1,261 @@
+package mutex
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/parts"
+)
+
+// A part is an occurrence of a lock claimed under a held parent lock (a
+// shard's lease): it has no key of its own on the nodes, only its mark,
+// fence and running value in its shard's state, so that the due
+// occurrences of a shard are claimed in one script call per node (see
+// lua/claim.lua). It excludes the lock and other parts of it while its
+// parent holds, and is lost when its parent is. Its fence is chosen by the
+// claimer (fenceFloor) and refused by a node whose counter is at or above
+// it, so that a claim won on a quorum has a fence above every earlier
+// acquisition's, as a commit's does.
+
+// partsOf splits reqs (the valid requests of a TryLockAll) into those to
+// claim as parts, with their parents, and the others, by the parents ctx
+// carries (package parts): a request has a parent when it claims an
+// occurrence, takes no ticket, and its parent is a Lock of a Redlock over
+// the same nodes, all single servers.
+func (r *Redlock) partsOf(ctx context.Context, reqs []attemptReq) (parents []*Lock) {
+	of := parts.From(ctx)
+	if of == nil {
+		return nil
+	}
+	for _, n := range r.nodes {
+		if !n.SingleServer() {
+			return nil
+		}
+	}
+	for j, q := range reqs {
+		p, _ := of(q.keys.Name).(*Lock)
+		if p == nil || q.lc.occurrence <= 0 || q.lc.ticket != "" || !r.sameNodes(p.r) {
+			continue
+		}
+		if parents == nil {
+			parents = make([]*Lock, len(reqs))
+		}
+		parents[j] = p
+	}
+	return parents
+}
+
+// sameNodes reports whether o runs over the same nodes, in the same order.
+func (r *Redlock) sameNodes(o *Redlock) bool {
+	if len(o.nodes) != len(r.nodes) {
+		return false
+	}
+	for i, n := range r.nodes {
+		if o.nodes[i] != n {
+			return false
+		}
+	}
+	return true
+}
+
+// nextFence returns the fence for a claim: the time in microseconds (as
+// an acquisition's), or above the highest counter a node answered, when
+// that is ahead (another replica's clock).
+func (r *Redlock) nextFence() uint64 {
+	if !r.cfg.fencing {
+		return 0
+	}
+	return max(uint64(time.Now().UnixMicro()), r.fenceFloor.Load()+1)
+}
+
+// raiseFloor notes a node's fence counter.
+func (r *Redlock) raiseFloor(f uint64) {
+	for {
+		cur := r.fenceFloor.Load()
+		if f <= cur || r.fenceFloor.CompareAndSwap(cur, f) {
+			return
+		}
+	}
+}
+
+// claimAll claims reqs as parts of parents (one per request), all at once:
+// one round trip per node, one script call per parent and shard. The won
+// become Locks; the others are freed where they may have been claimed.
+func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, parents []*Lock) []Result {
+	start := time.Now()
+	fence := r.nextFence()
+	out := make([]Result, len(reqs))
+	creqs := make([]engine.ClaimRequest, len(reqs))
+	records := make([]engine.Record, len(reqs))
+	started := make([]string, len(reqs))
+	for j, q := range reqs {
+		p := parents[j]
+		value := engine.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
+		records[j], started[j] = r.startRecord(q.keys.Name, q.lc, fence, start)
+		creqs[j] = engine.ClaimRequest{Parent: engine.Parent{Key: p.keys.Lock, Value: p.value}, Keys: q.keys, Value: value,
+			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
+	}
+	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
+		n.ClaimAllAsync(ctx, creqs, r.cfg.stateTTL, func(rs []engine.AcquireResult) {
+			res := make([]NodeResult, len(rs))
+			for j, a := range rs {
+				res[j] = r.claimVote(i, a, creqs[j].Occurrence)
+			}
+			deliver(res)
+		})
+	}, acquireDecider(len(r.nodes), r.quorum), nil)
+	var frees []engine.FreeRequest
+	var targets [][]bool
+	for j, q := range reqs {
+		twins(votes[j])
+		p := parents[j]
+		if count(votes[j], voteYes) >= r.quorum {
+			out[j].Lock = &Lock{r: r, keys: q.keys, value: creqs[j].Value, token: q.token, fence: fence, occurrence: q.lc.occurrence,
+				owner: q.lc.owner, ttl: p.ttl, acquired: start, until: p.Until(), record: records[j], started: started[j],
+				parent: p, running: engine.RunningValue(creqs[j].Parent, creqs[j].Value)}
+			ev := out[j].Lock.event(opAcquire, nil)
+			ev.Fence, ev.Duration, ev.Nodes = fence, time.Since(start), votes[j]
+			r.observe(ev)
+			continue
+		}
+		qerr := &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: votes[j]}
+		qerr.Holder, qerr.Reason = acquireReason(votes[j], r.quorum)
+		if v, err := engine.ParseValue(qerr.Holder); err == nil {
+			qerr.HolderOwner = v.Owner
+			if v.Occurrence != 0 {
+				qerr.HolderOccurrence = time.UnixMilli(v.Occurrence)
+			}
+		}
+		out[j].Err = r.reportFailure(ctx, qerr, start, q.lc.occurrence)
+		on := make([]bool, len(r.nodes))
+		some := false
+		for i, v := range votes[j] {
+			on[i] = v.Vote == "" || mayHold(v) // "": its claim may still come; the free follows it
+			some = some || on[i]
+		}
+		if some {
+			frees = append(frees, engine.FreeRequest{Keys: q.keys, Running: engine.RunningValue(creqs[j].Parent, creqs[j].Value),
+				Ledger: r.ledgerWrite(records[j], started[j], "")})
+			targets = append(targets, on)
+		}
+	}
+	r.freeAbandoned(ctx, frees, targets)
+	return out
+}
+
+// claimVote turns node i's answer to a claim into its vote, as
+// acquireVote does; a fence counter at or above the claim's fails the
+// node's vote (and raises the next claim's fence above it), a parent not
+// held there is not_owner.
+func (r *Redlock) claimVote(i int, a engine.AcquireResult, occurrence int64) NodeResult {
+	if a.Err == nil {
+		switch a.Reply.Status {
+		case engine.FenceAhead:
+			r.raiseFloor(a.Reply.Fence)
+			res := NodeResult{Vote: voteError, fence: a.Reply.Fence,
+				Err: fmt.Errorf("fence counter %d is at or above the claim's (another replica's clock is ahead)", a.Reply.Fence)}
+			if a.Reply.Info != nil {
+				res.server = a.Reply.Info.RunID
+			}
+			return res
+		case engine.ParentLost:
+			return NodeResult{Vote: voteNotOwner, Holder: a.Reply.Holder}
+		}
+	}
+	return r.acquireVote(i, a, occurrence, 0)
+}
+
+// freeAbandoned ends the parts of failed claims on the nodes that may have
+// claimed them (targets), without waiting: a node's calls are sent in
+// order, so a free follows its claim.
+func (r *Redlock) freeAbandoned(ctx context.Context, frees []engine.FreeRequest, targets [][]bool) {
+	if len(frees) == 0 {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.releaseBound(time.Second))
+	answered := afterAll(len(r.nodes), cancel)
+	for i, n := range r.nodes {
+		var mine []engine.FreeRequest
+		for k, f := range frees {
+			if targets[k][i] {
+				mine = append(mine, f)
+			}
+		}
+		n.FreeAllAsync(fctx, mine, func([]engine.CommitResult) { answered() })
+	}
+}
+
+// afterAll returns a function that calls f on its count-th call.
+func afterAll(count int, f func()) func() {
+	var left atomic.Int32
+	left.Store(int32(count))
+	return func() {
+		if left.Add(-1) == 0 {
+			f()
+		}
+	}
+}
+
+// partKeepAlive is KeepAlive for a part: its context is cancelled, with a
+// cause matching ErrLost, when its parent's KeepAlive context is (the
+// parent lost, released or no longer kept alive); a part whose parent is
+// not kept alive is lost at once. Called with l.mu held.
+func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
+	kctx, cancel := context.WithCancelCause(ctx)
+	k := &keeper{ctx: kctx, cancel: cancel, done: make(chan struct{})}
+	close(k.done)
+	l.keep = k
+	if l.released {
+		cancel(fmt.Errorf("mutex: keepalive %q: %w", l.keys.Name, ErrReleased))
+		return kctx, k.stop
+	}
+	l.parent.mu.Lock()
+	pk := l.parent.keep
+	l.parent.mu.Unlock()
+	if pk == nil {
+		cancel(fmt.Errorf("%w: lock %q: its parent %q is not kept alive", ErrLost, l.keys.Name, l.parent.keys.Name))
+		return kctx, k.stop
+	}
+	detach := context.AfterFunc(pk.ctx, func() {
+		cause := fmt.Errorf("%w: lock %q: its parent %q ended: %w", ErrLost, l.keys.Name, l.parent.keys.Name, context.Cause(pk.ctx))
+		cancel(cause)
+		l.lost(cause)
+	})
+	context.AfterFunc(kctx, func() { detach() })
+	return kctx, k.stop
+}
+
+// releasePart is Release for a part: it ends the part on every node (its
+// running value removed, its final record written) and reports ErrLost if
+// the part was lost before, or if a quorum did not still run it.
+func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
+	var lost error
+	if k != nil && k.ctx.Err() != nil {
+		lost = context.Cause(k.ctx)
+	}
+	if k != nil {
+		k.stop()
+	}
+	start := time.Now()
+	r := l.r
+	req := engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}
+	results := r.fanoutAll(context.WithoutCancel(ctx), 1, func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
+		n.FreeAllAsync(ctx, []engine.FreeRequest{req}, func(rs []engine.CommitResult) {
+			deliver([]NodeResult{boolResult(rs[0].Held, rs[0].Err)})
+		})
+	}, releaseDecider(len(r.nodes), r.quorum), nil)[0]
+	var err error
+	switch {
+	case lost != nil:
+		err = fmt.Errorf("mutex: release %q: %w", l.keys.Name, lost)
+	case count(results, voteYes) < r.quorum:
+		err = r.ownershipError("release", l.keys.Name, results)
+	}
+	ev := l.event(opRelease, err)
+	ev.Duration, ev.Nodes = time.Since(start), results
+	r.observe(ev)
+	return err
+}

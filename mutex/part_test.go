@@ -1,0 +1,118 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/parts"
+	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
+)
+
+// underParent returns ctx carrying parent as every lock's parent.
+func underParent(ctx context.Context, parent *mutex.Lock) context.Context {
+	return parts.With(ctx, func(string) any { return parent })
+}
+
+// TestParts: occurrences claimed under a held parent (a shard's lease) are
+// won once each, with fences above the lock's own acquisitions and below
+// the next; while one runs, the lock itself is held by it; when its parent
+// is released, the part's KeepAlive context is cancelled with ErrLost and
+// its Release says so; a part of a parent on other nodes, or one taking a
+// ticket, is acquired as a lock of its own.
+func TestParts(t *testing.T) {
+	c := redistest.Start(t, 3)
+	nodes := nodesOf(t, c)
+	jobs := newRedlockOn(t, nodes, mutex.WithFencing(true))
+	shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
+	ctx := ctxTimeout(t, 30*time.Second)
+
+	parent, err := shards.TryLock(ctx, "shard-1", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, stop := parent.KeepAlive(context.Background())
+	defer stop()
+
+	base := time.Now().Truncate(time.Second)
+	own, err := jobs.TryLock(ctx, "job", time.Minute, mutex.Occurrence(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tick := base.Add(time.Second)
+	res := jobs.TryLockAll(underParent(ctx, parent), []mutex.Request{
+		{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(tick), mutex.Owner("r1")}},
+		{Name: "other", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(tick)}},
+	})
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("claim under the parent: %v", r.Err)
+		}
+	}
+	part := res[0].Lock
+	if part.Fence() <= own.Fence() {
+		t.Errorf("part's fence %d not above the lock's earlier %d", part.Fence(), own.Fence())
+	}
+	again := jobs.TryLockAll(underParent(ctx, parent), []mutex.Request{{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(tick)}}})
+	if !errors.Is(again[0].Err, mutex.ErrAlreadyRun) {
+		t.Errorf("the same occurrence again: %v, want ErrAlreadyRun", again[0].Err)
+	}
+	_, err = jobs.TryLock(ctx, "job", time.Minute)
+	var qe *mutex.QuorumError
+	if !errors.Is(err, mutex.ErrHeld) || !errors.As(err, &qe) || qe.HolderOwner != "r1" || !qe.HolderOccurrence.Equal(tick) {
+		t.Errorf("the lock while its part runs: %v, want held by r1's part at %v", err, tick)
+	}
+	next := jobs.TryLockAll(underParent(ctx, parent), []mutex.Request{{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(tick.Add(time.Second))}}})
+	if !errors.Is(next[0].Err, mutex.ErrHeld) {
+		t.Errorf("the next occurrence while the part runs: %v, want ErrHeld", next[0].Err)
+	}
+	if err := part.Release(ctx); err != nil {
+		t.Fatalf("part's release: %v", err)
+	}
+	after, err := jobs.TryLock(ctx, "job", time.Minute)
+	if err != nil {
+		t.Fatalf("the lock after its part's release: %v", err)
+	}
+	if after.Fence() <= part.Fence() {
+		t.Errorf("lock's fence %d after the part's %d", after.Fence(), part.Fence())
+	}
+	if err := after.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The parent ends: its part is lost.
+	other := res[1].Lock
+	octx, ostop := other.KeepAlive(context.Background())
+	defer ostop()
+	stop()
+	if err := parent.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-pctx.Done()
+	<-octx.Done()
+	if cause := context.Cause(octx); !errors.Is(cause, mutex.ErrLost) {
+		t.Errorf("part's context after its parent's release: %v, want ErrLost", cause)
+	}
+	if err := other.Release(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Errorf("release of a part lost with its parent: %v, want ErrLost", err)
+	}
+
+	// A parent on other nodes is no parent: the lock is acquired alone.
+	elsewhere := newRedlockOn(t, nodesOf(t, redistest.Start(t, 3)), mutex.WithKeyPrefix("x~shards"))
+	foreign, err := elsewhere.TryLock(ctx, "shard-1", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone := jobs.TryLockAll(underParent(ctx, foreign), []mutex.Request{{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(tick.Add(5 * time.Second))}}})
+	if alone[0].Err != nil {
+		t.Fatal(alone[0].Err)
+	}
+	if got := c.Node(0).Client(t).Get(ctx, lockKey(t, jobs, "job").Lock).Val(); got != alone[0].Lock.Value() {
+		t.Errorf("lock key with a foreign parent: %q, want the lock's own value", got)
+	}
+}
