@@ -10,42 +10,45 @@ import (
 	"github.com/redcron/redcron/internal/parts"
 )
 
-// A part is an occurrence of a lock claimed under a held parent lock (a
-// shard's lease): it has no key of its own on the nodes, only its mark,
-// fence and running value in its shard's state, so that the due
-// occurrences of a shard are claimed in one script call per node (see
-// lua/claim.lua). It excludes the lock and other parts of it while its
-// parent holds, and is lost when its parent is. Its fence is chosen by the
-// claimer (fenceFloor) and refused by a node whose counter is at or above
-// it, so that a claim won on a quorum has a fence above every earlier
-// acquisition's, as a commit's does.
+// A part is an occurrence of a lock claimed by the holder of a right (a
+// shard's lease) and held under a parent lock (its replica's anchor): it
+// has no key of its own on the nodes, only its mark, fence and running
+// value in its shard's state, so that the due occurrences of a shard are
+// claimed in one script call per node (see lua/claim.lua). It excludes the
+// lock and other parts of it while its parent holds, and is lost when its
+// parent is; the right may change hands meanwhile. Its fence is chosen by
+// the claimer (nextFence) and refused by a node whose counter is at or
+// above it, so that a claim won on a quorum has a fence above every
+// earlier acquisition's, as a commit's does.
 
-// partsOf splits reqs (the valid requests of a TryLockAll) into those to
-// claim as parts, with their parents, and the others, by the parents ctx
-// carries (package parts): a request has a parent when it claims an
-// occurrence, takes no ticket, and its parent is a Lock of a Redlock over
-// the same nodes, all single servers.
-func (r *Redlock) partsOf(ctx context.Context, reqs []attemptReq) (parents []*Lock) {
+// partsOf returns, for the valid requests of a TryLockAll, the rights and
+// parents (nil for a lock acquired alone) that ctx carries (package
+// parts): a request is a part when it claims an occurrence and takes no
+// ticket, and its right and parent are Locks of Redlocks over the same
+// nodes, all single servers. It returns nils when none is.
+func (r *Redlock) partsOf(ctx context.Context, reqs []attemptReq) (rights, parents []*Lock) {
 	of := parts.From(ctx)
 	if of == nil {
-		return nil
+		return nil, nil
 	}
 	for _, n := range r.nodes {
 		if !n.SingleServer() {
-			return nil
+			return nil, nil
 		}
 	}
 	for j, q := range reqs {
-		p, _ := of(q.keys.Name).(*Lock)
-		if p == nil || q.lc.occurrence <= 0 || q.lc.ticket != "" || !r.sameNodes(p.r) {
+		ra, pa := of(q.keys.Name)
+		right, _ := ra.(*Lock)
+		parent, _ := pa.(*Lock)
+		if right == nil || parent == nil || q.lc.occurrence <= 0 || q.lc.ticket != "" || !r.sameNodes(right.r) || !r.sameNodes(parent.r) {
 			continue
 		}
 		if parents == nil {
-			parents = make([]*Lock, len(reqs))
+			rights, parents = make([]*Lock, len(reqs)), make([]*Lock, len(reqs))
 		}
-		parents[j] = p
+		rights[j], parents[j] = right, parent
 	}
-	return parents
+	return rights, parents
 }
 
 // sameNodes reports whether o runs over the same nodes, in the same order.
@@ -81,21 +84,25 @@ func (r *Redlock) raiseFloor(f uint64) {
 	}
 }
 
-// claimAll claims reqs as parts of parents (one per request), all at once:
-// one round trip per node, one script call per parent and shard. The won
-// become Locks; the others are freed where they may have been claimed.
-func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, parents []*Lock) []Result {
+// claimAll claims reqs as parts, each by its right and under its parent,
+// all at once: one round trip per node, one script call per right and
+// shard. The won become Locks; the others are freed where they may have
+// been claimed.
+func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, parents []*Lock) []Result {
 	start := time.Now()
 	fence := r.nextFence()
 	out := make([]Result, len(reqs))
 	creqs := make([]engine.ClaimRequest, len(reqs))
 	records := make([]engine.Record, len(reqs))
 	started := make([]string, len(reqs))
+	values := make([]string, len(reqs))
 	for j, q := range reqs {
 		p := parents[j]
 		value := engine.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
 		records[j], started[j] = r.startRecord(q.keys.Name, q.lc, fence, start)
-		creqs[j] = engine.ClaimRequest{Parent: engine.Parent{Key: p.keys.Lock, Value: p.value}, Keys: q.keys, Value: value,
+		values[j] = value
+		creqs[j] = engine.ClaimRequest{Right: engine.Parent{Key: rights[j].keys.Lock, Value: rights[j].value}, Keys: q.keys,
+			Running: engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
 			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
 	}
 	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
@@ -113,9 +120,9 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, parents []*Lo
 		twins(votes[j])
 		p := parents[j]
 		if count(votes[j], voteYes) >= r.quorum {
-			out[j].Lock = &Lock{r: r, keys: q.keys, value: creqs[j].Value, token: q.token, fence: fence, occurrence: q.lc.occurrence,
+			out[j].Lock = &Lock{r: r, keys: q.keys, value: values[j], token: q.token, fence: fence, occurrence: q.lc.occurrence,
 				owner: q.lc.owner, ttl: p.ttl, acquired: start, until: p.Until(), record: records[j], started: started[j],
-				parent: p, running: engine.RunningValue(creqs[j].Parent, creqs[j].Value)}
+				parent: p, running: creqs[j].Running}
 			ev := out[j].Lock.event(opAcquire, nil)
 			ev.Fence, ev.Duration, ev.Nodes = fence, time.Since(start), votes[j]
 			r.observe(ev)
@@ -137,7 +144,7 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, parents []*Lo
 			some = some || on[i]
 		}
 		if some {
-			frees = append(frees, engine.FreeRequest{Keys: q.keys, Running: engine.RunningValue(creqs[j].Parent, creqs[j].Value),
+			frees = append(frees, engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
 				Ledger: r.ledgerWrite(records[j], started[j], "")})
 			targets = append(targets, on)
 		}
@@ -148,7 +155,7 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, parents []*Lo
 
 // claimVote turns node i's answer to a claim into its vote, as
 // acquireVote does; a fence counter at or above the claim's fails the
-// node's vote (and raises the next claim's fence above it), a parent not
+// node's vote (and raises the next claim's fence above it), a right not
 // held there is not_owner.
 func (r *Redlock) claimVote(i int, a engine.AcquireResult, occurrence int64) NodeResult {
 	if a.Err == nil {

@@ -11,9 +11,10 @@ import (
 	"github.com/redcron/redcron/mutex"
 )
 
-// underParent returns ctx carrying parent as every lock's parent.
+// underParent returns ctx carrying parent as every lock's right and
+// parent.
 func underParent(ctx context.Context, parent *mutex.Lock) context.Context {
-	return parts.With(ctx, func(string) any { return parent })
+	return parts.With(ctx, func(string) (any, any) { return parent, parent })
 }
 
 // TestParts: occurrences claimed under a held parent (a shard's lease) are
@@ -114,5 +115,70 @@ func TestParts(t *testing.T) {
 	}
 	if got := c.Node(0).Client(t).Get(ctx, lockKey(t, jobs, "job").Lock).Val(); got != alone[0].Lock.Value() {
 		t.Errorf("lock key with a foreign parent: %q, want the lock's own value", got)
+	}
+}
+
+// TestPartsOutliveTheirRight: a shard's lease (the right to claim) changes
+// hands while a part claimed under it runs under its replica's anchor (the
+// parent): the part is not lost, and the new holder's claim of the job's
+// next occurrence finds it running (held by the part, the previous run
+// still going) until it is released.
+func TestPartsOutliveTheirRight(t *testing.T) {
+	c := redistest.Start(t, 3)
+	nodes := nodesOf(t, c)
+	jobs := newRedlockOn(t, nodes, mutex.WithFencing(true))
+	shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
+	ctx := ctxTimeout(t, 30*time.Second)
+	hold := func(name string) (*mutex.Lock, context.Context, func()) {
+		l, err := shards.TryLock(ctx, name, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kctx, stop := l.KeepAlive(context.Background())
+		t.Cleanup(stop)
+		return l, kctx, stop
+	}
+	right1, _, stop1 := hold("shard-1")
+	anchor1, _, _ := hold("replica-1")
+	anchor2, _, _ := hold("replica-2")
+	tick := time.Now().Truncate(time.Second)
+	req := func(at time.Time) []mutex.Request {
+		return []mutex.Request{{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(at), mutex.Owner("r1")}}}
+	}
+	res := jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right1, anchor1 }), req(tick))
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	part := res[0].Lock
+	pctx, pstop := part.KeepAlive(context.Background())
+	defer pstop()
+
+	stop1()
+	if err := right1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	right2, _, _ := hold("shard-1")
+	if pctx.Err() != nil {
+		t.Fatalf("part lost with its right: %v", context.Cause(pctx))
+	}
+	under2 := parts.With(ctx, func(string) (any, any) { return right2, anchor2 })
+	next := jobs.TryLockAll(under2, req(tick.Add(time.Second)))
+	var qe *mutex.QuorumError
+	if !errors.Is(next[0].Err, mutex.ErrHeld) || !errors.As(next[0].Err, &qe) || !qe.HolderOccurrence.Equal(tick) {
+		t.Fatalf("next occurrence by the right's new holder while the part runs: %v, want held by the part at %v", next[0].Err, tick)
+	}
+	stale := jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right1, anchor1 }), req(tick.Add(2*time.Second)))
+	if stale[0].Err == nil {
+		t.Fatal("a claim by the right's former holder was won")
+	}
+	if err := part.Release(ctx); err != nil {
+		t.Fatalf("release of the part after its right changed hands: %v", err)
+	}
+	after := jobs.TryLockAll(under2, req(tick.Add(3*time.Second)))
+	if after[0].Err != nil {
+		t.Fatalf("next occurrence after the part's release: %v", after[0].Err)
+	}
+	if after[0].Lock.Fence() <= part.Fence() {
+		t.Errorf("fence %d after the part's %d", after[0].Lock.Fence(), part.Fence())
 	}
 }

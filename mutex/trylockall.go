@@ -47,7 +47,7 @@ func (r *Redlock) TryLockAll(ctx context.Context, reqs []Request) []Result {
 	if len(valid) == 0 {
 		return out
 	}
-	parents := r.partsOf(ctx, valid)
+	rights, parents := r.partsOf(ctx, valid)
 	if parents == nil {
 		for k, res := range r.attemptAll(ctx, valid) {
 			out[at[k]] = res
@@ -56,15 +56,16 @@ func (r *Redlock) TryLockAll(ctx context.Context, reqs []Request) []Result {
 	}
 	var claims, alone []attemptReq
 	var claimAt, aloneAt []int
-	var of []*Lock
+	var rs, ps []*Lock
 	for k, q := range valid {
 		if parents[k] != nil {
-			claims, claimAt, of = append(claims, q), append(claimAt, at[k]), append(of, parents[k])
+			claims, claimAt = append(claims, q), append(claimAt, at[k])
+			rs, ps = append(rs, rights[k]), append(ps, parents[k])
 		} else {
 			alone, aloneAt = append(alone, q), append(aloneAt, at[k])
 		}
 	}
-	for k, res := range r.claimAll(ctx, claims, of) {
+	for k, res := range r.claimAll(ctx, claims, rs, ps) {
 		out[claimAt[k]] = res
 	}
 	if len(alone) > 0 {

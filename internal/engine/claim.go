@@ -15,25 +15,28 @@ const (
 	// FenceAhead: the part's fence counter is at or above the fence asked
 	// for (Fence is the counter).
 	FenceAhead AcquireStatus = iota + 5
-	// ParentLost: the parent lock does not hold its value on the node
-	// (Holder is what holds it, "" for nothing).
+	// ParentLost: the claim's right (ClaimRequest.Right) does not hold
+	// its value on the node (Holder is what holds it, "" for nothing).
 	ParentLost
 )
 
-// Parent is a held lock that parts are claimed under: its lock key and
-// the value it holds.
+// Parent is a held lock, as the nodes know it: its lock key and the value
+// it holds.
 type Parent struct {
 	Key, Value string
 }
 
 // ClaimRequest is one part claimed on one node: an occurrence of a lock
-// held as a part of Parent, without a key of its own (see lua/claim.lua).
+// held as a part, without a key of its own (see lua/claim.lua), by the
+// holder of Right.
 type ClaimRequest struct {
-	Parent     Parent
-	Keys       LockKeys
-	Value      string // the part's encoded Value
+	Right Parent // the lease whose holder alone claims (a shard's)
+	Keys  LockKeys
+	// Running is the part's running value (RunningValue): the parent it
+	// lives under and its own value.
+	Running    string
 	Occurrence int64  // unix ms, above 0
-	Fence      uint64 // the fence the part takes: refused where the counter is at or above it
+	Fence      uint64 // the fence the part takes (0: fencing off): refused where the counter is at or above it
 	// Ledger is the part's started record (its New; Old is unused).
 	Ledger LedgerWrite
 }
@@ -49,8 +52,9 @@ func (n *Node) SingleServer() bool { return n.singleServer() }
 
 // ClaimAllAsync claims parts, any number, with their answers passed to
 // done in the order of reqs, as Acquire's (Status Acquired when claimed;
-// FenceAhead and ParentLost besides), each with the server's run id and
-// uptime. The parts of one parent and shard go in one script call (up to
+// FenceAhead, and ParentLost for a right not held, besides), each with the
+// server's run id and uptime. The parts of one right and shard go in one
+// script call (up to
 // 256), all calls in one round trip. A claim raises the state's TTL to
 // stateTTL.
 func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL time.Duration, done func([]AcquireResult)) {
@@ -62,7 +66,7 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL 
 		done(out)
 		return
 	}
-	group := func(r ClaimRequest) [3]string { return [3]string{r.Parent.Key, r.Parent.Value, r.Keys.State} }
+	group := func(r ClaimRequest) [3]string { return [3]string{r.Right.Key, r.Right.Value, r.Keys.State} }
 	at := make([]int, len(reqs))
 	for i := range at {
 		at[i] = i
@@ -87,13 +91,13 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL 
 		part := at[lo:hi]
 		first := reqs[part[0]]
 		keys := make([]string, 0, 3+2*len(part))
-		keys = append(keys, first.Parent.Key, first.Keys.State, first.Keys.Ledger)
+		keys = append(keys, first.Right.Key, first.Keys.State, first.Keys.Ledger)
 		args := make([]any, 0, 5+5*len(part))
-		args = append(args, "1", first.Parent.Value, millis(stateTTL), first.Ledger.Cap, millis(first.Ledger.Window))
+		args = append(args, "1", first.Right.Value, millis(stateTTL), first.Ledger.Cap, millis(first.Ledger.Window))
 		for _, i := range part {
 			r := reqs[i]
 			keys = append(keys, r.Keys.Lock, r.Keys.Pause)
-			args = append(args, r.Keys.Name, r.Value, r.Occurrence, r.Fence, r.Ledger.New)
+			args = append(args, r.Keys.Name, r.Running, r.Occurrence, r.Fence, r.Ledger.New)
 		}
 		calls = append(calls, &call{ctx: ctx, script: claimScript, keys: keys, args: args, items: len(part), done: func(cmd *redis.Cmd) {
 			res, err := claimScript.answer(cmd, len(part))
@@ -134,8 +138,8 @@ type FreeRequest struct {
 	Ledger  LedgerWrite // the part's final record, replacing its started one
 }
 
-// RunningValue returns the running value a claim of the part value under
-// parent sets: what FreeRequest.Running must be.
+// RunningValue returns the running value of a part of value held under
+// parent, for ClaimRequest.Running and FreeRequest.Running.
 func RunningValue(parent Parent, value string) string {
 	return parent.Key + "\n" + parent.Value + "\n" + value
 }

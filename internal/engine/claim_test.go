@@ -12,7 +12,7 @@ func claimOne(t *testing.T, n *engine.Node, p engine.Parent, k engine.LockKeys, 
 	t.Helper()
 	rec := engine.Record{Job: k.Name, Owner: "r1", Tick: occ, Fence: fence}.Text()
 	ch := make(chan []engine.AcquireResult, 1)
-	n.ClaimAllAsync(context.Background(), []engine.ClaimRequest{{Parent: p, Keys: k, Value: value, Occurrence: occ, Fence: fence,
+	n.ClaimAllAsync(context.Background(), []engine.ClaimRequest{{Right: p, Keys: k, Running: engine.RunningValue(p, value), Occurrence: occ, Fence: fence,
 		Ledger: engine.LedgerWrite{New: rec, Score: occ, Cap: 10, Window: time.Hour}}}, time.Hour, func(rs []engine.AcquireResult) { ch <- rs })
 	rs := <-ch
 	if rs[0].Err != nil {

@@ -1,16 +1,18 @@
-// Package parts carries, in a context, the parent locks under which a
+// Package parts carries, in a context, the locks under which a
 // mutex.Redlock's TryLockAll claims occurrences as parts: locks without a
-// key of their own, held while their parent is (see mutex's part.go). The
-// shard gate passes its shards' leases this way, so that a shard's due
-// ticks are claimed in one script call per node, without an exported name
-// for our own wiring.
+// key of their own, claimed by the holder of a right and held while their
+// parent is (see mutex's part.go). The shard gate passes its shards'
+// leases (the rights) and its replica's anchor (the parent) this way, so
+// that a shard's due ticks are claimed in one script call per node,
+// without an exported name for our own wiring.
 package parts
 
 import "context"
 
-// Of returns the parent of a lock's name (a *mutex.Lock held by a Redlock
-// over the same nodes), or nil for a lock acquired on its own.
-type Of func(name string) any
+// Of returns, for a lock's name, the right to claim it as a part and the
+// parent to hold it under (each a *mutex.Lock held by a Redlock over the
+// same nodes), or nils for a lock acquired on its own.
+type Of func(name string) (right, parent any)
 
 type key struct{}
 

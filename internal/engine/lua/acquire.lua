@@ -51,7 +51,7 @@ if redis.call("EXISTS", unpack(pauses)) > strings then
     end
   end
 end
-local fence, mark, bad, running = {}, {}, {}, {}
+local fence, mark, bad, running, parents = {}, {}, {}, {}, {}
 local order, of = groups(n, 3, 2)
 for _, state in ipairs(order) do
   local fields = {}
@@ -66,7 +66,7 @@ for _, state in ipairs(order) do
       bad[i] = st.err
     else
       fence[i], mark[i] = st[3 * j - 2], st[3 * j - 1]
-      running[i] = st[3 * j] and runningHere(st[3 * j])
+      running[i] = st[3 * j] and runningHere(st[3 * j], parents)
       bad[i] = badState(state, ARGV[4 * i - 2], fence[i], mark[i])
     end
   end

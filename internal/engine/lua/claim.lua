@@ -1,27 +1,26 @@
--- Claim occurrences of locks held as parts of a parent lock, any number in
--- one call, all of one shard. A part has no key of its own: it is held
--- while its parent is, and its occurrence mark, fence and running value
--- are fields of its shard's state. KEYS[1] is the parent's lock key,
--- KEYS[2] and KEYS[3] the shard's state hash and ledger; part i has the
--- lock key KEYS[2i+2] (its own lock, which excludes the part while held)
--- and the pause key KEYS[2i+3]. ARGV[1] == "1" asks for the server's uptime
--- and run id (as acquire does); ARGV[2] is the parent's value, ARGV[3] the
--- state's TTL (ms), ARGV[4] and ARGV[5] the ledger's cap and window (ms);
--- part i's name, value, occurrence (unix ms), fence and record are
--- ARGV[5i+1..5i+5].
--- While the parent holds its value, a part is claimed unless its lock is
--- held, another part of it still runs (its running value names a parent
--- that still holds), its occurrence is at or below its mark, it is paused,
--- or its fence counter is at or above the fence asked for (unless "0":
--- fencing off); claimed, its mark and fence (unless "0") are raised to the
--- occurrence and fence, its running value
--- is set ("parent key \n parent value \n value"), and "s|" .. record is
--- added to the ledger. The parts' keys are read together (MGET, one HMGET)
--- and written together (one HSET, one ZADD).
+-- Claim occurrences of locks held as parts, any number in one call, all of
+-- one shard. A part has no key of its own: its occurrence mark, fence and
+-- running value are fields of its shard's state, and it is held while the
+-- parent its running value names ("parent key \n parent value \n value")
+-- holds that value. Only the holder of a right (a shard's lease) claims:
+-- KEYS[1] is the right's lock key, KEYS[2] and KEYS[3] the shard's state
+-- hash and ledger; part i has the lock key KEYS[2i+2] (its own lock, which
+-- excludes the part while held) and the pause key KEYS[2i+3]. ARGV[1] ==
+-- "1" asks for the server's uptime and run id (as acquire does); ARGV[2]
+-- is the right's value, ARGV[3] the state's TTL (ms), ARGV[4] and ARGV[5]
+-- the ledger's cap and window (ms); part i's name, running value,
+-- occurrence (unix ms), fence and record are ARGV[5i+1..5i+5].
+-- While the right holds its value, a part is claimed unless its occurrence
+-- is at or below its mark, it is paused, its lock is held, another part of
+-- it still runs, or its fence counter is at or above the fence asked for
+-- (unless "0": fencing off); claimed, its mark and fence (unless "0") are
+-- raised to the occurrence and fence, its running value is set, and "s|"
+-- .. record is added to the ledger. The parts' keys are read together
+-- (MGET, one HMGET) and written together (one HSET, one ZADD).
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, ...}: the statuses
 -- of acquire (1 claimed, 0 held by detail, 2 already run, 3 paused, -1
 -- error), 4 when the fence counter is at or above the fence (detail: the
--- counter), and 5 when the parent does not hold its value here (detail:
+-- counter), and 5 when the right does not hold its value here (detail:
 -- what holds it, "" for nothing).
 local uptime, runid = "", ""
 if ARGV[1] == "1" then
@@ -36,8 +35,8 @@ end
 answer(uptime, runid)
 
 local n = (#KEYS - 3) / 2
-local parent, state, ledger = KEYS[1], KEYS[2], KEYS[3]
-local holder = redis.call("GET", parent)
+local right, state, ledger = KEYS[1], KEYS[2], KEYS[3]
+local holder = redis.call("GET", right)
 if holder ~= ARGV[2] then
   for i = 1, n do
     answer(5, "0", holder or "")
@@ -77,13 +76,13 @@ if failed(st) then
   return out
 end
 
-local set, adds, score = {}, {}, 0
+local set, adds, score, parents = {}, {}, 0, {}
 for i = 1, n do
   local a = 5 * i + 1
-  local name, value, occ, fence = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local name, run, occ, fence = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local f, m, r = st[3 * i - 2], st[3 * i - 1], st[3 * i]
   local bad = badState(state, name, f, m)
-  local running = r and runningHere(r, parent, ARGV[2])
+  local running = r and runningHere(r, parents)
   f = f or "0"
   if bad then
     answer(-1, "0", bad)
@@ -105,7 +104,7 @@ for i = 1, n do
     set[#set + 1] = "m|" .. name
     set[#set + 1] = occ
     set[#set + 1] = "r|" .. name
-    set[#set + 1] = parent .. "\n" .. ARGV[2] .. "\n" .. value
+    set[#set + 1] = run
     if ARGV[a + 4] ~= "" then
       adds[#adds + 1] = occ
       adds[#adds + 1] = "s|" .. ARGV[a + 4]

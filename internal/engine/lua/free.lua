@@ -9,18 +9,7 @@
 -- (its value there, its parent holding), 0 if not, -1 if its state could not be read (detail = the error).
 local n = #KEYS / 2
 local order, of = groups(n, 2, 2)
-local parents = {} -- parent key -> its value here (false for none)
-local function stillRunning(r)
-  local pk, pv = string.match(r, "^([^\n]*)\n([^\n]*)\n")
-  if not pk then
-    return false
-  end
-  if parents[pk] == nil then
-    local v = redis.pcall("GET", pk)
-    parents[pk] = type(v) == "string" and v or false
-  end
-  return parents[pk] == pv
-end
+local parents = {}
 local dels, olds, news, trim, score = {}, {}, {}, {}, {}
 for _, state in ipairs(order) do
   local fields = {}
@@ -35,7 +24,7 @@ for _, state in ipairs(order) do
     elseif r[j] == ARGV[a + 1] then
       dels[state] = dels[state] or {}
       table.insert(dels[state], "r|" .. ARGV[a])
-      answer(stillRunning(r[j]) and 1 or 0, "")
+      answer(runningHere(r[j], parents) and 1 or 0, "")
     else
       answer(0, "")
     end

@@ -161,16 +161,16 @@ end
 -- runningHere returns the value of a part (see claim) from its running
 -- value r ("parent key \n parent value \n value"), while its parent holds
 -- that value on this node, and nil once the parent is gone: the part ended
--- with it. parentKey and parentValue, when given, are a parent known to
--- hold its value (no GET for it).
-local function runningHere(r, parentKey, parentValue)
+-- with it. parents keeps the parents' values read (false for none), so
+-- that a call reads each parent once.
+local function runningHere(r, parents)
   local pk, pv, v = string.match(r, "^([^\n]*)\n([^\n]*)\n(.*)$")
   if not pk then
     return nil
   end
-  if pk == parentKey then
-    return pv == parentValue and v or nil
+  if parents[pk] == nil then
+    local now = redis.pcall("GET", pk)
+    parents[pk] = type(now) == "string" and now or false
   end
-  local now = redis.pcall("GET", pk)
-  return now == pv and v or nil
+  return parents[pk] == pv and v or nil
 end
