@@ -294,6 +294,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	stopShards()
 	stopScan()
 	wg.Wait()
+	s.shards.Close(ctx) // the runs claimed under the replica's anchor have ended
 	s.flush(ctx)
 	s.goodbye(ctx)
 	return err

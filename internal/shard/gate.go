@@ -5,12 +5,19 @@
 // for the job's ticks. The other replicas refuse them at once, without
 // I/O, as held by another replica.
 //
-// Safety does not rest on the shards: every tick is still claimed with the
-// job's own lock, occurrence mark and fence, so two replicas that both
-// believe they hold a shard (a lease lost unnoticed, views of the fleet
-// that differ for a moment) still run each tick at most once. The shards
-// only decide who asks, which removes the split votes of every replica
-// asking at once and divides the nodes' work per tick by the replicas.
+// The holder claims a shard's due ticks in bulk: each as a part (see
+// mutex's part.go), with no lock key of its own, claimed by the shard's
+// lease in one script call per node and shard, and held under the
+// replica's anchor, a lock of its own kept alive while the replica lives,
+// so that a run outlives a hand-over of its shard and the new holder sees
+// it running. Safety does not rest on the shards: every tick is still
+// claimed with the job's occurrence mark and fence on a quorum, so two
+// replicas that both believe they hold a shard (a lease lost unnoticed,
+// views of the fleet that differ for a moment) still run each tick at most
+// once. The shards decide who asks, which removes the split votes of every
+// replica asking at once and divides the nodes' work per tick by the
+// replicas, and make a tick cost a few arguments of a shard's claim rather
+// than a lock's acquisition, commit and release.
 //
 // A job that not every live replica runs (a deploy in progress) is not
 // gated: every replica that runs it asks for its ticks, as without shards,
@@ -23,6 +30,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/parts"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -63,11 +72,31 @@ type Gate struct {
 	// shared, if not nil, are the jobs every live replica runs; nil: all
 	// of them (every live replica publishes the same job table).
 	shared atomic.Pointer[map[string]bool]
+	// lease is each held shard's lease, and anchor the replica's, once
+	// won: a held shard's ticks are claimed as parts with them.
+	lease  [Count]atomic.Pointer[mutex.Lock]
+	anchor atomic.Pointer[mutex.Lock]
+	// partOf is parts' Of for this gate (made once).
+	partOf parts.Of
 }
 
 // NewGate returns a Gate over inner. It passes every request until a
 // Keeper turns it on.
-func NewGate(inner scheduler.Locker) *Gate { return &Gate{inner: inner} }
+func NewGate(inner scheduler.Locker) *Gate {
+	g := &Gate{inner: inner}
+	g.partOf = func(name string) (any, any) {
+		k := Of(name)
+		lease, anchor := g.lease[k].Load(), g.anchor.Load()
+		if !g.held[k].Load() || lease == nil || anchor == nil {
+			return nil, nil
+		}
+		return lease, anchor
+	}
+	return g
+}
+
+// parted returns ctx carrying the gate's rights and parent for parts.
+func (g *Gate) parted(ctx context.Context) context.Context { return parts.With(ctx, g.partOf) }
 
 // verdict returns nil for a request to pass to the inner Locker, or the
 // error that answers it.
@@ -94,7 +123,7 @@ func (g *Gate) Acquire(ctx context.Context, req scheduler.LockRequest) (schedule
 	if err := g.verdict(req); err != nil {
 		return nil, err
 	}
-	return g.inner.Acquire(ctx, req)
+	return g.inner.Acquire(g.parted(ctx), req)
 }
 
 // AcquireAll asks the inner Locker, in one call, for the leases of the
@@ -113,7 +142,7 @@ func (g *Gate) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []s
 	if len(pass) == 0 {
 		return out
 	}
-	results := g.inner.AcquireAll(ctx, pass)
+	results := g.inner.AcquireAll(g.parted(ctx), pass)
 	for j, i := range at {
 		if j < len(results) {
 			out[i] = results[j]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"maps"
 	"slices"
@@ -64,6 +65,9 @@ type Keeper struct {
 	failed    atomic.Int64 // when a failure to win a shard was last logged, unix ns
 	// leaving is set by HandOver: no presence is written any more.
 	leaving atomic.Bool
+	// anchor is the replica's anchor (the parent of its runs claimed as
+	// parts), once won; held by a round, and by Close.
+	anchor *lease
 	mu      sync.Mutex // held by a round and by releaseAll: the leases and the targets
 }
 
@@ -120,6 +124,7 @@ func (k *Keeper) Run(ctx context.Context) {
 			k.releaseAll(ctx)
 		case fleet != nil:
 			k.gate.on.Store(true)
+			k.keepAnchor(ctx)
 			k.round(ctx, fleet)
 		}
 		k.mu.Unlock()
@@ -286,6 +291,7 @@ func (k *Keeper) round(ctx context.Context, fleet []string) {
 		if l != nil && l.ctx.Err() != nil {
 			k.log.LogAttrs(ctx, slog.LevelDebug, "shard lease lost", slog.Int("shard", s), slog.Any("error", context.Cause(l.ctx)))
 			k.gate.held[s].Store(false)
+			k.gate.lease[s].Store(nil)
 			l.stop()
 			k.leases[s], l = nil, nil
 		}
@@ -316,6 +322,7 @@ func (k *Keeper) win(ctx context.Context, s int) {
 	lctx, stop := lock.KeepAlive(context.WithoutCancel(ctx))
 	k.leases[s] = &lease{lock: lock, ctx: lctx, stop: stop}
 	k.notUs[s] = 0
+	k.gate.lease[s].Store(lock)
 	k.gate.held[s].Store(true)
 	k.log.LogAttrs(ctx, slog.LevelDebug, "shard lease won", slog.Int("shard", s))
 }
@@ -339,6 +346,7 @@ func (k *Keeper) logFailure(ctx context.Context, s int, err error) {
 func (k *Keeper) release(ctx context.Context, s int) {
 	l := k.leases[s]
 	k.gate.held[s].Store(false) // refuse first, then let go
+	k.gate.lease[s].Store(nil)
 	k.leases[s] = nil
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.ttl/2)
 	defer cancel()
@@ -361,4 +369,58 @@ func (k *Keeper) releaseAll(ctx context.Context) {
 		}
 	}
 	wg.Wait()
+}
+
+// anchorName returns the name of the replica's anchor.
+func (k *Keeper) anchorName() string {
+	name := "replica-" + k.self
+	if engine.CheckName(name) != nil {
+		h := fnv.New64a()
+		h.Write([]byte(k.self))
+		name = fmt.Sprintf("replica-%016x", h.Sum64())
+	}
+	return name
+}
+
+// keepAnchor wins the replica's anchor if it holds none (or lost it), and
+// keeps it alive: the runs of ticks claimed as parts live under it, so
+// that they outlive a hand-over of their shard; a lost anchor ends them
+// (their contexts are cancelled) and a new one is won for the next. Until
+// it holds one, its shards' ticks are claimed each with its own lock.
+func (k *Keeper) keepAnchor(ctx context.Context) {
+	if a := k.anchor; a != nil {
+		if a.ctx.Err() == nil {
+			return
+		}
+		k.log.LogAttrs(ctx, slog.LevelWarn, "replica anchor lost: the runs claimed under it are cancelled", slog.Any("error", context.Cause(a.ctx)))
+		k.gate.anchor.Store(nil)
+		a.stop()
+		k.anchor = nil
+	}
+	actx, cancel := context.WithTimeout(ctx, k.ttl/2)
+	lock, err := k.locks.TryLock(actx, k.anchorName(), k.ttl, mutex.Owner(k.self))
+	cancel()
+	if err != nil {
+		k.logFailure(ctx, -1, err)
+		return
+	}
+	lctx, stop := lock.KeepAlive(context.WithoutCancel(ctx))
+	k.anchor = &lease{lock: lock, ctx: lctx, stop: stop}
+	k.gate.anchor.Store(lock)
+}
+
+// Close releases the replica's anchor: call it once the scheduler's runs
+// have ended (the runs claimed as parts live under it).
+func (k *Keeper) Close(ctx context.Context) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	a := k.anchor
+	if a == nil {
+		return
+	}
+	k.gate.anchor.Store(nil)
+	k.anchor = nil
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.ttl/2)
+	defer cancel()
+	_ = a.lock.Release(rctx)
 }
