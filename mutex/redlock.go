@@ -148,7 +148,13 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 	if err := r.checkOwner(name, lc.owner); err != nil {
 		return nil, err
 	}
-	res := r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: engine.NewToken()}})[0]
+	reqs := []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: engine.NewToken()}}
+	var res Result
+	if rights, parents := r.partsOf(ctx, reqs); parents != nil {
+		res = r.claimAll(ctx, reqs, rights, parents)[0]
+	} else {
+		res = r.attemptAll(ctx, reqs)[0]
+	}
 	return res.Lock, res.Err
 }
 
