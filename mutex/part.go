@@ -102,7 +102,7 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 		records[j], started[j] = r.startRecord(q.keys.Name, q.lc, fence, start)
 		values[j] = value
 		creqs[j] = engine.ClaimRequest{Right: engine.Parent{Key: rights[j].keys.Lock, Value: rights[j].value}, Keys: q.keys,
-			Running: engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
+			Running:    engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
 			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
 	}
 	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
@@ -128,15 +128,7 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 			r.observe(ev)
 			continue
 		}
-		qerr := &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: votes[j]}
-		qerr.Holder, qerr.Reason = acquireReason(votes[j], r.quorum)
-		if v, err := engine.ParseValue(qerr.Holder); err == nil {
-			qerr.HolderOwner = v.Owner
-			if v.Occurrence != 0 {
-				qerr.HolderOccurrence = time.UnixMilli(v.Occurrence)
-			}
-		}
-		out[j].Err = r.reportFailure(ctx, qerr, start, q.lc.occurrence)
+		out[j].Err = r.reportFailure(ctx, claimError(q.keys.Name, votes[j], r.quorum), start, q.lc.occurrence)
 		on := make([]bool, len(r.nodes))
 		some := false
 		for i, v := range votes[j] {
@@ -151,6 +143,20 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 	}
 	r.freeAbandoned(ctx, frees, targets)
 	return out
+}
+
+// claimError returns the error of a claim of lock name without a quorum
+// of votes.
+func claimError(name string, votes []NodeResult, quorum int) *QuorumError {
+	qerr := &QuorumError{Op: "acquire", Name: name, Quorum: quorum, Nodes: votes}
+	qerr.Holder, qerr.Reason = acquireReason(votes, quorum)
+	if v, err := engine.ParseValue(qerr.Holder); err == nil {
+		qerr.HolderOwner = v.Owner
+		if v.Occurrence != 0 {
+			qerr.HolderOccurrence = time.UnixMilli(v.Occurrence)
+		}
+	}
+	return qerr
 }
 
 // claimVote turns node i's answer to a claim into its vote, as

@@ -78,8 +78,7 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL 
 	var calls []*call
 	left := 0
 	finish := func() {
-		left--
-		if left == 0 {
+		if left--; left == 0 {
 			done(out)
 		}
 	}
@@ -88,39 +87,7 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL 
 		for hi < len(at) && hi-lo < maxItems && group(reqs[at[hi]]) == group(reqs[at[lo]]) {
 			hi++
 		}
-		part := at[lo:hi]
-		first := reqs[part[0]]
-		keys := make([]string, 0, 3+2*len(part))
-		keys = append(keys, first.Right.Key, first.Keys.State, first.Keys.Ledger)
-		args := make([]any, 0, 5+5*len(part))
-		args = append(args, "1", first.Right.Value, millis(stateTTL), first.Ledger.Cap, millis(first.Ledger.Window))
-		for _, i := range part {
-			r := reqs[i]
-			keys = append(keys, r.Keys.Lock, r.Keys.Pause)
-			args = append(args, r.Keys.Name, r.Running, r.Occurrence, r.Fence, r.Ledger.New)
-		}
-		calls = append(calls, &call{ctx: ctx, script: claimScript, keys: keys, args: args, items: len(part), done: func(cmd *redis.Cmd) {
-			res, err := claimScript.answer(cmd, len(part))
-			var info *Info
-			var infoErr error
-			if err == nil {
-				info, infoErr, err = parseServer(res[0], res[1])
-			}
-			for x, i := range part {
-				var rep AcquireReply
-				ierr := err
-				if ierr == nil {
-					rep, ierr = parseAcquire(res[2+3*x:][:3])
-				}
-				if ierr != nil {
-					out[i].Err = n.fail("claim", reqs[i].Keys.Lock, ierr)
-					continue
-				}
-				rep.Info, rep.InfoErr = info, infoErr
-				out[i].Reply = rep
-			}
-			finish()
-		}})
+		calls = append(calls, n.claimCall(ctx, reqs, at[lo:hi], stateTTL, out, finish))
 		lo = hi
 	}
 	if len(calls) == 0 {
@@ -129,6 +96,44 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL 
 	}
 	left = len(calls)
 	n.batch.submit(calls...)
+}
+
+// claimCall returns the script call claiming the parts reqs[i] for i in
+// part, all of one right and shard, which puts their answers in out and
+// then calls finish.
+func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, part []int, stateTTL time.Duration, out []AcquireResult, finish func()) *call {
+	first := reqs[part[0]]
+	keys := make([]string, 0, 3+2*len(part))
+	keys = append(keys, first.Right.Key, first.Keys.State, first.Keys.Ledger)
+	args := make([]any, 0, 5+5*len(part))
+	args = append(args, "1", first.Right.Value, millis(stateTTL), first.Ledger.Cap, millis(first.Ledger.Window))
+	for _, i := range part {
+		r := reqs[i]
+		keys = append(keys, r.Keys.Lock, r.Keys.Pause)
+		args = append(args, r.Keys.Name, r.Running, r.Occurrence, r.Fence, r.Ledger.New)
+	}
+	return &call{ctx: ctx, script: claimScript, keys: keys, args: args, items: len(part), done: func(cmd *redis.Cmd) {
+		res, err := claimScript.answer(cmd, len(part))
+		var info *Info
+		var infoErr error
+		if err == nil {
+			info, infoErr, err = parseServer(res[0], res[1])
+		}
+		for x, i := range part {
+			var rep AcquireReply
+			ierr := err
+			if ierr == nil {
+				rep, ierr = parseAcquire(res[2+3*x:][:3])
+			}
+			if ierr != nil {
+				out[i].Err = n.fail("claim", reqs[i].Keys.Lock, ierr)
+				continue
+			}
+			rep.Info, rep.InfoErr = info, infoErr
+			out[i].Reply = rep
+		}
+		finish()
+	}}
 }
 
 // FreeRequest ends one part on one node (see lua/free.lua).

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,67 +145,6 @@ func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done 
 	}, func() { done(unpermute(out, at)) })
 }
 
-// parseServer reads the run id and uptime an acquire script reports: nil
-// when not asked for, an error in infoErr when unreadable, and an error in
-// err when the reply is not the script's.
-func parseServer(uptime, runID any) (info *Info, infoErr, err error) {
-	u, ok1 := uptime.(string)
-	id, ok2 := runID.(string)
-	switch {
-	case !ok1 || !ok2:
-		return nil, nil, fmt.Errorf("unexpected server info %v, %v", uptime, runID)
-	case u == "" && id == "":
-		return nil, nil, nil
-	}
-	i, ierr := parseInfo(u, id)
-	if ierr != nil {
-		return nil, ierr, nil
-	}
-	return &i, nil, nil
-}
-
-// parseAcquire reads one lock's answer to an acquire script: its status,
-// fence counter and detail.
-func parseAcquire(res []any) (AcquireReply, error) {
-	status, ok1 := res[0].(int64)
-	fence, ok2 := res[1].(string)
-	detail, ok3 := res[2].(string)
-	if !ok1 || !ok2 || !ok3 {
-		return AcquireReply{}, fmt.Errorf("unexpected reply %v", res)
-	}
-	if status == -1 {
-		return AcquireReply{}, replyError(detail)
-	}
-	f, err := strconv.ParseUint(fence, 10, 64)
-	switch {
-	case err != nil:
-		return AcquireReply{}, fmt.Errorf("fence counter %q: %w", fence, err)
-	case f >= 1<<53: // the scripts compare fences as doubles
-		return AcquireReply{}, fmt.Errorf("fence counter %d is not below 2^53", f)
-	}
-	rep := AcquireReply{Fence: f}
-	switch status {
-	case 1:
-		rep.Status = Acquired
-	case 0:
-		rep.Status, rep.Holder = Held, detail
-	case 2:
-		rep.Status = AlreadyRun
-		if rep.Mark, err = strconv.ParseInt(detail, 10, 64); err != nil {
-			return AcquireReply{}, fmt.Errorf("occurrence mark %q: %w", detail, err)
-		}
-	case 3:
-		rep.Status, rep.Holder = Paused, detail
-	case 4:
-		rep.Status = FenceAhead
-	case 5:
-		rep.Status, rep.Holder = ParentLost, detail
-	default:
-		return AcquireReply{}, fmt.Errorf("unexpected status %d", status)
-	}
-	return rep, nil
-}
-
 // CommitRequest is the second phase of one acquisition on one node.
 type CommitRequest struct {
 	Keys  LockKeys // the lock's keys
@@ -312,20 +250,6 @@ func unpermute[T any](ys []T, at []int) []T {
 		out[j] = ys[i]
 	}
 	return out
-}
-
-// parseBool reads one lock's two answer values from a compare-and-act
-// script (commit, extend, release): 1 or 0, or -1 with the server's error.
-func parseBool(res []any) (bool, error) {
-	result, ok1 := res[0].(int64)
-	detail, ok2 := res[1].(string)
-	switch {
-	case !ok1 || !ok2:
-		return false, fmt.Errorf("unexpected reply %v", res)
-	case result == -1:
-		return false, replyError(detail)
-	}
-	return result == 1, nil
 }
 
 // Extend sets the lock's TTL to ttl while it holds value (compare and
