@@ -127,6 +127,21 @@ func Jobs(rep *leaks.Report) []Job {
 			}
 		}
 	}
+	for name, values := range rep.Running { // runs claimed in bulk: no lock key
+		j := get(name)
+		on := map[string]int{}
+		for _, v := range values {
+			on[v]++
+		}
+		for v, n := range on {
+			if val, err := engine.ParseValue(v); err == nil && n > j.HeldOn {
+				j.Holder, j.Tick, j.HeldOn = val.Owner, time.Time{}, n
+				if val.Occurrence > 0 {
+					j.Tick = time.UnixMilli(val.Occurrence)
+				}
+			}
+		}
+	}
 	for name, n := range rep.Paused {
 		get(name).PausedOn = n
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -147,6 +148,21 @@ type FreeRequest struct {
 // parent, for ClaimRequest.Running and FreeRequest.Running.
 func RunningValue(parent Parent, value string) string {
 	return parent.Key + "\n" + parent.Value + "\n" + value
+}
+
+// ParseRunning splits a running value (RunningValue) into the parent it
+// names and the part's value, and reports whether it is one.
+func ParseRunning(running string) (Parent, string, bool) {
+	key, rest, ok1 := strings.Cut(running, "\n")
+	value, part, ok2 := strings.Cut(rest, "\n")
+	return Parent{Key: key, Value: value}, part, ok1 && ok2
+}
+
+// RunningField returns the lock name of a running value's field of a
+// shard's state ("r|<name>"), and whether it is one.
+func RunningField(field string) (string, bool) {
+	name, ok := strings.CutPrefix(field, "r|")
+	return name, ok && CheckName(name) == nil
 }
 
 // FreeAllAsync ends parts, any number: each part's running value is

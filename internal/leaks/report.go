@@ -18,10 +18,14 @@ type Report struct {
 	Beats    map[string]engine.Beat // each live owner's heartbeat: the latest the nodes hold
 	Paused   map[string]int         // paused locks: the nodes scanned that have their pause key
 	States   map[string]int         // locks with a fence or a mark in their shard's state: the nodes scanned that have one
-	Errors   []error                // nodes that could not be scanned, one error each
-	Counts   map[string]int         // leaked findings by class name, every class present
-	Scanned  int                    // keys read, over all nodes
-	Took     time.Duration          // how long the scan took
+	// Running are the values of the runs claimed in bulk (parts) going on
+	// now, by lock: one per node scanned whose state names it as running
+	// and whose anchor still holds there.
+	Running map[string][]string
+	Errors  []error        // nodes that could not be scanned, one error each
+	Counts  map[string]int // leaked findings by class name, every class present
+	Scanned int            // keys read, over all nodes
+	Took    time.Duration  // how long the scan took
 }
 
 // Finding is a lock name (or a foreign key) with its copies and the classes

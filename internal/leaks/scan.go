@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redis/go-redis/v9"
 )
 
 // Scanner scans a set of nodes for leaked locks. Its fields are set by the
@@ -38,7 +39,7 @@ type Scanner struct {
 func (s *Scanner) Scan(ctx context.Context) (*Report, error) {
 	start := time.Now()
 	rep := &Report{Prefix: s.Keys.Prefix(), Nodes: len(s.Nodes), Quorum: s.Quorum, Counts: map[string]int{}, Paused: map[string]int{},
-		States: map[string]int{}, Beats: map[string]engine.Beat{}}
+		States: map[string]int{}, Running: map[string][]string{}, Beats: map[string]engine.Beat{}}
 	for _, c := range AllClasses() {
 		rep.Counts[c.String()] = 0
 	}
@@ -93,21 +94,7 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 	)
 	for _, n := range s.Nodes {
 		wg.Go(func() {
-			var copies []Copy
-			states := map[string]bool{} // the locks in the shards' states
-			err := n.Scan(ctx, s.Keys.Pattern(), func(ki engine.KeyInfo) error {
-				if ki.Type != "none" { // "none": gone between SCAN and the read
-					copies = append(copies, Copy{Node: n.Name(), Key: ki.Key, Type: ki.Type, Value: ki.Value, TTL: ki.TTL})
-				}
-				if kind, _ := s.Keys.Parse(ki.Key); kind == engine.KindState {
-					for f := range ki.Fields {
-						if name, ok := engine.StateField(f); ok {
-							states[name] = true
-						}
-					}
-				}
-				return nil
-			})
+			copies, states, running, err := s.scanNode(ctx, n)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -116,6 +103,9 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 			}
 			for name := range states {
 				rep.States[name]++
+			}
+			for name, value := range running {
+				rep.Running[name] = append(rep.Running[name], value)
 			}
 			rep.Scanned += len(copies)
 			for _, c := range copies {
@@ -228,4 +218,59 @@ func (s *Scanner) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return s.Logger
+}
+
+// scanNode reads node n's keys under the prefix: every key's copy, the
+// locks its shards' states name, and the runs claimed in bulk going on.
+func (s *Scanner) scanNode(ctx context.Context, n *engine.Node) (copies []Copy, states map[string]bool, running map[string]string, err error) {
+	states = map[string]bool{}    // the locks in the shards' states
+	running = map[string]string{} // the locks' running values there
+	err = n.Scan(ctx, s.Keys.Pattern(), func(ki engine.KeyInfo) error {
+		if ki.Type != "none" { // "none": gone between SCAN and the read
+			copies = append(copies, Copy{Node: n.Name(), Key: ki.Key, Type: ki.Type, Value: ki.Value, TTL: ki.TTL})
+		}
+		if kind, _ := s.Keys.Parse(ki.Key); kind == engine.KindState {
+			for f, v := range ki.Fields {
+				if name, ok := engine.StateField(f); ok {
+					states[name] = true
+				} else if name, ok := engine.RunningField(f); ok {
+					running[name] = v
+				}
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = stillRunning(ctx, n, running)
+	}
+	return copies, states, running, err
+}
+
+// stillRunning keeps, of the running values read on n (by lock), the
+// parts' own values whose parent (a replica's anchor) still holds there:
+// one GET per anchor, all in one round trip. A part whose replica died
+// leaves its running value behind until its job's next claim.
+func stillRunning(ctx context.Context, n *engine.Node, running map[string]string) error {
+	if len(running) == 0 {
+		return nil
+	}
+	gets := map[string]*redis.StringCmd{}
+	pipe := n.Client().Pipeline()
+	for _, r := range running {
+		if p, _, ok := engine.ParseRunning(r); ok && gets[p.Key] == nil {
+			gets[p.Key] = pipe.Get(ctx, p.Key)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%s: anchors of running parts: %w", n.Name(), err)
+	}
+	for name, r := range running {
+		p, value, ok := engine.ParseRunning(r)
+		if !ok || gets[p.Key].Val() != p.Value {
+			delete(running, name)
+			continue
+		}
+		running[name] = value
+	}
+	return nil
 }
