@@ -31,6 +31,9 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 		}
 		return out
 	}
+	// Parts released and not yet ended go first, so that the lock's vote
+	// sees them ended (a node's calls run in order).
+	r.flushEnds()
 	rd := r.newRound(reqs)
 	rd.vote(ctx)
 	rd.commit(ctx)

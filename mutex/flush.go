@@ -63,5 +63,6 @@ func (p *releases) wait(ctx context.Context) error {
 // that no lock is left behind on a slow node. With other goroutines still
 // locking through the Redlock, Flush waits for their calls too.
 func (r *Redlock) Flush(ctx context.Context) error {
+	r.flushEnds()
 	return r.pending.wait(ctx)
 }

@@ -138,7 +138,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	k := l.keep
 	l.mu.Unlock()
 	if l.parent != nil {
-		return l.releasePart(ctx, k)
+		return l.releasePart(k)
 	}
 	if k != nil {
 		k.stop()

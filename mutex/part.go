@@ -105,8 +105,11 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 			Running:    engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
 			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
 	}
+	ends := r.takeEnds() // carried by the claims of their shards
 	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
-		n.ClaimAllAsync(ctx, creqs, r.cfg.stateTTL, func(rs []engine.AcquireResult) {
+		mine := ends[i]
+		n.ClaimAllAsync(ctx, creqs, mine, r.cfg.stateTTL, func(rs []engine.AcquireResult, ended []bool) {
+			r.endsLeft(i, mine, ended, creqs)
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
 				res[j] = r.claimVote(i, a, creqs[j].Occurrence)
@@ -157,6 +160,31 @@ func claimError(name string, votes []NodeResult, quorum int) *QuorumError {
 		}
 	}
 	return qerr
+}
+
+// endsLeft handles node i's ends that its claims did not end: those of a
+// shard no claim went to wait for the next (or the flush); those of a
+// call that failed are sent on their own at once.
+func (r *Redlock) endsLeft(i int, es []engine.FreeRequest, ended []bool, claims []engine.ClaimRequest) {
+	if len(es) == 0 {
+		return
+	}
+	claimed := map[string]bool{}
+	for _, c := range claims {
+		claimed[c.Keys.State] = true
+	}
+	var wait, now []engine.FreeRequest
+	for k, e := range es {
+		switch {
+		case ended[k]:
+		case claimed[e.Keys.State]:
+			now = append(now, e)
+		default:
+			wait = append(wait, e)
+		}
+	}
+	r.requeue(i, wait)
+	r.sendEnds(i, now)
 }
 
 // claimVote turns node i's answer to a claim into its vote, as
@@ -245,10 +273,11 @@ func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 	return kctx, k.stop
 }
 
-// releasePart is Release for a part: it ends the part on every node (its
-// running value removed, its final record written) and reports ErrLost if
-// the part was lost before, or if a quorum did not still run it.
-func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
+// releasePart is Release for a part: it queues the part's end (its
+// running value removed, its final record written) for every node, to be
+// carried by the next claim of its shard or sent within endDelay, and
+// reports ErrLost if the part was lost before.
+func (l *Lock) releasePart(k *keeper) error {
 	var lost error
 	if k != nil && k.ctx.Err() != nil {
 		lost = context.Cause(k.ctx)
@@ -256,29 +285,11 @@ func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
 	if k != nil {
 		k.stop()
 	}
-	start := time.Now()
-	r := l.r
-	req := []engine.FreeRequest{{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}}
-	// As releaseOn: the frees stay queued past the answers waited for.
-	fctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(l.ttl))
-	answered := afterAll(len(r.nodes), cancel)
-	results := r.fanoutAll(context.WithoutCancel(ctx), 1, func(_ context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
-		r.pending.add(1)
-		n.FreeAllAsync(fctx, req, func(rs []engine.CommitResult) {
-			r.pending.done()
-			answered()
-			deliver([]NodeResult{boolResult(rs[0].Held, rs[0].Err)})
-		})
-	}, releaseDecider(len(r.nodes), r.quorum), nil)[0]
+	l.r.addEnd(engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()})
 	var err error
-	switch {
-	case lost != nil:
+	if lost != nil {
 		err = fmt.Errorf("mutex: release %q: %w", l.keys.Name, lost)
-	case count(results, voteYes) < r.quorum:
-		err = r.ownershipError("release", l.keys.Name, results)
 	}
-	ev := l.event(opRelease, err)
-	ev.Duration, ev.Nodes = time.Since(start), results
-	r.observe(ev)
+	l.r.observe(l.event(opRelease, err))
 	return err
 }

@@ -26,6 +26,7 @@ type Redlock struct {
 	// fenceFloor is the highest fence counter a node answered to a claim
 	// of parts as ahead of the claim's (see nextFence).
 	fenceFloor atomic.Uint64
+	ends       ends // parts released, to end on the nodes (ends.go)
 }
 
 // New returns a Redlock over nodes: 1, 3 or 5 independent masters are the

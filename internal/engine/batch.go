@@ -45,6 +45,12 @@ type batcher struct {
 	wake   chan struct{}
 	health health
 	stats  Stats
+	// loaded are the scripts the server answered without NOSCRIPT: the
+	// others go as EVAL, with their source, so that a script's first call
+	// is not answered NOSCRIPT and sent again after the calls that
+	// followed it (a node's calls run in the order they were made). Used
+	// by the worker only.
+	loaded map[*script]bool
 }
 
 // Stats counts a node's lock traffic.
@@ -228,22 +234,35 @@ func (b *batcher) flush(batch []*call) {
 	}
 }
 
-// exec sends calls as one pipeline of EVALSHA, or, if load is set, of
-// EVAL, which runs each script with its source and caches it on the
-// server the call's keys are on. (A SCRIPT LOAD has no key: on a Cluster
+// exec sends calls as one pipeline of EVALSHA, or, if load is set or the
+// script was not seen loaded (b.loaded), of EVAL, which runs each script
+// with its source and caches it on the server the call's keys are on. (A SCRIPT LOAD has no key: on a Cluster
 // or Ring client it would reach one server, not those that answered
 // NOSCRIPT.)
 func (b *batcher) exec(ctx context.Context, calls []*call, load bool) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := b.n.client.Pipeline()
+	if b.loaded == nil {
+		b.loaded = map[*script]bool{}
+	}
+	single := b.n.singleServer() // a Cluster's servers each load a script on its first NOSCRIPT
 	for i, c := range calls {
-		if load {
+		if load || single && !b.loaded[c.script] {
 			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.args...)
 		} else {
 			cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
+	for i, c := range calls {
+		err := cmds[i].Err()
+		switch {
+		case isNoScript(err): // the server restarted: its cache is empty
+			clear(b.loaded)
+		case err == nil || errors.Is(err, redis.Nil) || ServerError(err):
+			b.loaded[c.script] = true
+		}
+	}
 	return cmds
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,14 +59,24 @@ func (n *Node) SingleServer() bool { return n.singleServer() }
 // script call (up to
 // 256), all calls in one round trip. A claim raises the state's TTL to
 // stateTTL.
-func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL time.Duration, done func([]AcquireResult)) {
+//
+// ends are parts to end on the way, each in the call of its shard's
+// claims, before them; done's ended says which were answered (an end of a
+// shard without a claim here, or in a call that failed, is not: end it
+// with FreeAllAsync).
+func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []FreeRequest, stateTTL time.Duration, done func(rs []AcquireResult, ended []bool)) {
 	out := make([]AcquireResult, len(reqs))
+	ended := make([]bool, len(ends))
 	if !n.singleServer() {
 		for i := range out {
 			out[i].Err = n.fail("claim", reqs[i].Keys.Lock, ErrNotSingleServer)
 		}
-		done(out)
+		done(out, ended)
 		return
+	}
+	endsOf := map[string][]int{} // by state
+	for k, e := range ends {
+		endsOf[e.Keys.State] = append(endsOf[e.Keys.State], k)
 	}
 	group := func(r ClaimRequest) [3]string { return [3]string{r.Right.Key, r.Right.Value, r.Keys.State} }
 	at := make([]int, len(reqs))
@@ -78,9 +89,14 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL 
 	})
 	var calls []*call
 	left := 0
+	var mu sync.Mutex
 	finish := func() {
-		if left--; left == 0 {
-			done(out)
+		mu.Lock()
+		left--
+		last := left == 0
+		mu.Unlock()
+		if last {
+			done(out, ended)
 		}
 	}
 	for lo := 0; lo < len(at); {
@@ -88,11 +104,14 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL 
 		for hi < len(at) && hi-lo < maxItems && group(reqs[at[hi]]) == group(reqs[at[lo]]) {
 			hi++
 		}
-		calls = append(calls, n.claimCall(ctx, reqs, at[lo:hi], stateTTL, out, finish))
+		state := reqs[at[lo]].Keys.State
+		mine := endsOf[state]
+		delete(endsOf, state)
+		calls = append(calls, n.claimCall(ctx, reqs, at[lo:hi], ends, mine, stateTTL, out, ended, finish))
 		lo = hi
 	}
 	if len(calls) == 0 {
-		done(out)
+		done(out, ended)
 		return
 	}
 	left = len(calls)
@@ -102,12 +121,21 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, stateTTL 
 // claimCall returns the script call claiming the parts reqs[i] for i in
 // part, all of one right and shard, which puts their answers in out and
 // then calls finish.
-func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, part []int, stateTTL time.Duration, out []AcquireResult, finish func()) *call {
+func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, part []int, ends []FreeRequest, mine []int, stateTTL time.Duration,
+	out []AcquireResult, ended []bool, finish func()) *call {
 	first := reqs[part[0]]
 	keys := make([]string, 0, 3+2*len(part))
 	keys = append(keys, first.Right.Key, first.Keys.State, first.Keys.Ledger)
-	args := make([]any, 0, 5+5*len(part))
-	args = append(args, "1", first.Right.Value, millis(stateTTL), first.Ledger.Cap, millis(first.Ledger.Window))
+	args := make([]any, 0, 6+5*len(mine)+5*len(part))
+	ledgerCap, window := first.Ledger.Cap, first.Ledger.Window
+	for _, k := range mine {
+		ledgerCap, window = max(ledgerCap, ends[k].Ledger.Cap), max(window, ends[k].Ledger.Window)
+	}
+	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine))
+	for _, k := range mine {
+		e := ends[k]
+		args = append(args, e.Keys.Name, e.Running, e.Ledger.Old, e.Ledger.New, e.Ledger.Score)
+	}
 	for _, i := range part {
 		r := reqs[i]
 		keys = append(keys, r.Keys.Lock, r.Keys.Pause)
@@ -119,6 +147,9 @@ func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, part []int, s
 		var infoErr error
 		if err == nil {
 			info, infoErr, err = parseServer(res[0], res[1])
+		}
+		for _, k := range mine {
+			ended[k] = err == nil
 		}
 		for x, i := range part {
 			var rep AcquireReply

@@ -13,7 +13,7 @@ func claimOne(t *testing.T, n *engine.Node, p engine.Parent, k engine.LockKeys, 
 	rec := engine.Record{Job: k.Name, Owner: "r1", Tick: occ, Fence: fence}.Text()
 	ch := make(chan []engine.AcquireResult, 1)
 	n.ClaimAllAsync(context.Background(), []engine.ClaimRequest{{Right: p, Keys: k, Running: engine.RunningValue(p, value), Occurrence: occ, Fence: fence,
-		Ledger: engine.LedgerWrite{New: rec, Score: occ, Cap: 10, Window: time.Hour}}}, time.Hour, func(rs []engine.AcquireResult) { ch <- rs })
+		Ledger: engine.LedgerWrite{New: rec, Score: occ, Cap: 10, Window: time.Hour}}}, nil, time.Hour, func(rs []engine.AcquireResult, _ []bool) { ch <- rs })
 	rs := <-ch
 	if rs[0].Err != nil {
 		t.Fatalf("claim %s at %d: %v", k.Name, occ, rs[0].Err)
