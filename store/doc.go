@@ -14,7 +14,8 @@
 //	p:{ss}:n:paused   the lock's pause (a string naming who paused it, no TTL)
 //	p:{ss}:n:trigger  a trigger's request to run the job (a string, with a TTL)
 //	p:{ss}:state      the shard's state (a hash: each lock's fence counter
-//	                  "f|n", occurrence mark "m|n" and trigger taken "t|n")
+//	                  "f|n", occurrence mark "m|n" and trigger taken "t|n";
+//	                  "r|n" while a tick claimed in bulk runs, see docs/shards.md)
 //	p:{ss}:ledger     the shard's ledger (a sorted set of its locks' records)
 //	p:hb:<owner>      an owner's heartbeat (a string with a TTL: a small JSON
 //	                  document of its version, job-table digest and clock offset)
