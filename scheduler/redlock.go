@@ -84,31 +84,44 @@ func leaseOf(l *mutex.Lock, err error, req LockRequest) (Lease, error) {
 func lockError(err error, req LockRequest) error {
 	switch {
 	case paused(err):
-		return fmt.Errorf("%w: %w", errPaused, err)
+		return &lockOutcome{errPaused, "", err}
 	case errors.Is(err, mutex.ErrAlreadyRun):
-		return fmt.Errorf("%w: %w", ErrAlreadyRun, err)
+		return &lockOutcome{ErrAlreadyRun, "", err}
 	case errors.Is(err, mutex.ErrHeld):
 		owner, occurrence, ok := holderOf(err)
 		switch {
 		case ok && !req.Tick.IsZero() && occurrence < req.Tick.UnixMilli():
 			// The previous run is still going.
-			return fmt.Errorf("%w: %w", ErrOverlap, err)
+			return &lockOutcome{ErrOverlap, "", err}
 		case ok && req.Tick.IsZero() && req.Owner != "" && owner == req.Owner:
 			// A trigger, while a run of this replica's holds the lock (or
 			// has just ended and keeps it for its start group).
-			return fmt.Errorf("%w: %w", ErrOverlap, err)
+			return &lockOutcome{ErrOverlap, "", err}
 		case ok && !req.Tick.IsZero() && occurrence == req.Tick.UnixMilli() && owner == req.Owner:
 			// An earlier attempt of this replica at this very tick, given
 			// up (its answers came too late) and being released: whoever
 			// gets the lock next runs the tick, so this is not a refusal.
-			return fmt.Errorf("%w: held by this replica's own abandoned attempt at the tick: %w", ErrNoQuorum, err)
+			return &lockOutcome{ErrNoQuorum, "held by this replica's own abandoned attempt at the tick: ", err}
 		}
-		return fmt.Errorf("%w: %w", ErrHeld, err)
+		return &lockOutcome{ErrHeld, "", err}
 	case errors.Is(err, mutex.ErrNoQuorum):
-		return fmt.Errorf("%w: %w", ErrNoQuorum, err)
+		return &lockOutcome{ErrNoQuorum, "", err}
 	}
 	return err
 }
+
+// lockOutcome is the scheduler's outcome kind of a Redlock error, with the
+// error as its cause; its text (the cause's vote tally) is made only when
+// asked for, since refusals come by the thousand with many jobs.
+type lockOutcome struct {
+	kind  error
+	note  string
+	cause error
+}
+
+func (e *lockOutcome) Error() string { return e.kind.Error() + ": " + e.note + e.cause.Error() }
+
+func (e *lockOutcome) Unwrap() []error { return []error{e.kind, e.cause} }
 
 // paused reports whether a Redlock error is a claim refused by a quorum of
 // nodes on which the lock is paused.
