@@ -3,6 +3,7 @@ package mutex
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -87,8 +88,30 @@ func (r *Redlock) raiseFloor(f uint64) {
 // claimAll claims reqs as parts, each by its right and under its parent,
 // all at once: one round trip per node, one script call per right and
 // shard. The won become Locks; the others are freed where they may have
-// been claimed.
+// been claimed. The requests are sorted by right and shard once here, for
+// every node (engine.CompareClaims), and the results put back in order.
 func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, parents []*Lock) []Result {
+	at := make([]int, len(reqs))
+	for j := range at {
+		at[j] = j
+	}
+	key := func(j int) engine.ClaimRequest {
+		return engine.ClaimRequest{Right: engine.Parent{Key: rights[j].keys.Lock, Value: rights[j].value}, Keys: reqs[j].keys}
+	}
+	slices.SortStableFunc(at, func(a, b int) int { return engine.CompareClaims(key(a), key(b)) })
+	sreqs, srights, sparents := make([]attemptReq, len(at)), make([]*Lock, len(at)), make([]*Lock, len(at))
+	for k, j := range at {
+		sreqs[k], srights[k], sparents[k] = reqs[j], rights[j], parents[j]
+	}
+	out := make([]Result, len(reqs))
+	for k, res := range r.claimSorted(ctx, sreqs, srights, sparents) {
+		out[at[k]] = res
+	}
+	return out
+}
+
+// claimSorted is claimAll for requests sorted by right and shard.
+func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, parents []*Lock) []Result {
 	start := time.Now()
 	fence := r.nextFence()
 	out := make([]Result, len(reqs))

@@ -101,6 +101,9 @@ func attemptTimeout(ttl time.Duration) time.Duration {
 // refused reports whether err is a definite refusal of a lock attempt,
 // which is not retried.
 func refused(err error) bool {
+	if o, ok := err.(*lockOutcome); ok { // the Redlock's answers: no walk of their vote tallies
+		return o.kind == ErrHeld || o.kind == ErrAlreadyRun || o.kind == ErrOverlap || o.kind == errPaused
+	}
 	return errors.Is(err, ErrHeld) || errors.Is(err, ErrAlreadyRun) || errors.Is(err, ErrOverlap) || errors.Is(err, errPaused)
 }
 
