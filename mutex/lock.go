@@ -28,12 +28,20 @@ type Lock struct {
 	// running its running value on the nodes.
 	parent  *Lock
 	running string
+	// claim and at, for a part, are its claim's nodes (claim.nodes(at)):
+	// it runs on a node only while its parent holds there too (heldOn).
+	claim *claimed
+	at    int
 
-	mu       sync.Mutex
-	outcome  Outcome   // for its ledger record (SetOutcome)
-	until    time.Time // validity deadline, with a monotonic reading
-	released bool
-	keep     *keeper // the running KeepAlive, if any
+	mu      sync.Mutex
+	outcome Outcome   // for its ledger record (SetOutcome)
+	until   time.Time // validity deadline, with a monotonic reading
+	// nodeUntil is, by node, until when the lock surely holds there: its
+	// acquisition's or latest extension's start there, plus the TTL less
+	// the drift (zero where it was not granted).
+	nodeUntil []time.Time
+	released  bool
+	keep      *keeper // the running KeepAlive, if any
 }
 
 // Name returns the lock's name.
@@ -53,7 +61,7 @@ func (l *Lock) Fence() uint64 { return l.fence }
 // every successful extension.
 func (l *Lock) Until() time.Time {
 	if l.parent != nil {
-		return l.parent.Until()
+		return l.parent.heldOn(l.claim.nodes(l.at))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -69,7 +77,13 @@ func (l *Lock) Until() time.Time {
 // too while the owner check refuses the lock's owner (WithOwnerCheck).
 func (l *Lock) Extend(ctx context.Context) error {
 	if l.parent != nil {
-		return l.parent.Extend(ctx)
+		if err := l.parent.Extend(ctx); err != nil {
+			return err
+		}
+		if !time.Now().Before(l.Until()) {
+			return fmt.Errorf("%w: extend %q: its parent %q no longer holds on a quorum of the nodes that claimed it", ErrLost, l.keys.Name, l.parent.keys.Name)
+		}
+		return nil
 	}
 	start := time.Now()
 	l.mu.Lock()
@@ -91,7 +105,8 @@ func (l *Lock) Extend(ctx context.Context) error {
 	r := l.r
 	results := r.fanout(ctx, func(ctx context.Context, _ int, n *engine.Node, deliver func(NodeResult)) {
 		n.ExtendAsync(ctx, l.keys, l.value, l.ttl, deliverBool(deliver))
-	}, quorumDecider(len(r.nodes), r.quorum), nil)
+	}, quorumDecider(len(r.nodes), r.quorum), func(res NodeResult) { l.heldAtNamed(res, start) }) // late: where it holds too
+	l.heldAt(results, start)
 	var err error
 	if count(results, voteYes) >= r.quorum {
 		next := start.Add(l.ttl - r.drift(l.ttl))

@@ -3,6 +3,7 @@ package mutex
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,9 @@ func (r *Redlock) partsOf(ctx context.Context, reqs []attemptReq) (rights, paren
 		parent, _ := pa.(*Lock)
 		if right == nil || parent == nil || q.lc.occurrence <= 0 || q.lc.ticket != "" || !r.sameNodes(right.r) || !r.sameNodes(parent.r) {
 			continue
+		}
+		if !time.Now().Before(parent.Until()) {
+			continue // a parent that can no longer be proven holds no part: the lock is acquired alone
 		}
 		if parents == nil {
 			rights, parents = make([]*Lock, len(reqs)), make([]*Lock, len(reqs))
@@ -105,8 +109,52 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 			Running:    engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
 			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
 	}
-	ends := r.takeEnds() // carried by the claims of their shards
-	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
+	votes, claim := r.claimVotes(ctx, creqs)
+	var frees []engine.FreeRequest
+	var targets [][]bool
+	for j, q := range reqs {
+		twins(votes[j])
+		p := parents[j]
+		qerr := claimError(q.keys.Name, votes[j], r.quorum)
+		if count(votes[j], voteYes) >= r.quorum {
+			// Won, if its parent still holds on a quorum of the nodes that
+			// claimed it: elsewhere the part is not running.
+			if until := p.heldOn(claim.nodes(j)); time.Now().Before(until) {
+				out[j].Lock = &Lock{r: r, keys: q.keys, value: values[j], token: q.token, fence: fence, occurrence: q.lc.occurrence,
+					owner: q.lc.owner, ttl: p.ttl, acquired: start, until: until, record: records[j], started: started[j],
+					parent: p, running: creqs[j].Running, claim: claim, at: j}
+				ev := out[j].Lock.event(opAcquire, nil)
+				ev.Fence, ev.Duration, ev.Nodes = fence, time.Since(start), votes[j]
+				r.observe(ev)
+				continue
+			}
+			qerr.Detail = fmt.Sprintf("its parent %q can no longer be proven on a quorum of the nodes that claimed it", p.keys.Name)
+		}
+		out[j].Err = r.reportFailure(ctx, qerr, start, q.lc.occurrence)
+		to := make([]bool, len(r.nodes))
+		some := false
+		for i, v := range votes[j] {
+			to[i] = v.Vote == "" || mayHold(v) // "": its claim may still come; the free follows it
+			some = some || to[i]
+		}
+		if some {
+			frees = append(frees, engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
+				Ledger: r.ledgerWrite(records[j], started[j], "")})
+			targets = append(targets, to)
+		}
+	}
+	r.freeAbandoned(ctx, frees, targets)
+	return out
+}
+
+// claimVotes sends the claims creqs to every node, with the ends pending
+// there (carried by the claims of their shards), and returns the nodes'
+// votes, by claim, and the nodes that claimed each, late answers
+// included.
+func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest) ([][]NodeResult, *claimed) {
+	ends := r.takeEnds()
+	claim := newClaimed(len(creqs), len(r.nodes))
+	votes := r.fanoutAll(ctx, len(creqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
 		mine := ends[i]
 		n.ClaimAllAsync(ctx, creqs, mine, r.cfg.stateTTL, func(rs []engine.AcquireResult, ended []bool) {
 			r.endsLeft(i, mine, ended, creqs)
@@ -114,38 +162,11 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 			for j, a := range rs {
 				res[j] = r.claimVote(i, a, creqs[j].Occurrence)
 			}
+			claim.note(i, res) // late answers too: the part runs there
 			deliver(res)
 		})
 	}, acquireDecider(len(r.nodes), r.quorum), nil)
-	var frees []engine.FreeRequest
-	var targets [][]bool
-	for j, q := range reqs {
-		twins(votes[j])
-		p := parents[j]
-		if count(votes[j], voteYes) >= r.quorum {
-			out[j].Lock = &Lock{r: r, keys: q.keys, value: values[j], token: q.token, fence: fence, occurrence: q.lc.occurrence,
-				owner: q.lc.owner, ttl: p.ttl, acquired: start, until: p.Until(), record: records[j], started: started[j],
-				parent: p, running: creqs[j].Running}
-			ev := out[j].Lock.event(opAcquire, nil)
-			ev.Fence, ev.Duration, ev.Nodes = fence, time.Since(start), votes[j]
-			r.observe(ev)
-			continue
-		}
-		out[j].Err = r.reportFailure(ctx, claimError(q.keys.Name, votes[j], r.quorum), start, q.lc.occurrence)
-		on := make([]bool, len(r.nodes))
-		some := false
-		for i, v := range votes[j] {
-			on[i] = v.Vote == "" || mayHold(v) // "": its claim may still come; the free follows it
-			some = some || on[i]
-		}
-		if some {
-			frees = append(frees, engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
-				Ledger: r.ledgerWrite(records[j], started[j], "")})
-			targets = append(targets, on)
-		}
-	}
-	r.freeAbandoned(ctx, frees, targets)
-	return out
+	return votes, claim
 }
 
 // claimError returns the error of a claim of lock name without a quorum
@@ -246,8 +267,10 @@ func afterAll(count int, f func()) func() {
 
 // partKeepAlive is KeepAlive for a part: its context is cancelled, with a
 // cause matching ErrLost, when its parent's KeepAlive context is (the
-// parent lost, released or no longer kept alive); a part whose parent is
-// not kept alive is lost at once. Called with l.mu held.
+// parent lost, released or no longer kept alive), or when its validity
+// (Until: its parent held on a quorum of the nodes that claimed it) runs
+// out; a part whose parent is not kept alive is lost at once. Called with
+// l.mu held.
 func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 	kctx, cancel := context.WithCancelCause(ctx)
 	k := &keeper{ctx: kctx, cancel: cancel, done: make(chan struct{})}
@@ -264,12 +287,43 @@ func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 		cancel(fmt.Errorf("%w: lock %q: its parent %q is not kept alive", ErrLost, l.keys.Name, l.parent.keys.Name))
 		return kctx, k.stop
 	}
+	var once sync.Once
+	lose := func(cause error) {
+		once.Do(func() {
+			cancel(cause)
+			l.lost(cause)
+		})
+	}
 	detach := context.AfterFunc(pk.ctx, func() {
-		cause := fmt.Errorf("%w: lock %q: its parent %q ended: %w", ErrLost, l.keys.Name, l.parent.keys.Name, context.Cause(pk.ctx))
-		cancel(cause)
-		l.lost(cause)
+		lose(fmt.Errorf("%w: lock %q: its parent %q ended: %w", ErrLost, l.keys.Name, l.parent.keys.Name, context.Cause(pk.ctx)))
 	})
-	context.AfterFunc(kctx, func() { detach() })
+	// The validity moves with the parent's extensions: the timer checks
+	// it when it would run out, and waits again if it moved.
+	var mu sync.Mutex
+	var expire *time.Timer
+	check := func() {
+		if kctx.Err() != nil {
+			return
+		}
+		left := time.Until(l.Until())
+		if left <= 0 {
+			lose(fmt.Errorf("%w: lock %q: validity ran out: its parent %q no longer holds on a quorum of the nodes that claimed it",
+				ErrLost, l.keys.Name, l.parent.keys.Name))
+			return
+		}
+		mu.Lock()
+		expire.Reset(left)
+		mu.Unlock()
+	}
+	mu.Lock()
+	expire = time.AfterFunc(time.Until(l.Until()), check)
+	mu.Unlock()
+	context.AfterFunc(kctx, func() {
+		detach()
+		mu.Lock()
+		expire.Stop()
+		mu.Unlock()
+	})
 	return kctx, k.stop
 }
 

@@ -17,8 +17,9 @@ const (
 	// FenceAhead: the part's fence counter is at or above the fence asked
 	// for (Fence is the counter).
 	FenceAhead AcquireStatus = iota + 5
-	// ParentLost: the claim's right (ClaimRequest.Right) does not hold
-	// its value on the node (Holder is what holds it, "" for nothing).
+	// ParentLost: the claim's right (ClaimRequest.Right), or the parent
+	// its running value names, does not hold its value on the node
+	// (Holder is what holds it, "" for nothing).
 	ParentLost
 )
 
