@@ -61,7 +61,11 @@ func (l *Lock) Fence() uint64 { return l.fence }
 // every successful extension.
 func (l *Lock) Until() time.Time {
 	if l.parent != nil {
-		return l.parent.heldOn(l.claim.nodes(l.at))
+		until := l.parent.heldOn(l.claim.nodes(l.at))
+		if end := l.acquired.Add(l.r.cfg.maxHold); end.Before(until) {
+			return end // a part's hold is bounded from its own claim
+		}
+		return until
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -269,8 +269,9 @@ func afterAll(count int, f func()) func() {
 // cause matching ErrLost, when its parent's KeepAlive context is (the
 // parent lost, released or no longer kept alive), or when its validity
 // (Until: its parent held on a quorum of the nodes that claimed it) runs
-// out; a part whose parent is not kept alive is lost at once. Called with
-// l.mu held.
+// out, or once it has been held for the max hold (WithMaxHold, counted
+// from its claim; the cause also matches ErrMaxHold); a part whose parent
+// is not kept alive is lost at once. Called with l.mu held.
 func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 	kctx, cancel := context.WithCancelCause(ctx)
 	k := &keeper{ctx: kctx, cancel: cancel, done: make(chan struct{})}
@@ -306,7 +307,12 @@ func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 			return
 		}
 		left := time.Until(l.Until())
-		if left <= 0 {
+		switch {
+		case left > 0:
+		case !time.Now().Before(l.acquired.Add(l.r.cfg.maxHold)):
+			lose(errMaxHold(l.keys.Name, l.r.cfg.maxHold))
+			return
+		default:
 			lose(fmt.Errorf("%w: lock %q: validity ran out: its parent %q no longer holds on a quorum of the nodes that claimed it",
 				ErrLost, l.keys.Name, l.parent.keys.Name))
 			return
