@@ -109,7 +109,13 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 			Running:    engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
 			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
 	}
-	votes, claim := r.claimVotes(ctx, creqs)
+	// The state holds the parts' running values, all that keeps their
+	// jobs while they run: it lives at least as long as they may be held.
+	keep := r.cfg.stateTTL
+	for _, p := range parents {
+		keep = max(keep, r.cfg.maxHold+p.ttl)
+	}
+	votes, claim := r.claimVotes(ctx, creqs, keep)
 	var frees []engine.FreeRequest
 	var targets [][]bool
 	for j, q := range reqs {
@@ -148,15 +154,15 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 }
 
 // claimVotes sends the claims creqs to every node, with the ends pending
-// there (carried by the claims of their shards), and returns the nodes'
-// votes, by claim, and the nodes that claimed each, late answers
-// included.
-func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest) ([][]NodeResult, *claimed) {
+// there (carried by the claims of their shards), raising their states'
+// TTL to stateTTL, and returns the nodes' votes, by claim, and the nodes
+// that claimed each, late answers included.
+func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, stateTTL time.Duration) ([][]NodeResult, *claimed) {
 	ends := r.takeEnds()
 	claim := newClaimed(len(creqs), len(r.nodes))
 	votes := r.fanoutAll(ctx, len(creqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
 		mine := ends[i]
-		n.ClaimAllAsync(ctx, creqs, mine, r.cfg.stateTTL, func(rs []engine.AcquireResult, ended []bool) {
+		n.ClaimAllAsync(ctx, creqs, mine, stateTTL, func(rs []engine.AcquireResult, ended []bool) {
 			r.endsLeft(i, mine, ended, creqs)
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {

@@ -124,3 +124,39 @@ func TestPartLostWithItsAnchorOnItsNodes(t *testing.T) {
 		t.Errorf("part's validity %v is still ahead, its anchor gone from node 1", part.Until())
 	}
 }
+
+// TestPartStateOutlivesItsHold: a part's running value is a field of its
+// shard's state, which is all that keeps the job while the part runs (it
+// has no lock key), so the claim keeps the state at least as long as the
+// part may be held: the max hold (24 h by default) and its parent's TTL,
+// even under a shorter state TTL (5 m here). Before, the state expired 5 m
+// after the claim, and with it the running value and the mark, while the
+// part ran on: the job's next tick was claimed and ran beside it.
+func TestPartStateOutlivesItsHold(t *testing.T) {
+	c := redistest.Start(t, 3)
+	nodes := nodesOf(t, c)
+	jobs := newRedlockOn(t, nodes, mutex.WithFencing(true), mutex.WithStateTTL(5*time.Minute))
+	shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
+	ctx := ctxTimeout(t, 30*time.Second)
+	parent, err := shards.TryLock(ctx, "replica-a", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := parent.KeepAlive(context.Background())
+	defer stop()
+	res := jobs.TryLockAll(underParent(ctx, parent), []mutex.Request{{Name: "job", TTL: time.Minute,
+		Options: []mutex.LockOption{mutex.Occurrence(time.Now().Truncate(time.Second))}}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	state := lockKey(t, jobs, "job").State
+	for i := range 3 {
+		rc := c.Node(i).Client(t)
+		if rc.HGet(ctx, state, "r|job").Val() == "" {
+			continue // not claimed there
+		}
+		if left := rc.PTTL(ctx, state).Val(); left < jobs.MaxHold() {
+			t.Errorf("node %d: the state holding the part's running value expires in %v, before the part's max hold %v", i, left, jobs.MaxHold())
+		}
+	}
+}
