@@ -145,7 +145,7 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 		}
 		if some {
 			frees = append(frees, engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
-				Ledger: r.ledgerWrite(records[j], started[j], "")})
+				Ledger: r.ledgerWrite(records[j], started[j], ""), Occurrence: q.lc.occurrence})
 			targets = append(targets, to)
 		}
 	}

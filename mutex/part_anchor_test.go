@@ -160,3 +160,52 @@ func TestPartStateOutlivesItsHold(t *testing.T) {
 		}
 	}
 }
+
+// TestPartClaimRetriedAfterAMinority: with one node of three down, a
+// claim that one node grants and the other refuses for a while (the job's
+// lock held there by another client) fails; once the refusal is gone, the
+// tick's retry is won on the two nodes up, as a lock's retry is. Before,
+// the failed claim left the tick's mark on the node that granted it, which
+// then answered "already run": the tick never ran, with a majority up.
+func TestPartClaimRetriedAfterAMinority(t *testing.T) {
+	c := redistest.Start(t, 3)
+	nodes := nodesOf(t, c)
+	jobs := newRedlockOn(t, nodes, mutex.WithFencing(true))
+	shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
+	ctx := ctxTimeout(t, 30*time.Second)
+	parent, err := shards.TryLock(ctx, "replica-a", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := parent.KeepAlive(context.Background())
+	defer stop()
+	c.Node(2).Kill()
+
+	other, err := newRedlockOn(t, nodes[1:2]).TryLock(ctx, "job", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Now().Truncate(time.Second)
+	req := []mutex.Request{{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(tick)}}}
+	if res := jobs.TryLockAll(underParent(ctx, parent), req); res[0].Err == nil {
+		t.Fatal("claim won while node 2 holds the job's lock and node 3 is down")
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Flush(ctx); err != nil { // the failed claim's frees
+		t.Fatal(err)
+	}
+	res := jobs.TryLockAll(underParent(ctx, parent), req)
+	if res[0].Err != nil {
+		t.Fatalf("the tick's retry, nodes 1 and 2 up and free: %v", res[0].Err)
+	}
+	// The tick is run once: claimed again, it is already run.
+	if err := res[0].Lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := jobs.TryLockAll(underParent(ctx, parent), req)
+	if !errors.Is(again[0].Err, mutex.ErrAlreadyRun) {
+		t.Errorf("the tick claimed again after its run: %v, want ErrAlreadyRun", again[0].Err)
+	}
+}
