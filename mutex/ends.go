@@ -104,3 +104,26 @@ func (r *Redlock) sendEnds(i int, es []engine.FreeRequest) {
 func sortByState(es []engine.FreeRequest) {
 	slices.SortStableFunc(es, func(a, b engine.FreeRequest) int { return strings.Compare(a.Keys.State, b.Keys.State) })
 }
+
+// endNow sends e to every node on its own and waits until a majority
+// answered it, or the node timeout: the end of a part whose shard another
+// replica claims now, which no claim of this one will carry.
+func (r *Redlock) endNow(ctx context.Context, e engine.FreeRequest) {
+	fctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(time.Second))
+	answered := afterAll(len(r.nodes), cancel)
+	r.fanout(context.WithoutCancel(ctx), func(_ context.Context, _ int, n *engine.Node, deliver func(NodeResult)) {
+		r.pending.add(1)
+		n.FreeAllAsync(fctx, []engine.FreeRequest{e}, func(rs []engine.CommitResult) {
+			r.pending.done()
+			answered()
+			deliver(boolResult(rs[0].Err == nil, rs[0].Err))
+		})
+	}, quorumDecider(len(r.nodes), r.quorum), nil)
+}
+
+// holds reports whether l is still held here: not released, and valid.
+func (l *Lock) holds() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.released && time.Now().Before(l.until)
+}

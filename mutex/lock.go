@@ -25,8 +25,10 @@ type Lock struct {
 	record     engine.Record // its ledger record as started
 	started    string        // that record's text, if its commit wrote it
 	// parent, for a part (part.go), is the lock it is held under, and
-	// running its running value on the nodes.
+	// running its running value on the nodes; right is the lock whose
+	// holder claimed it (a shard's lease).
 	parent  *Lock
+	right   *Lock
 	running string
 	// claim and at, for a part, are its claim's nodes (claim.nodes(at)):
 	// it runs on a node only while its parent holds there too (heldOn).
@@ -157,7 +159,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	k := l.keep
 	l.mu.Unlock()
 	if l.parent != nil {
-		return l.releasePart(k)
+		return l.releasePart(ctx, k)
 	}
 	if k != nil {
 		k.stop()

@@ -128,7 +128,7 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 			if until := p.heldOn(claim.nodes(j)); time.Now().Before(until) {
 				out[j].Lock = &Lock{r: r, keys: q.keys, value: values[j], token: q.token, fence: fence, occurrence: q.lc.occurrence,
 					owner: q.lc.owner, ttl: p.ttl, acquired: start, until: until, record: records[j], started: started[j],
-					parent: p, running: creqs[j].Running, claim: claim, at: j}
+					parent: p, right: rights[j], running: creqs[j].Running, claim: claim, at: j}
 				ev := out[j].Lock.event(opAcquire, nil)
 				ev.Fence, ev.Duration, ev.Nodes = fence, time.Since(start), votes[j]
 				r.observe(ev)
@@ -341,9 +341,11 @@ func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 
 // releasePart is Release for a part: it queues the part's end (its
 // running value removed, its final record written) for every node, to be
-// carried by the next claim of its shard or sent within endDelay, and
-// reports ErrLost if the part was lost before.
-func (l *Lock) releasePart(k *keeper) error {
+// carried by the next claim of its shard or sent within endDelay, or,
+// when its replica no longer holds its right (the shard moved: another
+// replica claims its ticks), sends it at once and waits for it as a lock's
+// release does; it reports ErrLost if the part was lost before.
+func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
 	var lost error
 	if k != nil && k.ctx.Err() != nil {
 		lost = context.Cause(k.ctx)
@@ -351,7 +353,12 @@ func (l *Lock) releasePart(k *keeper) error {
 	if k != nil {
 		k.stop()
 	}
-	l.r.addEnd(engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()})
+	end := engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}
+	if l.right.holds() {
+		l.r.addEnd(end)
+	} else {
+		l.r.endNow(ctx, end)
+	}
 	var err error
 	if lost != nil {
 		err = fmt.Errorf("mutex: release %q: %w", l.keys.Name, lost)

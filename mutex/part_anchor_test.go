@@ -209,3 +209,55 @@ func TestPartClaimRetriedAfterAMinority(t *testing.T) {
 		t.Errorf("the tick claimed again after its run: %v, want ErrAlreadyRun", again[0].Err)
 	}
 }
+
+// TestPartEndAfterItsRightMoved: a part released after its right (its
+// shard's lease) went to another replica ends on the nodes at once, as a
+// lock's release does, so that the new holder's claim of the job's next
+// tick, made just after, finds it ended. Before, its end waited up to
+// 200 ms for a claim of its shard by its own replica, which no longer
+// claims the shard: the next tick found the run still going and was
+// skipped as an overlap.
+func TestPartEndAfterItsRightMoved(t *testing.T) {
+	c := redistest.Start(t, 3)
+	ctx := ctxTimeout(t, 30*time.Second)
+	replica := func(name string) (*mutex.Redlock, *mutex.Redlock, *mutex.Lock) {
+		nodes := nodesOf(t, c)
+		jobs := newRedlockOn(t, nodes, mutex.WithFencing(true))
+		shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
+		anchor, err := shards.TryLock(ctx, "replica-"+name, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, stop := anchor.KeepAlive(context.Background())
+		t.Cleanup(stop)
+		return jobs, shards, anchor
+	}
+	jobsA, shardsA, anchorA := replica("a")
+	jobsB, shardsB, anchorB := replica("b")
+	rightA, err := shardsA.TryLock(ctx, "shard-1", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.Now().Truncate(time.Second)
+	req := func(at time.Time) []mutex.Request {
+		return []mutex.Request{{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(at)}}}
+	}
+	res := jobsA.TryLockAll(parts.With(ctx, func(string) (any, any) { return rightA, anchorA }), req(tick))
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if err := rightA.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rightB, err := shardsB.TryLock(ctx, "shard-1", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res[0].Lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := jobsB.TryLockAll(parts.With(ctx, func(string) (any, any) { return rightB, anchorB }), req(tick.Add(time.Second)))
+	if next[0].Err != nil {
+		t.Errorf("the next tick, claimed by the right's new holder just after the run's release: %v", next[0].Err)
+	}
+}
