@@ -116,7 +116,7 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 		keep = max(keep, r.cfg.maxHold+p.ttl)
 	}
 	votes, claim := r.claimVotes(ctx, creqs, keep)
-	var frees []engine.FreeRequest
+	var frees []partEnd
 	var targets [][]bool
 	for j, q := range reqs {
 		twins(votes[j])
@@ -144,8 +144,8 @@ func (r *Redlock) claimAll(ctx context.Context, reqs []attemptReq, rights, paren
 			some = some || to[i]
 		}
 		if some {
-			frees = append(frees, engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
-				Ledger: r.ledgerWrite(records[j], started[j], ""), Occurrence: q.lc.occurrence})
+			frees = append(frees, partEnd{engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
+				Ledger: r.ledgerWrite(records[j], started[j], ""), Occurrence: q.lc.occurrence}, p})
 			targets = append(targets, to)
 		}
 	}
@@ -161,8 +161,9 @@ func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, s
 	ends := r.takeEnds()
 	claim := newClaimed(len(creqs), len(r.nodes))
 	votes := r.fanoutAll(ctx, len(creqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
-		mine := ends[i]
-		n.ClaimAllAsync(ctx, creqs, mine, stateTTL, func(rs []engine.AcquireResult, ended []bool) {
+		mine, apart := carried(ends[i])
+		r.sendEnds(i, apart)
+		n.ClaimAllAsync(ctx, creqs, requestsOf(mine), stateTTL, func(rs []engine.AcquireResult, ended []bool) {
 			r.endsLeft(i, mine, ended, creqs)
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
@@ -192,7 +193,7 @@ func claimError(name string, votes []NodeResult, quorum int) *QuorumError {
 // endsLeft handles node i's ends that its claims did not end: those of a
 // shard no claim went to wait for the next (or the flush); those of a
 // call that failed are sent on their own at once.
-func (r *Redlock) endsLeft(i int, es []engine.FreeRequest, ended []bool, claims []engine.ClaimRequest) {
+func (r *Redlock) endsLeft(i int, es []partEnd, ended []bool, claims []engine.ClaimRequest) {
 	if len(es) == 0 {
 		return
 	}
@@ -200,7 +201,7 @@ func (r *Redlock) endsLeft(i int, es []engine.FreeRequest, ended []bool, claims 
 	for _, c := range claims {
 		claimed[c.Keys.State] = true
 	}
-	var wait, now []engine.FreeRequest
+	var wait, now []partEnd
 	for k, e := range es {
 		switch {
 		case ended[k]:
@@ -239,25 +240,40 @@ func (r *Redlock) claimVote(i int, a engine.AcquireResult, occurrence int64) Nod
 // freeAbandoned ends the parts of failed claims on the nodes that may have
 // claimed them (targets), without waiting: a node's calls are sent in
 // order, so a free follows its claim.
-func (r *Redlock) freeAbandoned(ctx context.Context, frees []engine.FreeRequest, targets [][]bool) {
+func (r *Redlock) freeAbandoned(ctx context.Context, frees []partEnd, targets [][]bool) {
 	if len(frees) == 0 {
 		return
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.releaseBound(time.Second))
 	answered := afterAll(len(r.nodes), cancel)
 	for i, n := range r.nodes {
-		var mine []engine.FreeRequest
+		var mine []partEnd
 		for k, f := range frees {
 			if targets[k][i] {
 				mine = append(mine, f)
 			}
 		}
 		r.pending.add(1)
-		n.FreeAllAsync(fctx, mine, func([]engine.CommitResult) {
+		n.FreeAllAsync(fctx, requestsOf(mine), func(rs []engine.CommitResult) {
+			r.requeue(i, failedEnds(i, mine, rs)) // sent again while its parent may hold there
 			r.pending.done()
 			answered()
 		})
 	}
+}
+
+// carried splits node i's pending ends into those a claim carries (the
+// ends of parts won) and the others (the frees of claims given up, which
+// take their marks back: free.lua), to be sent on their own.
+func carried(es []partEnd) (carry, apart []partEnd) {
+	for _, e := range es {
+		if e.Occurrence == 0 {
+			carry = append(carry, e)
+		} else {
+			apart = append(apart, e)
+		}
+	}
+	return carry, apart
 }
 
 // afterAll returns a function that calls f on its count-th call.
@@ -353,7 +369,7 @@ func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
 	if k != nil {
 		k.stop()
 	}
-	end := engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}
+	end := partEnd{engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}, l.parent}
 	if l.right.holds() {
 		l.r.addEnd(end)
 	} else {

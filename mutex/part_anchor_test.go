@@ -261,3 +261,54 @@ func TestPartEndAfterItsRightMoved(t *testing.T) {
 		t.Errorf("the next tick, claimed by the right's new holder just after the run's release: %v", next[0].Err)
 	}
 }
+
+// TestPartEndRetried: a part's end that fails on a node (its replica cut
+// off from two of the three nodes for a moment) is sent again until the
+// node answers it, while its anchor holds: a running value left behind
+// keeps its job held for as long as its anchor lives. Before, the failed
+// end was dropped, and no replica could claim the job again.
+func TestPartEndRetried(t *testing.T) {
+	c := redistest.Start(t, 3)
+	nodesA, proxies := proxiedNodes(t, c)
+	jobsA := newRedlockOn(t, nodesA, mutex.WithFencing(true))
+	shardsA := newRedlockOn(t, nodesA, mutex.WithKeyPrefix("redcron~shards"))
+	jobsB := newRedlockOn(t, nodesOf(t, c), mutex.WithFencing(true))
+	ctx := ctxTimeout(t, 30*time.Second)
+	anchor, err := shardsA.TryLock(ctx, "replica-a", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := anchor.KeepAlive(context.Background())
+	defer stop()
+	res := jobsA.TryLockAll(underParent(ctx, anchor), []mutex.Request{{Name: "job", TTL: time.Minute,
+		Options: []mutex.LockOption{mutex.Occurrence(time.Now().Truncate(time.Second))}}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	proxies[0].Cut()
+	proxies[1].Cut()
+	if err := res[0].Lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_ = jobsA.Flush(fctx) // the end, sent and failed on nodes 1 and 2 (or given up)
+	proxies[0].Heal()
+	proxies[1].Heal()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		l, err := jobsB.TryLock(ctx, "job", time.Minute)
+		if err == nil {
+			_ = l.Release(ctx)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's lock 3 s after the nodes came back: %v: the ended part still holds it", err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
