@@ -59,14 +59,11 @@ func (c *claimed) nodes(j int) ([]bool, []string) {
 func (l *Lock) heldOn(on []bool, servers []string) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var held []time.Time
-	seen := map[string]bool{}
+	held := make([]time.Time, 0, len(on))
 	for i, ok := range on {
-		if !ok || i >= len(l.nodeUntil) || servers[i] != "" && seen[servers[i]] {
-			continue
+		if ok && i < len(l.nodeUntil) && !twinBefore(on, servers, i) {
+			held = append(held, l.nodeUntil[i])
 		}
-		seen[servers[i]] = servers[i] != ""
-		held = append(held, l.nodeUntil[i])
 	}
 	q := l.r.quorum
 	if len(held) < q {
@@ -77,6 +74,17 @@ func (l *Lock) heldOn(on []bool, servers []string) time.Time {
 		return held[q-1]
 	}
 	return l.until
+}
+
+// twinBefore reports whether a node before i among on has node i's
+// server: one server behind two node names counts once.
+func twinBefore(on []bool, servers []string, i int) bool {
+	for k := range i {
+		if on[k] && servers[i] != "" && servers[k] == servers[i] {
+			return true
+		}
+	}
+	return false
 }
 
 // heldAt notes the nodes where results (by node) say l was granted or
