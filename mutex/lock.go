@@ -60,7 +60,9 @@ func (l *Lock) Fence() uint64 { return l.fence }
 
 // Until returns the validity deadline: until then, the lock is held by a
 // majority of nodes, with clock drift allowed for. It moves forward with
-// every successful extension.
+// every successful extension. A lock claimed in bulk (a part) is held
+// while its parent holds on a majority of the nodes that claimed it, and
+// at most the max hold from its claim.
 func (l *Lock) Until() time.Time {
 	if l.parent != nil {
 		until := l.parent.heldOn(l.claim.nodes(l.at))
