@@ -113,11 +113,13 @@ func requestsOf(es []partEnd) []engine.FreeRequest {
 }
 
 // failedEnds returns the ends of es whose answers rs from node i failed
-// and whose parents may still hold there, to be sent again.
+// (not answered: a server's error, such as a state of another type, would
+// be answered again) and whose parents may still hold there, to be sent
+// again.
 func failedEnds(i int, es []partEnd, rs []engine.CommitResult) []partEnd {
 	var again []partEnd
 	for k, res := range rs {
-		if res.Err != nil && es[k].parent.mayHoldOn(i) {
+		if res.Err != nil && !engine.ServerError(res.Err) && es[k].parent.mayHoldOn(i) {
 			again = append(again, es[k])
 		}
 	}
