@@ -3,6 +3,7 @@ package mutex_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,6 +45,30 @@ func gone(t *testing.T, ctx context.Context, cl *redis.Client, key string) {
 	t.Fatalf("%s still on the node: %v", key, ctx.Err())
 }
 
+// holdOnAll acquires name on r and keeps it alive, held on every node of
+// c: an acquisition decided at a quorum may leave the slowest node without
+// it (its call dropped unsent), which these tests' cases must not have.
+func holdOnAll(t *testing.T, ctx context.Context, c *redistest.Cluster, r *mutex.Redlock, name string, ttl time.Duration) *mutex.Lock {
+	t.Helper()
+	key := lockKey(t, r, name).Lock
+	for range 20 {
+		l, err := r.TryLock(ctx, name, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(c.KeyOn(t, key), false) {
+			_, stop := l.KeepAlive(context.Background())
+			t.Cleanup(stop)
+			return l
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("%s not held on every node in 20 attempts", name)
+	return nil
+}
+
 // TestPartLostWithItsAnchorOnItsNodes: a part counts as running on a node
 // only while its anchor holds there, so it is held while its anchor holds
 // on a majority of the nodes that claimed it, not of all the nodes. Here
@@ -63,18 +88,8 @@ func TestPartLostWithItsAnchorOnItsNodes(t *testing.T) {
 	jobsB := newRedlockOn(t, nodesB, mutex.WithFencing(true))
 	ctx := ctxTimeout(t, 30*time.Second)
 
-	anchor, err := shardsA.TryLock(ctx, "replica-a", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, stopAnchor := anchor.KeepAlive(context.Background())
-	defer stopAnchor()
-	right, err := shardsA.TryLock(ctx, "shard-1", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, stopRight := right.KeepAlive(context.Background())
-	defer stopRight()
+	anchor := holdOnAll(t, ctx, c, shardsA, "replica-a", time.Second)
+	right := holdOnAll(t, ctx, c, shardsA, "shard-1", 10*time.Second)
 
 	// Another client's lock of the job on node 3 alone.
 	leftover, err := newRedlockOn(t, nodesB[2:3]).TryLock(ctx, "job", 10*time.Second)
@@ -173,12 +188,7 @@ func TestPartClaimRetriedAfterAMinority(t *testing.T) {
 	jobs := newRedlockOn(t, nodes, mutex.WithFencing(true))
 	shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
 	ctx := ctxTimeout(t, 30*time.Second)
-	parent, err := shards.TryLock(ctx, "replica-a", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, stop := parent.KeepAlive(context.Background())
-	defer stop()
+	parent := holdOnAll(t, ctx, c, shards, "replica-a", 10*time.Second)
 	c.Node(2).Kill()
 
 	other, err := newRedlockOn(t, nodes[1:2]).TryLock(ctx, "job", 10*time.Second)
