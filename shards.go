@@ -15,17 +15,24 @@ import (
 // TTL, and raised, up to it, to what the node timeout needs.
 const shardTTL = 10 * time.Second
 
+// shardHold is the max hold of the shards' Redlock: none to speak of. The
+// replica's anchor is kept alive while the replica runs, since the runs
+// claimed under it end with it (each run's hold is bounded by the jobs'
+// max hold, from its own claim); a shard's lease is let go when the shard
+// moves.
+const shardHold = 100 * 365 * 24 * time.Hour
+
 // newShards returns the keeper of the replica's shards (see package
 // internal/shard), whose leases are won on a Redlock of their own over the
 // nodes, with the jobs' lock options (lockOpts, without their metrics) but
-// without a ledger, under the jobs' key prefix followed by "~shards" (so
+// without a ledger or a max hold (shardHold), under the jobs' key prefix followed by "~shards" (so
 // that no job name, pause or scan meets them), logging nothing (the jobs'
 // Redlock logs the nodes). A replica writes its presence for the shards
 // only while its owner check (the heartbeat, the clock) lets it claim
 // ticks. New fails when no TTL up to the max TTL suits the node timeout.
 func newShards(nodes []*store.Node, jobs *mutex.Redlock, lockOpts []mutex.Option, gate *shard.Gate, self string, table *jobTable, scan *leakscan.Scanner, log *slog.Logger) (*shard.Keeper, error) {
 	opts := append(lockOpts, mutex.WithLedger(0, 0), mutex.WithLogger(slog.New(slog.DiscardHandler)),
-		mutex.WithKeyPrefix(jobs.KeyPrefix()+"~shards"))
+		mutex.WithKeyPrefix(jobs.KeyPrefix()+"~shards"), mutex.WithMaxHold(shardHold))
 	locks, err := mutex.New(nodes, opts...)
 	if err != nil {
 		return nil, err

@@ -166,6 +166,8 @@ func (rd *round) finish(ctx context.Context) []Result {
 		out[j].Lock = &Lock{r: r, keys: q.keys, value: rd.areqs[j].Value, token: q.token, fence: rd.fences[j],
 			occurrence: q.lc.occurrence, owner: q.lc.owner, ttl: q.ttl, acquired: rd.start, until: until,
 			record: rd.records[j], started: rd.started[j]}
+		out[j].Lock.heldAt(rd.votes[j], rd.start)
+		rd.strags[j].won(out[j].Lock, rd.start)
 		ev := out[j].Lock.event(opAcquire, nil)
 		ev.Fence, ev.Duration, ev.Nodes = rd.fences[j], time.Since(rd.start), rd.votes[j]
 		r.observe(ev)
@@ -273,13 +275,36 @@ type stragglers struct {
 	ledger    engine.LedgerWrite // takes back a started record the commit may have written
 	mu        sync.Mutex
 	abandoned bool
-	early     []NodeResult // late answers that came before the attempt was abandoned
+	early     []NodeResult // late answers that came before the attempt was abandoned or won
+	// lock is the attempt's Lock once won: a late grant is noted where
+	// it holds (heldAt).
+	lock  *Lock
+	start time.Time
+}
+
+// won notes that the attempt, started at start, won l: the late answers
+// that granted it, then and later, are noted as nodes where l holds.
+func (s *stragglers) won(l *Lock, start time.Time) {
+	s.mu.Lock()
+	s.lock, s.start = l, start
+	early := s.early
+	s.early = nil
+	s.mu.Unlock()
+	for _, res := range early {
+		l.heldAtNamed(res, start)
+	}
 }
 
 // late receives an answer that came after its round was decided, on the
 // node's worker: it must not block.
 func (s *stragglers) late(res NodeResult) {
 	s.mu.Lock()
+	if s.lock != nil {
+		l, start := s.lock, s.start
+		s.mu.Unlock()
+		l.heldAtNamed(res, start)
+		return
+	}
 	if !s.abandoned {
 		s.early = append(s.early, res) // the attempt may still be abandoned
 		s.mu.Unlock()

@@ -16,47 +16,48 @@ import (
 // few arguments of a script call rather than a call.
 const endDelay = 200 * time.Millisecond
 
+// partEnd is one part's end, and the parent it runs under: an end that
+// fails on a node is sent again while the parent may hold there
+// (mayHoldOn), since the running value it leaves there keeps its job held
+// for as long as the parent does.
+type partEnd struct {
+	engine.FreeRequest
+	parent *Lock
+}
+
 // ends are the parts released and not yet ended on each node (see
 // releasePart): a claim takes them along (lua/claim.lua ends a shard's
 // parts before it claims), or flush sends them.
 type ends struct {
 	mu      sync.Mutex
-	pending [][]engine.FreeRequest // by node
-	timer   *time.Timer            // the flush, armed while some are pending
+	pending [][]partEnd // by node
+	timer   *time.Timer // the flush, armed while some are pending
 }
 
 // addEnd queues e for every node, and arms the flush.
-func (r *Redlock) addEnd(e engine.FreeRequest) {
-	q := &r.ends
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.pending == nil {
-		q.pending = make([][]engine.FreeRequest, len(r.nodes))
-	}
-	for i := range q.pending {
-		q.pending[i] = append(q.pending[i], e)
-	}
-	if q.timer == nil {
-		q.timer = time.AfterFunc(endDelay, func() { r.flushEnds() })
+func (r *Redlock) addEnd(e partEnd) {
+	for i := range r.nodes {
+		r.requeue(i, []partEnd{e})
 	}
 }
 
 // takeEnds returns each node's pending ends (a list per node, maybe
 // empty) and forgets them.
-func (r *Redlock) takeEnds() [][]engine.FreeRequest {
+func (r *Redlock) takeEnds() [][]partEnd {
 	q := &r.ends
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := q.pending
 	q.pending = nil
 	if out == nil {
-		out = make([][]engine.FreeRequest, len(r.nodes))
+		out = make([][]partEnd, len(r.nodes))
 	}
 	return out
 }
 
-// requeue puts back node i's ends that a claim did not carry.
-func (r *Redlock) requeue(i int, es []engine.FreeRequest) {
+// requeue queues node i's ends es (again: a claim did not carry them, or
+// they failed), and arms the flush.
+func (r *Redlock) requeue(i int, es []partEnd) {
 	if len(es) == 0 {
 		return
 	}
@@ -64,7 +65,7 @@ func (r *Redlock) requeue(i int, es []engine.FreeRequest) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.pending == nil {
-		q.pending = make([][]engine.FreeRequest, len(r.nodes))
+		q.pending = make([][]partEnd, len(r.nodes))
 	}
 	q.pending[i] = append(q.pending[i], es...)
 	if q.timer == nil {
@@ -86,21 +87,118 @@ func (r *Redlock) flushEnds() {
 }
 
 // sendEnds sends ends to node i on their own (free.lua), sorted by shard
-// so that a call's ends of one shard share its commands.
-func (r *Redlock) sendEnds(i int, es []engine.FreeRequest) {
+// so that a call's ends of one shard share its commands; those that fail
+// are queued again while their parents hold.
+func (r *Redlock) sendEnds(i int, es []partEnd) {
 	if len(es) == 0 {
 		return
 	}
-	sortByState(es)
+	slices.SortStableFunc(es, func(a, b partEnd) int { return strings.Compare(a.Keys.State, b.Keys.State) })
 	ctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(time.Second))
 	r.pending.add(1)
-	r.nodes[i].FreeAllAsync(ctx, es, func([]engine.CommitResult) {
+	r.nodes[i].FreeAllAsync(ctx, requestsOf(es), func(rs []engine.CommitResult) {
+		r.requeue(i, failedEnds(i, es, rs))
 		r.pending.done()
 		cancel()
 	})
 }
 
-// sortByState sorts ends by their shard's state key, stably.
-func sortByState(es []engine.FreeRequest) {
-	slices.SortStableFunc(es, func(a, b engine.FreeRequest) int { return strings.Compare(a.Keys.State, b.Keys.State) })
+// requestsOf returns the free requests of es.
+func requestsOf(es []partEnd) []engine.FreeRequest {
+	out := make([]engine.FreeRequest, len(es))
+	for k, e := range es {
+		out[k] = e.FreeRequest
+	}
+	return out
+}
+
+// failedEnds returns the ends of es whose answers rs from node i failed
+// (not answered: a server's error, such as a state of another type, would
+// be answered again) and whose parents may still hold there, to be sent
+// again.
+func failedEnds(i int, es []partEnd, rs []engine.CommitResult) []partEnd {
+	var again []partEnd
+	for k, res := range rs {
+		if res.Err != nil && !engine.ServerError(res.Err) && es[k].parent.mayHoldOn(i) {
+			again = append(again, es[k])
+		}
+	}
+	return again
+}
+
+// mayHoldOn reports whether l, not released, may still hold on node i:
+// its latest grant or extension there may not have run out yet (a node
+// that does not answer loses it within the TTL). An end is sent again
+// only while it may: a node that dropped the parent dropped its parts.
+func (l *Lock) mayHoldOn(i int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released || i >= len(l.nodeUntil) {
+		return false
+	}
+	return time.Now().Before(l.nodeUntil[i].Add(2*l.r.drift(l.ttl) + l.r.cfg.nodeTimeout))
+}
+
+// endNow sends e to every node on its own and waits until a majority
+// answered it, or the node timeout: the end of a part whose shard another
+// replica claims now, which no claim of this one will carry.
+func (r *Redlock) endNow(ctx context.Context, e partEnd) {
+	fctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(time.Second))
+	answered := afterAll(len(r.nodes), cancel)
+	r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *engine.Node, deliver func(NodeResult)) {
+		r.pending.add(1)
+		es := []partEnd{e}
+		n.FreeAllAsync(fctx, requestsOf(es), func(rs []engine.CommitResult) {
+			r.requeue(i, failedEnds(i, es, rs))
+			r.pending.done()
+			answered()
+			deliver(boolResult(rs[0].Err == nil, rs[0].Err))
+		})
+	}, quorumDecider(len(r.nodes), r.quorum), nil)
+}
+
+// holds reports whether l is still held here: not released, and valid.
+func (l *Lock) holds() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.released && time.Now().Before(l.until)
+}
+
+// endsLeft handles node i's ends that its claims did not end: those of a
+// shard no claim went to wait for the next (or the flush); those of a
+// call that failed are sent on their own at once.
+func (r *Redlock) endsLeft(i int, es []partEnd, ended []bool, claims []engine.ClaimRequest) {
+	if len(es) == 0 {
+		return
+	}
+	claimed := map[string]bool{}
+	for _, c := range claims {
+		claimed[c.Keys.State] = true
+	}
+	var wait, now []partEnd
+	for k, e := range es {
+		switch {
+		case ended[k]:
+		case claimed[e.Keys.State]:
+			now = append(now, e)
+		default:
+			wait = append(wait, e)
+		}
+	}
+	r.requeue(i, wait)
+	r.sendEnds(i, now)
+}
+
+// carried splits node i's pending ends into those a claim carries (the
+// ends of parts won) and the others (the frees of claims given up, which
+// take their marks back: free.lua), to be sent on their own.
+func carried(es []partEnd) (carry, apart []partEnd) {
+	for _, e := range es {
+		if e.Occurrence == 0 {
+			carry = append(carry, e)
+		} else {
+			apart = append(apart, e)
+		}
+	}
+	return carry, apart
 }

@@ -25,15 +25,25 @@ type Lock struct {
 	record     engine.Record // its ledger record as started
 	started    string        // that record's text, if its commit wrote it
 	// parent, for a part (part.go), is the lock it is held under, and
-	// running its running value on the nodes.
+	// running its running value on the nodes; right is the lock whose
+	// holder claimed it (a shard's lease).
 	parent  *Lock
+	right   *Lock
 	running string
+	// claim and at, for a part, are its claim's nodes (claim.nodes(at)):
+	// it runs on a node only while its parent holds there too (heldOn).
+	claim *claimed
+	at    int
 
-	mu       sync.Mutex
-	outcome  Outcome   // for its ledger record (SetOutcome)
-	until    time.Time // validity deadline, with a monotonic reading
-	released bool
-	keep     *keeper // the running KeepAlive, if any
+	mu      sync.Mutex
+	outcome Outcome   // for its ledger record (SetOutcome)
+	until   time.Time // validity deadline, with a monotonic reading
+	// nodeUntil is, by node, until when the lock surely holds there: its
+	// acquisition's or latest extension's start there, plus the TTL less
+	// the drift (zero where it was not granted).
+	nodeUntil []time.Time
+	released  bool
+	keep      *keeper // the running KeepAlive, if any
 }
 
 // Name returns the lock's name.
@@ -50,10 +60,16 @@ func (l *Lock) Fence() uint64 { return l.fence }
 
 // Until returns the validity deadline: until then, the lock is held by a
 // majority of nodes, with clock drift allowed for. It moves forward with
-// every successful extension.
+// every successful extension. A lock claimed in bulk (a part) is held
+// while its parent holds on a majority of the nodes that claimed it, and
+// at most the max hold from its claim.
 func (l *Lock) Until() time.Time {
 	if l.parent != nil {
-		return l.parent.Until()
+		until := l.parent.heldOn(l.claim.nodes(l.at))
+		if end := l.acquired.Add(l.r.cfg.maxHold); end.Before(until) {
+			return end // a part's hold is bounded from its own claim
+		}
+		return until
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -69,7 +85,13 @@ func (l *Lock) Until() time.Time {
 // too while the owner check refuses the lock's owner (WithOwnerCheck).
 func (l *Lock) Extend(ctx context.Context) error {
 	if l.parent != nil {
-		return l.parent.Extend(ctx)
+		if err := l.parent.Extend(ctx); err != nil {
+			return err
+		}
+		if !time.Now().Before(l.Until()) {
+			return fmt.Errorf("%w: extend %q: its parent %q no longer holds on a quorum of the nodes that claimed it", ErrLost, l.keys.Name, l.parent.keys.Name)
+		}
+		return nil
 	}
 	start := time.Now()
 	l.mu.Lock()
@@ -91,7 +113,8 @@ func (l *Lock) Extend(ctx context.Context) error {
 	r := l.r
 	results := r.fanout(ctx, func(ctx context.Context, _ int, n *engine.Node, deliver func(NodeResult)) {
 		n.ExtendAsync(ctx, l.keys, l.value, l.ttl, deliverBool(deliver))
-	}, quorumDecider(len(r.nodes), r.quorum), nil)
+	}, quorumDecider(len(r.nodes), r.quorum), func(res NodeResult) { l.heldAtNamed(res, start) }) // late: where it holds too
+	l.heldAt(results, start)
 	var err error
 	if count(results, voteYes) >= r.quorum {
 		next := start.Add(l.ttl - r.drift(l.ttl))
@@ -138,7 +161,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	k := l.keep
 	l.mu.Unlock()
 	if l.parent != nil {
-		return l.releasePart(k)
+		return l.releasePart(ctx, k)
 	}
 	if k != nil {
 		k.stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,9 @@ func (r *Redlock) partsOf(ctx context.Context, reqs []attemptReq) (rights, paren
 		parent, _ := pa.(*Lock)
 		if right == nil || parent == nil || q.lc.occurrence <= 0 || q.lc.ticket != "" || !r.sameNodes(right.r) || !r.sameNodes(parent.r) {
 			continue
+		}
+		if !time.Now().Before(parent.Until()) {
+			continue // a parent that can no longer be proven holds no part: the lock is acquired alone
 		}
 		if parents == nil {
 			rights, parents = make([]*Lock, len(reqs)), make([]*Lock, len(reqs))
@@ -128,47 +132,71 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 			Running:    engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
 			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
 	}
-	ends := r.takeEnds() // carried by the claims of their shards
-	votes := r.fanoutAll(ctx, len(reqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
-		mine := ends[i]
-		n.ClaimAllAsync(ctx, creqs, mine, r.cfg.stateTTL, func(rs []engine.AcquireResult, ended []bool) {
+	// The state holds the parts' running values, all that keeps their
+	// jobs while they run: it lives at least as long as they may be held.
+	keep := r.cfg.stateTTL
+	for _, p := range parents {
+		keep = max(keep, r.cfg.maxHold+p.ttl)
+	}
+	votes, claim := r.claimVotes(ctx, creqs, keep)
+	var frees []partEnd
+	var targets [][]bool
+	for j, q := range reqs {
+		twins(votes[j])
+		p := parents[j]
+		qerr := claimError(q.keys.Name, votes[j], r.quorum)
+		if count(votes[j], voteYes) >= r.quorum {
+			// Won, if its parent still holds on a quorum of the nodes that
+			// claimed it: elsewhere the part is not running.
+			if until := p.heldOn(claim.nodes(j)); time.Now().Before(until) {
+				out[j].Lock = &Lock{r: r, keys: q.keys, value: values[j], token: q.token, fence: fence, occurrence: q.lc.occurrence,
+					owner: q.lc.owner, ttl: p.ttl, acquired: start, until: until, record: records[j], started: started[j],
+					parent: p, right: rights[j], running: creqs[j].Running, claim: claim, at: j}
+				ev := out[j].Lock.event(opAcquire, nil)
+				ev.Fence, ev.Duration, ev.Nodes = fence, time.Since(start), votes[j]
+				r.observe(ev)
+				continue
+			}
+			qerr.Detail = fmt.Sprintf("its parent %q can no longer be proven on a quorum of the nodes that claimed it", p.keys.Name)
+		}
+		out[j].Err = r.reportFailure(ctx, qerr, start, q.lc.occurrence)
+		to := make([]bool, len(r.nodes))
+		some := false
+		for i, v := range votes[j] {
+			to[i] = v.Vote == "" || mayHold(v) // "": its claim may still come; the free follows it
+			some = some || to[i]
+		}
+		if some {
+			frees = append(frees, partEnd{engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
+				Ledger: r.ledgerWrite(records[j], started[j], ""), Occurrence: q.lc.occurrence}, p})
+			targets = append(targets, to)
+		}
+	}
+	r.freeAbandoned(ctx, frees, targets)
+	return out
+}
+
+// claimVotes sends the claims creqs to every node, with the ends pending
+// there (carried by the claims of their shards), raising their states'
+// TTL to stateTTL, and returns the nodes' votes, by claim, and the nodes
+// that claimed each, late answers included.
+func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, stateTTL time.Duration) ([][]NodeResult, *claimed) {
+	ends := r.takeEnds()
+	claim := newClaimed(len(creqs), len(r.nodes))
+	votes := r.fanoutAll(ctx, len(creqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
+		mine, apart := carried(ends[i])
+		r.sendEnds(i, apart)
+		n.ClaimAllAsync(ctx, creqs, requestsOf(mine), stateTTL, func(rs []engine.AcquireResult, ended []bool) {
 			r.endsLeft(i, mine, ended, creqs)
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
 				res[j] = r.claimVote(i, a, creqs[j].Occurrence)
 			}
+			claim.note(i, res) // late answers too: the part runs there
 			deliver(res)
 		})
 	}, acquireDecider(len(r.nodes), r.quorum), nil)
-	var frees []engine.FreeRequest
-	var targets [][]bool
-	for j, q := range reqs {
-		twins(votes[j])
-		p := parents[j]
-		if count(votes[j], voteYes) >= r.quorum {
-			out[j].Lock = &Lock{r: r, keys: q.keys, value: values[j], token: q.token, fence: fence, occurrence: q.lc.occurrence,
-				owner: q.lc.owner, ttl: p.ttl, acquired: start, until: p.Until(), record: records[j], started: started[j],
-				parent: p, running: creqs[j].Running}
-			ev := out[j].Lock.event(opAcquire, nil)
-			ev.Fence, ev.Duration, ev.Nodes = fence, time.Since(start), votes[j]
-			r.observe(ev)
-			continue
-		}
-		out[j].Err = r.reportFailure(ctx, claimError(q.keys.Name, votes[j], r.quorum), start, q.lc.occurrence)
-		on := make([]bool, len(r.nodes))
-		some := false
-		for i, v := range votes[j] {
-			on[i] = v.Vote == "" || mayHold(v) // "": its claim may still come; the free follows it
-			some = some || on[i]
-		}
-		if some {
-			frees = append(frees, engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
-				Ledger: r.ledgerWrite(records[j], started[j], "")})
-			targets = append(targets, on)
-		}
-	}
-	r.freeAbandoned(ctx, frees, targets)
-	return out
+	return votes, claim
 }
 
 // claimError returns the error of a claim of lock name without a quorum
@@ -183,31 +211,6 @@ func claimError(name string, votes []NodeResult, quorum int) *QuorumError {
 		}
 	}
 	return qerr
-}
-
-// endsLeft handles node i's ends that its claims did not end: those of a
-// shard no claim went to wait for the next (or the flush); those of a
-// call that failed are sent on their own at once.
-func (r *Redlock) endsLeft(i int, es []engine.FreeRequest, ended []bool, claims []engine.ClaimRequest) {
-	if len(es) == 0 {
-		return
-	}
-	claimed := map[string]bool{}
-	for _, c := range claims {
-		claimed[c.Keys.State] = true
-	}
-	var wait, now []engine.FreeRequest
-	for k, e := range es {
-		switch {
-		case ended[k]:
-		case claimed[e.Keys.State]:
-			now = append(now, e)
-		default:
-			wait = append(wait, e)
-		}
-	}
-	r.requeue(i, wait)
-	r.sendEnds(i, now)
 }
 
 // claimVote turns node i's answer to a claim into its vote, as
@@ -235,21 +238,22 @@ func (r *Redlock) claimVote(i int, a engine.AcquireResult, occurrence int64) Nod
 // freeAbandoned ends the parts of failed claims on the nodes that may have
 // claimed them (targets), without waiting: a node's calls are sent in
 // order, so a free follows its claim.
-func (r *Redlock) freeAbandoned(ctx context.Context, frees []engine.FreeRequest, targets [][]bool) {
+func (r *Redlock) freeAbandoned(ctx context.Context, frees []partEnd, targets [][]bool) {
 	if len(frees) == 0 {
 		return
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.releaseBound(time.Second))
 	answered := afterAll(len(r.nodes), cancel)
 	for i, n := range r.nodes {
-		var mine []engine.FreeRequest
+		var mine []partEnd
 		for k, f := range frees {
 			if targets[k][i] {
 				mine = append(mine, f)
 			}
 		}
 		r.pending.add(1)
-		n.FreeAllAsync(fctx, mine, func([]engine.CommitResult) {
+		n.FreeAllAsync(fctx, requestsOf(mine), func(rs []engine.CommitResult) {
+			r.requeue(i, failedEnds(i, mine, rs)) // sent again while its parent may hold there
 			r.pending.done()
 			answered()
 		})
@@ -269,8 +273,11 @@ func afterAll(count int, f func()) func() {
 
 // partKeepAlive is KeepAlive for a part: its context is cancelled, with a
 // cause matching ErrLost, when its parent's KeepAlive context is (the
-// parent lost, released or no longer kept alive); a part whose parent is
-// not kept alive is lost at once. Called with l.mu held.
+// parent lost, released or no longer kept alive), or when its validity
+// (Until: its parent held on a quorum of the nodes that claimed it) runs
+// out, or once it has been held for the max hold (WithMaxHold, counted
+// from its claim; the cause also matches ErrMaxHold); a part whose parent
+// is not kept alive is lost at once. Called with l.mu held.
 func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 	kctx, cancel := context.WithCancelCause(ctx)
 	k := &keeper{ctx: kctx, cancel: cancel, done: make(chan struct{})}
@@ -287,20 +294,58 @@ func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 		cancel(fmt.Errorf("%w: lock %q: its parent %q is not kept alive", ErrLost, l.keys.Name, l.parent.keys.Name))
 		return kctx, k.stop
 	}
+	var once sync.Once
+	lose := func(cause error) {
+		once.Do(func() {
+			cancel(cause)
+			l.lost(cause)
+		})
+	}
 	detach := context.AfterFunc(pk.ctx, func() {
-		cause := fmt.Errorf("%w: lock %q: its parent %q ended: %w", ErrLost, l.keys.Name, l.parent.keys.Name, context.Cause(pk.ctx))
-		cancel(cause)
-		l.lost(cause)
+		lose(fmt.Errorf("%w: lock %q: its parent %q ended: %w", ErrLost, l.keys.Name, l.parent.keys.Name, context.Cause(pk.ctx)))
 	})
-	context.AfterFunc(kctx, func() { detach() })
+	// The validity moves with the parent's extensions: the timer checks
+	// it when it would run out, and waits again if it moved.
+	var mu sync.Mutex
+	var expire *time.Timer
+	check := func() {
+		if kctx.Err() != nil {
+			return
+		}
+		left := time.Until(l.Until())
+		switch {
+		case left > 0:
+		case !time.Now().Before(l.acquired.Add(l.r.cfg.maxHold)):
+			lose(errMaxHold(l.keys.Name, l.r.cfg.maxHold))
+			return
+		default:
+			lose(fmt.Errorf("%w: lock %q: validity ran out: its parent %q no longer holds on a quorum of the nodes that claimed it",
+				ErrLost, l.keys.Name, l.parent.keys.Name))
+			return
+		}
+		mu.Lock()
+		expire.Reset(left)
+		mu.Unlock()
+	}
+	mu.Lock()
+	expire = time.AfterFunc(time.Until(l.Until()), check)
+	mu.Unlock()
+	context.AfterFunc(kctx, func() {
+		detach()
+		mu.Lock()
+		expire.Stop()
+		mu.Unlock()
+	})
 	return kctx, k.stop
 }
 
 // releasePart is Release for a part: it queues the part's end (its
 // running value removed, its final record written) for every node, to be
-// carried by the next claim of its shard or sent within endDelay, and
-// reports ErrLost if the part was lost before.
-func (l *Lock) releasePart(k *keeper) error {
+// carried by the next claim of its shard or sent within endDelay, or,
+// when its replica no longer holds its right (the shard moved: another
+// replica claims its ticks), sends it at once and waits for it as a lock's
+// release does; it reports ErrLost if the part was lost before.
+func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
 	var lost error
 	if k != nil && k.ctx.Err() != nil {
 		lost = context.Cause(k.ctx)
@@ -308,7 +353,12 @@ func (l *Lock) releasePart(k *keeper) error {
 	if k != nil {
 		k.stop()
 	}
-	l.r.addEnd(engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()})
+	end := partEnd{engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}, l.parent}
+	if l.right.holds() {
+		l.r.addEnd(end)
+	} else {
+		l.r.endNow(ctx, end)
+	}
 	var err error
 	if lost != nil {
 		err = fmt.Errorf("mutex: release %q: %w", l.keys.Name, lost)

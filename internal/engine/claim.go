@@ -17,8 +17,9 @@ const (
 	// FenceAhead: the part's fence counter is at or above the fence asked
 	// for (Fence is the counter).
 	FenceAhead AcquireStatus = iota + 5
-	// ParentLost: the claim's right (ClaimRequest.Right) does not hold
-	// its value on the node (Holder is what holds it, "" for nothing).
+	// ParentLost: the claim's right (ClaimRequest.Right), or the parent
+	// its running value names, does not hold its value on the node
+	// (Holder is what holds it, "" for nothing).
 	ParentLost
 )
 
@@ -180,6 +181,10 @@ type FreeRequest struct {
 	Keys    LockKeys
 	Running string      // the part's running value, as its claim set it
 	Ledger  LedgerWrite // the part's final record, replacing its started one
+	// Occurrence, for a claim given up (never run), is its occurrence
+	// (unix ms): where its claim set the mark, the mark goes back below
+	// it, so that the tick can be claimed again. 0 for a part won.
+	Occurrence int64
 }
 
 // RunningValue returns the running value of a part of value held under
@@ -212,12 +217,12 @@ func (n *Node) FreeAllAsync(ctx context.Context, reqs []FreeRequest, done func([
 	out := make([]CommitResult, len(reqs))
 	n.submitAll(ctx, freeScript, len(reqs), func(lo, hi int) ([]string, []any) {
 		keys := make([]string, 0, 2*(hi-lo))
-		args := make([]any, 1, 1+7*(hi-lo))
+		args := make([]any, 1, 1+8*(hi-lo))
 		args[0] = ""
 		for _, r := range reqs[lo:hi] {
 			w := r.Ledger
 			keys = append(keys, r.Keys.Ledger, r.Keys.State)
-			args = append(args, r.Keys.Name, r.Running, w.Old, w.New, w.Score, w.Cap, millis(w.Window))
+			args = append(args, r.Keys.Name, r.Running, w.Old, w.New, w.Score, w.Cap, millis(w.Window), r.Occurrence)
 		}
 		return keys, args
 	}, func(lo, hi int, res []any, err error) {

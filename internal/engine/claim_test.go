@@ -97,3 +97,27 @@ func TestClaimParts(t *testing.T) {
 		t.Errorf("claim of a paused lock: %v", rep.Status)
 	}
 }
+
+// TestClaimNeedsItsParent: the holder of the right claims no part on a
+// node where the part's parent (its replica's anchor) does not hold: the
+// part would not run there (its running value counts only while its parent
+// holds), so a claim won with that node's vote would leave the job free
+// for another holder there.
+func TestClaimNeedsItsParent(t *testing.T) {
+	n, s, k := setup(t)
+	rc := s.Client(t)
+	ctx := context.Background()
+	right := engine.Parent{Key: "t~shards:shard-1", Value: "right-1"}
+	anchor := engine.Parent{Key: "t~shards:replica-1", Value: "anchor-1"}
+	rc.Set(ctx, right.Key, right.Value, time.Minute)
+	ch := make(chan []engine.AcquireResult, 1)
+	n.ClaimAllAsync(ctx, []engine.ClaimRequest{{Right: right, Keys: k, Running: engine.RunningValue(anchor, "part-a"), Occurrence: 1000, Fence: 5}},
+		nil, time.Hour, func(rs []engine.AcquireResult, _ []bool) { ch <- rs })
+	rs := <-ch
+	if rs[0].Err != nil || rs[0].Reply.Status != engine.ParentLost {
+		t.Fatalf("claim under a parent that does not hold: %+v, %v; want parent lost", rs[0].Reply, rs[0].Err)
+	}
+	if f := rc.HMGet(ctx, k.State, "r|"+k.Name, "m|"+k.Name).Val(); f[0] != nil || f[1] != nil {
+		t.Errorf("state after the refused claim: running %v, mark %v; want neither", f[0], f[1])
+	}
+}

@@ -13,8 +13,9 @@
 -- ends, below).
 -- While the right holds its value, a part is claimed unless its occurrence
 -- is at or below its mark, it is paused, its lock is held, another part of
--- it still runs, or its fence counter is at or above the fence asked for
--- (unless "0": fencing off); claimed, its mark and fence (unless "0") are
+-- it still runs, its fence counter is at or above the fence asked for
+-- (unless "0": fencing off), or the parent its running value names does
+-- not hold that value here (it would not run here); claimed, its mark and fence (unless "0") are
 -- raised to the occurrence and fence, its running value is set, and "s|"
 -- .. record is added to the ledger. The parts' keys are read together
 -- (MGET, one HMGET) and written together (one HSET, one ZADD).
@@ -26,8 +27,8 @@
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, ...}: the statuses
 -- of acquire (1 claimed, 0 held by detail, 2 already run, 3 paused, -1
 -- error), 4 when the fence counter is at or above the fence (detail: the
--- counter), and 5 when the right does not hold its value here (detail:
--- what holds it, "" for nothing).
+-- counter), and 5 when the right, or the part's parent, does not hold its
+-- value here (detail: what holds it, "" for nothing).
 local uptime, runid = "", ""
 if ARGV[1] == "1" then
   local info = redis.pcall("INFO", "server")
@@ -135,6 +136,9 @@ for i = 1, n do
     answer(0, f, running)
   elseif fence ~= "0" and tonumber(f) >= tonumber(fence) then
     answer(4, f, f)
+  elseif not runningHere(run, parents) then
+    -- Its parent does not hold here: the part would not run here.
+    answer(5, f, parents[string.match(run, "^([^\n]*)")] or "")
   else
     if fence ~= "0" then
       set[#set + 1] = "f|" .. name

@@ -1,30 +1,41 @@
 -- End parts (see claim), any number in one call. Part i has its shard's
 -- ledger KEYS[2i-1] and state hash KEYS[2i], and the arguments
--- ARGV[7i-5..7i+1]: name, running value (as claim set it), old, record,
--- score, cap and window. While the part's running value is the one given,
--- it is removed; the part was still running if its parent still held. Either way, "s|" .. old is replaced in the ledger by
+-- ARGV[8i-6..8i+1]: name, running value (as claim set it), old, record,
+-- score, cap, window and occurrence. While the part's running value is the
+-- one given, it is removed; the part was still running if its parent still
+-- held. An occurrence other than "0" ends a claim given up (not won): where
+-- its running value was still there and the mark is still its occurrence,
+-- the mark goes back below it, so that the tick can be claimed again (the
+-- claim never ran). Either way, "s|" .. old is replaced in the ledger by
 -- record, prefixed "r|" when the part was still running and "l|" when not
 -- ("" for none). ARGV[1] is unused (a leading argument, so that calls
 -- merge). Returns {result_1, detail_1, ...}: 1 if the part was running
--- (its value there, its parent holding), 0 if not, -1 if its state could not be read (detail = the error).
+-- (its value there, its parent holding), 0 if not, -1 if its state could
+-- not be read (detail = the error).
 local n = #KEYS / 2
 local order, of = groups(n, 2, 2)
 local parents = {}
-local dels, olds, news, trim, score = {}, {}, {}, {}, {}
+local dels, olds, news, trim, score, unmark = {}, {}, {}, {}, {}, {}
 for _, state in ipairs(order) do
   local fields = {}
   for _, i in ipairs(of[state]) do
-    fields[#fields + 1] = "r|" .. ARGV[7 * i - 5]
+    fields[#fields + 1] = "r|" .. ARGV[8 * i - 6]
+    fields[#fields + 1] = "m|" .. ARGV[8 * i - 6]
   end
   local r = redis.pcall("HMGET", state, unpack(fields))
   for j, i in ipairs(of[state]) do
-    local a = 7 * i - 5
+    local a = 8 * i - 6
     if failed(r) then
       answer(-1, r.err)
-    elseif r[j] == ARGV[a + 1] then
+    elseif r[2 * j - 1] == ARGV[a + 1] then
       dels[state] = dels[state] or {}
       table.insert(dels[state], "r|" .. ARGV[a])
-      answer(runningHere(r[j], parents) and 1 or 0, "")
+      if ARGV[a + 7] ~= "0" and r[2 * j] == ARGV[a + 7] then
+        unmark[state] = unmark[state] or {}
+        table.insert(unmark[state], "m|" .. ARGV[a])
+        table.insert(unmark[state], string.format("%d", tonumber(ARGV[a + 7]) - 1))
+      end
+      answer(runningHere(r[2 * j - 1], parents) and 1 or 0, "")
     else
       answer(0, "")
     end
@@ -41,7 +52,7 @@ end
 out = {}
 for i = 1, n do
   answer(byPart[i][1], byPart[i][2])
-  local state, a = KEYS[2 * i], 7 * i - 5
+  local state, a = KEYS[2 * i], 8 * i - 6
   local old, new = ARGV[a + 2], ARGV[a + 3]
   if old ~= "" then
     olds[state] = olds[state] or {}
@@ -59,9 +70,12 @@ for _, state in ipairs(order) do
   if dels[state] then
     redis.pcall("HDEL", state, unpack(dels[state]))
   end
+  if unmark[state] then
+    redis.pcall("HSET", state, unpack(unmark[state]))
+  end
   if olds[state] or news[state] then
-    local cap, window = ledgerOf(of[state], function(i) return ARGV[7 * i - 3] ~= "" or ARGV[7 * i - 2] ~= "" end,
-      function(i) return tonumber(ARGV[7 * i]), tonumber(ARGV[7 * i + 1]) end)
+    local cap, window = ledgerOf(of[state], function(i) return ARGV[8 * i - 4] ~= "" or ARGV[8 * i - 3] ~= "" end,
+      function(i) return tonumber(ARGV[8 * i - 1]), tonumber(ARGV[8 * i]) end)
     record(KEYS[2 * of[state][1] - 1], state, olds[state] or {}, news[state] or {}, trim[state], score[state] or 0, cap, window)
   end
 end

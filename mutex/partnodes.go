@@ -1,0 +1,116 @@
+package mutex
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// A part runs on a node while its running value is there and its parent
+// holds there too: it is held while both are true on a quorum of the
+// nodes. claimed notes where each part of a claim was set (the nodes that
+// answered yes, before the claim was decided or after), and a lock notes,
+// by node, until when it surely holds there (nodeUntil), so that a part's
+// validity is its parent's on the nodes that claimed it (heldOn), not on
+// all of them.
+
+// claimed are the nodes that claimed each part of one claimAll, and each
+// node's server (its run id), so that one server behind two node names
+// counts once.
+type claimed struct {
+	mu     sync.Mutex
+	on     [][]bool // by part, by node
+	server []string // by node, "" unknown
+}
+
+func newClaimed(parts, nodes int) *claimed {
+	c := &claimed{on: make([][]bool, parts), server: make([]string, nodes)}
+	for j := range c.on {
+		c.on[j] = make([]bool, nodes)
+	}
+	return c
+}
+
+// note records node i's answers to the claim, one per part.
+func (c *claimed) note(i int, res []NodeResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for j, v := range res {
+		if v.server != "" {
+			c.server[i] = v.server
+		}
+		if v.Vote == voteYes {
+			c.on[j][i] = true
+		}
+	}
+}
+
+// nodes returns part j's nodes and the nodes' servers.
+func (c *claimed) nodes(j int) ([]bool, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.on[j]), slices.Clone(c.server)
+}
+
+// heldOn returns until when l holds on a quorum of the nodes on (their
+// servers counted once each): a part claimed on those nodes runs while its
+// parent, l, holds on a quorum of them (elsewhere, a claim or an
+// acquisition of its lock finds it gone), and never past l's own validity.
+func (l *Lock) heldOn(on []bool, servers []string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	held := make([]time.Time, 0, len(on))
+	for i, ok := range on {
+		if ok && i < len(l.nodeUntil) && !twinBefore(on, servers, i) {
+			held = append(held, l.nodeUntil[i])
+		}
+	}
+	q := l.r.quorum
+	if len(held) < q {
+		return time.Time{}
+	}
+	slices.SortFunc(held, func(a, b time.Time) int { return b.Compare(a) })
+	if held[q-1].Before(l.until) {
+		return held[q-1]
+	}
+	return l.until
+}
+
+// twinBefore reports whether a node before i among on has node i's
+// server: one server behind two node names counts once.
+func twinBefore(on []bool, servers []string, i int) bool {
+	for k := range i {
+		if on[k] && servers[i] != "" && servers[k] == servers[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// heldAt notes the nodes where results (by node) say l was granted or
+// extended by an operation that started at start.
+func (l *Lock) heldAt(results []NodeResult, start time.Time) {
+	until := start.Add(l.ttl - l.r.drift(l.ttl))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.nodeUntil == nil {
+		l.nodeUntil = make([]time.Time, len(l.r.nodes))
+	}
+	for i, res := range results {
+		if res.Vote == voteYes && i < len(l.nodeUntil) && until.After(l.nodeUntil[i]) {
+			l.nodeUntil[i] = until
+		}
+	}
+}
+
+// heldAtNamed is heldAt for one node's answer, found by its name (a late
+// answer to l's acquisition).
+func (l *Lock) heldAtNamed(res NodeResult, start time.Time) {
+	for i, n := range l.r.nodes {
+		if n.Name() == res.Node {
+			results := make([]NodeResult, i+1)
+			results[i] = res
+			l.heldAt(results, start)
+		}
+	}
+}
