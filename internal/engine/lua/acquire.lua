@@ -36,21 +36,7 @@ answer(uptime, runid)
 local n = #KEYS / 3
 local cur = redis.call("MGET", unpack(keysAt(n, 3, 1)))
 local pauses = keysAt(n, 3, 3)
-local paused = redis.call("MGET", unpack(pauses))
-local strings = 0
-for i = 1, n do
-  if paused[i] then
-    strings = strings + 1
-  end
-end
-if redis.call("EXISTS", unpack(pauses)) > strings then
-  -- A pause key of another type still pauses its lock (fail closed).
-  for i = 1, n do
-    if not paused[i] and redis.call("EXISTS", pauses[i]) == 1 then
-      paused[i] = "?"
-    end
-  end
-end
+local paused = pausesOf(pauses)
 local fence, mark, bad, running, parents = {}, {}, {}, {}, {}
 local order, of = groups(n, 3, 2)
 for _, state in ipairs(order) do

@@ -93,21 +93,7 @@ for i = 1, n do
   fields[#fields + 1] = "r|" .. name
 end
 local cur = redis.call("MGET", unpack(locks))
-local paused = redis.call("MGET", unpack(pauses))
-local strings = 0
-for i = 1, n do
-  if paused[i] then
-    strings = strings + 1
-  end
-end
-if redis.call("EXISTS", unpack(pauses)) > strings then
-  -- A pause key of another type still pauses its part (fail closed).
-  for i = 1, n do
-    if not paused[i] and redis.call("EXISTS", pauses[i]) == 1 then
-      paused[i] = "?"
-    end
-  end
-end
+local paused = pausesOf(pauses)
 local st = redis.pcall("HMGET", state, unpack(fields))
 if failed(st) then
   for i = 1, n do

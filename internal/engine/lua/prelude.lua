@@ -174,3 +174,24 @@ local function runningHere(r, parents)
   end
   return parents[pk] == pv and v or nil
 end
+
+-- pausesOf returns the values of pause keys (one MGET), "?" for a pause
+-- key of another type: it still pauses its lock (fail closed), found with
+-- one EXISTS for all of them and one each only when some is.
+local function pausesOf(pauses)
+  local paused = redis.call("MGET", unpack(pauses))
+  local strings = 0
+  for i = 1, #pauses do
+    if paused[i] then
+      strings = strings + 1
+    end
+  end
+  if redis.call("EXISTS", unpack(pauses)) > strings then
+    for i = 1, #pauses do
+      if not paused[i] and redis.call("EXISTS", pauses[i]) == 1 then
+        paused[i] = "?"
+      end
+    end
+  end
+  return paused
+end
