@@ -53,18 +53,7 @@ out = {}
 for i = 1, n do
   answer(byPart[i][1], byPart[i][2])
   local state, a = KEYS[2 * i], 8 * i - 6
-  local old, new = ARGV[a + 2], ARGV[a + 3]
-  if old ~= "" then
-    olds[state] = olds[state] or {}
-    table.insert(olds[state], "s|" .. old)
-  end
-  if new ~= "" then
-    news[state] = news[state] or {}
-    table.insert(news[state], ARGV[a + 4])
-    table.insert(news[state], (byPart[i][1] == 1 and "r|" or "l|") .. new)
-    score[state] = math.max(score[state] or 0, tonumber(ARGV[a + 4]))
-    trim[state] = trim[state] or old == ""
-  end
+  ending(olds, news, score, trim, state, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], byPart[i][1] == 1)
 end
 for _, state in ipairs(order) do
   if dels[state] then

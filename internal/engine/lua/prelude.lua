@@ -195,3 +195,22 @@ local function pausesOf(pauses)
   end
   return paused
 end
+
+-- ending notes, by state, a lock's (or a part's) record at its end: the
+-- started record old replaced by new (either "" for none) at score,
+-- prefixed "r|" when it still held and "l|" when not, in the tables olds,
+-- news, scores and trims that record is then called with per state (trim
+-- when a record is added, not replaced).
+local function ending(olds, news, scores, trims, state, old, new, score, held)
+  if old ~= "" then
+    olds[state] = olds[state] or {}
+    table.insert(olds[state], "s|" .. old)
+  end
+  if new ~= "" then
+    news[state] = news[state] or {}
+    table.insert(news[state], score)
+    table.insert(news[state], (held and "r|" or "l|") .. new)
+    scores[state] = math.max(scores[state] or 0, tonumber(score))
+    trims[state] = trims[state] or old == ""
+  end
+end

@@ -56,18 +56,7 @@ for i = 1, n do
     dels[#dels + 1] = lock
     answer(1, "")
   end
-  local old, new = ARGV[a + 3], ARGV[a + 4]
-  if old ~= "" then
-    olds[state] = olds[state] or {}
-    table.insert(olds[state], "s|" .. old)
-  end
-  if new ~= "" then
-    news[state] = news[state] or {}
-    table.insert(news[state], ARGV[a + 5])
-    table.insert(news[state], (out[#out - 1] == 1 and "r|" or "l|") .. new)
-    score[state] = math.max(score[state] or 0, tonumber(ARGV[a + 5]))
-    trim[state] = trim[state] or old == "" -- a record added, not replaced
-  end
+  ending(olds, news, score, trim, state, ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], out[#out - 1] == 1)
 end
 
 if #dels > 0 then
