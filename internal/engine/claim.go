@@ -225,15 +225,5 @@ func (n *Node) FreeAllAsync(ctx context.Context, reqs []FreeRequest, done func([
 			args = append(args, r.Keys.Name, r.Running, w.Old, w.New, w.Score, w.Cap, millis(w.Window), r.Occurrence)
 		}
 		return keys, args
-	}, func(lo, hi int, res []any, err error) {
-		for i := lo; i < hi; i++ {
-			ierr := err
-			if ierr == nil {
-				out[i].Held, ierr = parseBool(res[2*(i-lo):][:2])
-			}
-			if ierr != nil {
-				out[i].Err = n.fail("free", reqs[i].Keys.State, ierr)
-			}
-		}
-	}, func() { done(out) })
+	}, n.heldAnswers(out, "free", func(i int) string { return reqs[i].Keys.State }), func() { done(out) })
 }

@@ -196,17 +196,24 @@ func (n *Node) CommitAllAsync(ctx context.Context, reqs []CommitRequest, stateTT
 			args = append(args, r.Keys.Name, r.Value, r.Fence, r.Occurrence, w.New, w.Score, w.Cap, millis(w.Window), r.Ticket)
 		}
 		return keys, args
-	}, func(lo, hi int, res []any, err error) {
+	}, n.heldAnswers(out, "commit", func(i int) string { return reqs[i].Keys.Lock }), func() { done(unpermute(out, at)) })
+}
+
+// heldAnswers returns submitAll's decode for a script that answers
+// {result, detail} per item (commit, free): each item's Held, or its
+// error, naming op and the item's key (key(i)), in out.
+func (n *Node) heldAnswers(out []CommitResult, op string, key func(i int) string) func(lo, hi int, res []any, err error) {
+	return func(lo, hi int, res []any, err error) {
 		for i := lo; i < hi; i++ {
 			ierr := err
 			if ierr == nil {
 				out[i].Held, ierr = parseBool(res[2*(i-lo):][:2])
 			}
 			if ierr != nil {
-				out[i].Err = n.fail("commit", reqs[i].Keys.Lock, ierr)
+				out[i].Err = n.fail(op, key(i), ierr)
 			}
 		}
-	}, func() { done(unpermute(out, at)) })
+	}
 }
 
 // byShard returns the order that sorts count locks by their shard's state
