@@ -166,14 +166,11 @@ func (l *Lock) holds() bool {
 
 // endsLeft handles node i's ends that its claims did not end: those of a
 // shard no claim went to wait for the next (or the flush); those of a
-// call that failed are sent on their own at once.
-func (r *Redlock) endsLeft(i int, es []partEnd, ended []bool, claims []engine.ClaimRequest) {
+// call that failed are sent on their own at once. claimed are the shards
+// (state keys) the claims went to.
+func (r *Redlock) endsLeft(i int, es []partEnd, ended []bool, claimed map[string]bool) {
 	if len(es) == 0 {
 		return
-	}
-	claimed := map[string]bool{}
-	for _, c := range claims {
-		claimed[c.Keys.State] = true
 	}
 	var wait, now []partEnd
 	for k, e := range es {

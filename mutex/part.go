@@ -183,11 +183,15 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, stateTTL time.Duration) ([][]NodeResult, *claimed) {
 	ends := r.takeEnds()
 	claim := newClaimed(len(creqs), len(r.nodes))
+	states := map[string]bool{} // the shards claimed, whose ends the claims carry (endsLeft)
+	for _, c := range creqs {
+		states[c.Keys.State] = true
+	}
 	votes := r.fanoutAll(ctx, len(creqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
 		mine, apart := carried(ends[i])
 		r.sendEnds(i, apart)
 		n.ClaimAllAsync(ctx, creqs, requestsOf(mine), stateTTL, func(rs []engine.AcquireResult, ended []bool) {
-			r.endsLeft(i, mine, ended, creqs)
+			r.endsLeft(i, mine, ended, states)
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
 				res[j] = r.claimVote(i, a, creqs[j].Occurrence)
