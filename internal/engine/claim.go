@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -64,9 +65,8 @@ func (n *Node) SingleServer() bool { return n.singleServer() }
 // ClaimAllAsync claims parts, any number, with their answers passed to
 // done in the order of reqs, as Acquire's (Status Acquired when claimed;
 // FenceAhead, and ParentLost for a right not held, besides), each with the
-// server's run id and uptime. The parts of one right and shard go in one
-// script call (up to
-// 256), all calls in one round trip. A claim raises the state's TTL to
+// server's run id and uptime. The parts of one right, shard and parent go
+// in one script call (up to 256), all calls in one round trip. A claim raises the state's TTL to
 // stateTTL.
 //
 // ends are parts to end on the way, each in the call of its shard's
@@ -87,10 +87,21 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 	for k, e := range ends {
 		endsOf[e.Keys.State] = append(endsOf[e.Keys.State], k)
 	}
-	group := func(r ClaimRequest) [3]string { return [3]string{r.Right.Key, r.Right.Value, r.Keys.State} }
-	at := make([]int, len(reqs))
-	for i := range at {
-		at[i] = i
+	// A call's parts share their right, shard and parent (sent once); the
+	// parents are read from the running values.
+	parents, values := make([]Parent, len(reqs)), make([]string, len(reqs))
+	at := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		var ok bool
+		if parents[i], values[i], ok = ParseRunning(r.Running); !ok {
+			out[i].Err = n.fail("claim", r.Keys.Lock, fmt.Errorf("running value %.60q names no parent", r.Running))
+			continue
+		}
+		at = append(at, i)
+	}
+	group := func(i int) [5]string {
+		r := reqs[i]
+		return [5]string{r.Right.Key, r.Right.Value, r.Keys.State, parents[i].Key, parents[i].Value}
 	}
 	if !slices.IsSortedFunc(reqs, CompareClaims) { // a claimer sorts them once for all its nodes
 		slices.SortStableFunc(at, func(a, b int) int { return CompareClaims(reqs[a], reqs[b]) })
@@ -109,13 +120,13 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 	}
 	for lo := 0; lo < len(at); {
 		hi := lo + 1
-		for hi < len(at) && hi-lo < maxItems && group(reqs[at[hi]]) == group(reqs[at[lo]]) {
+		for hi < len(at) && hi-lo < maxItems && group(at[hi]) == group(at[lo]) {
 			hi++
 		}
 		state := reqs[at[lo]].Keys.State
 		mine := endsOf[state]
 		delete(endsOf, state)
-		calls = append(calls, n.claimCall(ctx, reqs, at[lo:hi], ends, mine, stateTTL, out, ended, finish))
+		calls = append(calls, n.claimCall(ctx, reqs, values, parents[at[lo]], at[lo:hi], ends, mine, stateTTL, out, ended, finish))
 		lo = hi
 	}
 	if len(calls) == 0 {
@@ -129,25 +140,25 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 // claimCall returns the script call claiming the parts reqs[i] for i in
 // part, all of one right and shard, which puts their answers in out and
 // then calls finish.
-func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, part []int, ends []FreeRequest, mine []int, stateTTL time.Duration,
-	out []AcquireResult, ended []bool, finish func()) *call {
+func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, values []string, parent Parent, part []int, ends []FreeRequest, mine []int,
+	stateTTL time.Duration, out []AcquireResult, ended []bool, finish func()) *call {
 	first := reqs[part[0]]
-	keys := make([]string, 0, 3+2*len(part))
-	keys = append(keys, first.Right.Key, first.Keys.State, first.Keys.Ledger)
-	args := make([]any, 0, 6+5*len(mine)+5*len(part))
+	keys := make([]string, 0, 4+2*len(part))
+	keys = append(keys, first.Right.Key, first.Keys.State, first.Keys.Ledger, parent.Key)
+	args := make([]any, 0, 7+5*len(mine)+5*len(part))
 	ledgerCap, window := first.Ledger.Cap, first.Ledger.Window
 	for _, k := range mine {
 		ledgerCap, window = max(ledgerCap, ends[k].Ledger.Cap), max(window, ends[k].Ledger.Window)
 	}
-	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine))
+	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value)
 	for _, k := range mine {
 		e := ends[k]
-		args = append(args, e.Keys.Name, e.Running, e.Ledger.Old, e.Ledger.New, e.Ledger.Score)
+		args = append(args, e.Keys.Name, e.Running, member(RecordStarted, e.Ledger.Old), e.Ledger.New, e.Ledger.Score)
 	}
 	for _, i := range part {
 		r := reqs[i]
 		keys = append(keys, r.Keys.Lock, r.Keys.Pause)
-		args = append(args, r.Keys.Name, r.Running, r.Occurrence, r.Fence, r.Ledger.New)
+		args = append(args, r.Keys.Name, values[i], r.Occurrence, r.Fence, member(RecordStarted, r.Ledger.New))
 	}
 	return &call{ctx: ctx, script: claimScript, keys: keys, args: args, items: len(part), done: func(cmd *redis.Cmd) {
 		res, err := claimScript.answer(cmd, len(part))
@@ -185,6 +196,15 @@ type FreeRequest struct {
 	// (unix ms): where its claim set the mark, the mark goes back below
 	// it, so that the tick can be claimed again. 0 for a part won.
 	Occurrence int64
+}
+
+// member returns a record's ledger member in state (its prefix and text),
+// "" for no record.
+func member(state RecordState, text string) string {
+	if text == "" {
+		return ""
+	}
+	return string(state) + "|" + text
 }
 
 // RunningValue returns the running value of a part of value held under

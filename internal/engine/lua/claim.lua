@@ -1,34 +1,36 @@
 -- Claim occurrences of locks held as parts, any number in one call, all of
--- one shard. A part has no key of its own: its occurrence mark, fence and
--- running value are fields of its shard's state, and it is held while the
--- parent its running value names ("parent key \n parent value \n value")
--- holds that value. Only the holder of a right (a shard's lease) claims:
--- KEYS[1] is the right's lock key, KEYS[2] and KEYS[3] the shard's state
--- hash and ledger; part i has the lock key KEYS[2i+2] (its own lock, which
--- excludes the part while held) and the pause key KEYS[2i+3]. ARGV[1] ==
--- "1" asks for the server's uptime and run id (as acquire does); ARGV[2]
--- is the right's value, ARGV[3] the state's TTL (ms), ARGV[4] and ARGV[5]
--- the ledger's cap and window (ms); part i's name, running value,
--- occurrence (unix ms), fence and record are ARGV[5i+2..5i+6] (after the
--- ends, below).
--- While the right holds its value, a part is claimed unless its occurrence
--- is at or below its mark, it is paused, its lock is held, another part of
--- it still runs, its fence counter is at or above the fence asked for
--- (unless "0": fencing off), or the parent its running value names does
--- not hold that value here (it would not run here); claimed, its mark and fence (unless "0") are
--- raised to the occurrence and fence, its running value is set, and "s|"
--- .. record is added to the ledger. The parts' keys are read together
--- (MGET, one HMGET) and written together (one HSET, one ZADD).
+-- one shard and under one parent. A part has no key of its own: its
+-- occurrence mark, fence and running value are fields of its shard's
+-- state, and it is held while the parent its running value names
+-- ("parent key \n parent value \n value") holds that value. Only the
+-- holder of a right (a shard's lease) claims: KEYS[1] is the right's lock
+-- key, KEYS[2] and KEYS[3] the shard's state hash and ledger, KEYS[4] the
+-- parent's lock key; part i has the lock key KEYS[2i+3] (its own lock,
+-- which excludes the part while held) and the pause key KEYS[2i+4].
+-- ARGV[1] == "1" asks for the server's uptime and run id (as acquire
+-- does); ARGV[2] is the right's value, ARGV[3] the state's TTL (ms),
+-- ARGV[4] and ARGV[5] the ledger's cap and window (ms), ARGV[7] the
+-- parent's value; part i's name, value, occurrence (unix ms), fence and
+-- started ledger member ("s|" .. record, or "" for none) are
+-- ARGV[5i+3..5i+7] (after the ends, below).
+-- While the right holds its value and the parent its own, a part is
+-- claimed unless its occurrence is at or below its mark, it is paused, its
+-- lock is held, another part of it still runs, or its fence counter is at
+-- or above the fence asked for (unless "0": fencing off); claimed, its
+-- mark and fence (unless "0") are raised to the occurrence and fence, its
+-- running value is set, and its started member is added to the ledger. The
+-- parts' keys are read together (MGET, one HMGET) and written together
+-- (one HSET, one ZADD).
 -- First, whatever the right: ARGV[6] is the number of parts of the shard
--- to end (frees, see free.lua), each with its name, running value, old,
--- record and score at ARGV[5k+2..5k+6]; the parts claimed follow them
--- (their arguments shifted by 5 per free). The ends' and the claims'
--- records share the ledger's commands.
+-- to end (frees, see free.lua), each with its name, running value, old
+-- member ("s|" .. record, or ""), record and score at ARGV[5k+3..5k+7];
+-- the parts claimed follow them (their arguments shifted by 5 per end).
+-- The ends' and the claims' records share the ledger's commands.
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, ...}: the statuses
 -- of acquire (1 claimed, 0 held by detail, 2 already run, 3 paused, -1
 -- error), 4 when the fence counter is at or above the fence (detail: the
--- counter), and 5 when the right, or the part's parent, does not hold its
--- value here (detail: what holds it, "" for nothing).
+-- counter), and 5 when the right, or the parent, does not hold its value
+-- here (detail: what holds it, "" for nothing).
 local uptime, runid = "", ""
 if ARGV[1] == "1" then
   local info = redis.pcall("INFO", "server")
@@ -39,27 +41,28 @@ if ARGV[1] == "1" then
     uptime, runid = "?", "?"
   end
 end
-answer(uptime, runid)
+out[1], out[2] = uptime, runid
+local o = 2 -- the answers' length
 
-local n = (#KEYS - 3) / 2
-local right, state, ledger = KEYS[1], KEYS[2], KEYS[3]
+local n = (#KEYS - 4) / 2
+local right, state, ledger, pkey, pvalue = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[7]
 local parents, olds, adds, score = {}, {}, {}, 0
 local ends = tonumber(ARGV[6])
 if ends > 0 then
   local fields, dels = {}, {}
   for k = 1, ends do
-    fields[k] = "r|" .. ARGV[5 * k + 2]
+    fields[k] = "r|" .. ARGV[5 * k + 3]
   end
   local r = redis.pcall("HMGET", state, unpack(fields))
   for k = 1, ends do
-    local a = 5 * k + 2
+    local a = 5 * k + 3
     local held = not failed(r) and r[k] == ARGV[a + 1]
     if held then
       dels[#dels + 1] = fields[k]
       held = runningHere(r[k], parents) ~= nil
     end
     if ARGV[a + 2] ~= "" then
-      olds[#olds + 1] = "s|" .. ARGV[a + 2]
+      olds[#olds + 1] = ARGV[a + 2]
     end
     if ARGV[a + 3] ~= "" then
       adds[#adds + 1] = ARGV[a + 4]
@@ -71,12 +74,22 @@ if ends > 0 then
     redis.pcall("HDEL", state, unpack(dels))
   end
 end
-local base = 5 * ends -- the parts' arguments follow the ends'
+local base = 5 * ends + 1 -- the parts' arguments follow the ends' and the parent's value
 
 local holder = redis.call("GET", right)
-if holder ~= ARGV[2] then
+local lost = holder ~= ARGV[2] and (holder or "")
+if not lost then
+  if parents[pkey] == nil then
+    local now = redis.pcall("GET", pkey)
+    parents[pkey] = type(now) == "string" and now or false
+  end
+  -- Its parent does not hold here: no part would run here.
+  lost = parents[pkey] ~= pvalue and (parents[pkey] or "")
+end
+if lost then
   for i = 1, n do
-    answer(5, "0", holder or "")
+    out[o + 1], out[o + 2], out[o + 3] = 5, "0", lost
+    o = o + 3
   end
   if #olds > 0 or #adds > 0 then
     record(ledger, state, olds, adds, false, score, tonumber(ARGV[4]), tonumber(ARGV[5]))
@@ -86,62 +99,60 @@ end
 
 local locks, pauses, fields = {}, {}, {}
 for i = 1, n do
-  locks[i], pauses[i] = KEYS[2 * i + 2], KEYS[2 * i + 3]
+  locks[i], pauses[i] = KEYS[2 * i + 3], KEYS[2 * i + 4]
   local name = ARGV[base + 5 * i + 2]
-  fields[#fields + 1] = "f|" .. name
-  fields[#fields + 1] = "m|" .. name
-  fields[#fields + 1] = "r|" .. name
+  fields[3 * i - 2] = "f|" .. name
+  fields[3 * i - 1] = "m|" .. name
+  fields[3 * i] = "r|" .. name
 end
 local cur = redis.call("MGET", unpack(locks))
 local paused = pausesOf(pauses)
 local st = redis.pcall("HMGET", state, unpack(fields))
 if failed(st) then
   for i = 1, n do
-    answer(-1, "0", st.err)
+    out[o + 1], out[o + 2], out[o + 3] = -1, "0", st.err
+    o = o + 3
   end
   return out
 end
 
-local set, trim = {}, false
+local set, trim, prefix = {}, false, pkey .. "\n" .. pvalue .. "\n"
 for i = 1, n do
   local a = base + 5 * i + 2
-  local name, run, occ, fence = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local occ, fence = ARGV[a + 2], ARGV[a + 3]
   local f, m, r = st[3 * i - 2], st[3 * i - 1], st[3 * i]
-  local bad = badState(state, name, f, m)
+  local bad = badState(state, ARGV[a], f, m)
   local running = r and runningHere(r, parents)
+  local status, detail = 1, ""
   f = f or "0"
   if bad then
-    answer(-1, "0", bad)
+    status, f, detail = -1, "0", bad
   elseif m and tonumber(m) >= tonumber(occ) then
-    answer(2, f, m)
+    status, detail = 2, m
   elseif paused[i] then
-    answer(3, f, paused[i])
+    status, detail = 3, paused[i]
   elseif cur[i] then
-    answer(0, f, cur[i])
+    status, detail = 0, cur[i]
   elseif running then
-    answer(0, f, running)
+    status, detail = 0, running
   elseif fence ~= "0" and tonumber(f) >= tonumber(fence) then
-    answer(4, f, f)
-  elseif not runningHere(run, parents) then
-    -- Its parent does not hold here: the part would not run here.
-    answer(5, f, parents[string.match(run, "^([^\n]*)")] or "")
+    status, detail = 4, f
   else
+    local s = #set
     if fence ~= "0" then
-      set[#set + 1] = "f|" .. name
-      set[#set + 1] = fence
+      set[s + 1], set[s + 2] = fields[3 * i - 2], fence
+      s = s + 2
     end
-    set[#set + 1] = "m|" .. name
-    set[#set + 1] = occ
-    set[#set + 1] = "r|" .. name
-    set[#set + 1] = run
+    set[s + 1], set[s + 2], set[s + 3], set[s + 4] = fields[3 * i - 1], occ, fields[3 * i], prefix .. ARGV[a + 1]
     if ARGV[a + 4] ~= "" then
       adds[#adds + 1] = occ
-      adds[#adds + 1] = "s|" .. ARGV[a + 4]
+      adds[#adds + 1] = ARGV[a + 4]
       score = math.max(score, tonumber(occ))
       trim = true -- a record added, not replaced
     end
-    answer(1, f, "")
   end
+  out[o + 1], out[o + 2], out[o + 3] = status, f, detail
+  o = o + 3
 end
 if #set > 0 then
   redis.call("HSET", state, unpack(set))

@@ -85,7 +85,7 @@ local function badState(key, name, fence, mark)
   local fields, vals = {"f|", "m|"}, {fence, mark}
   for i = 1, 2 do
     local v = vals[i]
-    if v and (not string.match(v, "^%d+$") or #v > 16 or tonumber(v) >= 9007199254740992) then
+    if v and (not string.find(v, "^%d+$") or #v > 16 or tonumber(v) >= 9007199254740992) then
       return "ERR state " .. key .. ": field " .. fields[i] .. name .. " is not a whole number below 2^53: " .. v
     end
   end
