@@ -47,8 +47,13 @@ func (r *Redlock) fanout(ctx context.Context, op nodeOp, decided decider, late f
 // timeout (nodeTimeoutFor) passed. Late answers are passed to late with their operation's
 // index.
 func (r *Redlock) fanoutAll(ctx context.Context, count int, op batchOp, decided decider, late func(int, NodeResult)) [][]NodeResult {
+	return r.fanoutFor(ctx, r.nodeTimeoutFor(count), count, op, decided, late)
+}
+
+// fanoutFor is fanoutAll waiting at most wait for the nodes' answers.
+func (r *Redlock) fanoutFor(ctx context.Context, wait time.Duration, count int, op batchOp, decided decider, late func(int, NodeResult)) [][]NodeResult {
 	g := newGather(r.nodes, count)
-	nctx, cancel := context.WithTimeout(ctx, r.nodeTimeoutFor(count))
+	nctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	start := time.Now()
 	for i, node := range r.nodes {

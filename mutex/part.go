@@ -187,7 +187,16 @@ func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, s
 	for _, c := range creqs {
 		states[c.Keys.State] = true
 	}
-	votes := r.fanoutAll(ctx, len(creqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
+	// A claim waits for the nodes until ctx ends, not a node timeout: a
+	// part's validity counts from the claim's start, so a late answer is
+	// still good, and a loaded node's answers come late to every claim;
+	// the shard gate keeps one claim of a shard in flight, so the wait
+	// shows as latency, not as a queue of claims given up and sent again.
+	wait := r.nodeTimeoutFor(len(creqs))
+	if d, ok := ctx.Deadline(); ok {
+		wait = time.Until(d)
+	}
+	votes := r.fanoutFor(ctx, wait, len(creqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
 		mine, apart := carried(ends[i])
 		r.sendEnds(i, apart)
 		n.ClaimAllAsync(ctx, creqs, requestsOf(mine), stateTTL, func(rs []engine.AcquireResult, ended []bool) {

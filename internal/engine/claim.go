@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -107,14 +107,9 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 		slices.SortStableFunc(at, func(a, b int) int { return CompareClaims(reqs[a], reqs[b]) })
 	}
 	var calls []*call
-	left := 0
-	var mu sync.Mutex
+	var left atomic.Int32 // calls not answered
 	finish := func() {
-		mu.Lock()
-		left--
-		last := left == 0
-		mu.Unlock()
-		if last {
+		if left.Add(-1) == 0 {
 			done(out, ended)
 		}
 	}
@@ -133,7 +128,7 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 		done(out, ended)
 		return
 	}
-	left = len(calls)
+	left.Store(int32(len(calls)))
 	n.batch.submit(calls...)
 }
 

@@ -28,6 +28,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/parts"
@@ -78,12 +79,14 @@ type Gate struct {
 	anchor atomic.Pointer[mutex.Lock]
 	// partOf is parts' Of for this gate (made once).
 	partOf parts.Of
+	flow   flow
 }
 
 // NewGate returns a Gate over inner. It passes every request until a
 // Keeper turns it on.
 func NewGate(inner scheduler.Locker) *Gate {
 	g := &Gate{inner: inner}
+	g.flow.limit = maxLimit
 	g.partOf = func(name string) (any, any) {
 		k := Of(name)
 		lease, anchor := g.lease[k].Load(), g.anchor.Load()
@@ -99,50 +102,75 @@ func NewGate(inner scheduler.Locker) *Gate {
 func (g *Gate) parted(ctx context.Context) context.Context { return parts.With(ctx, g.partOf) }
 
 // verdict returns nil for a request to pass to the inner Locker, or the
-// error that answers it.
-func (g *Gate) verdict(req scheduler.LockRequest) error {
+// error that answers it; held reports a tick of a shard held here, which
+// goes through the shard's flow of claims (flow.go).
+func (g *Gate) verdict(req scheduler.LockRequest) (held bool, err error) {
 	if !g.on.Load() || req.Tick.IsZero() {
-		return nil
+		return false, nil
 	}
 	if shared := g.shared.Load(); shared != nil && !(*shared)[req.Job] {
-		return nil
+		return false, nil
 	}
 	k := Of(req.Job)
 	switch {
 	case g.held[k].Load():
-		return nil
+		return true, nil
 	case g.want[k].Load():
-		return errNotYet[k]
+		return false, errNotYet[k]
 	}
-	return errAnother[k]
+	return false, errAnother[k]
 }
 
 // Acquire asks the inner Locker for the lease of a job whose shard this
-// replica holds, and refuses the others.
+// replica holds, and refuses the others. A tick of a shard whose claim is
+// in flight here waits for it, and goes with the next.
 func (g *Gate) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
-	if err := g.verdict(req); err != nil {
+	held, err := g.verdict(req)
+	switch {
+	case err != nil:
 		return nil, err
+	case held:
+		return g.acquireGated(ctx, Of(req.Job), req)
 	}
 	return g.inner.Acquire(g.parted(ctx), req)
 }
 
 // AcquireAll asks the inner Locker, in one call, for the leases of the
-// jobs whose shard this replica holds, and refuses the others.
+// jobs whose shard this replica holds, and refuses the others: those of a
+// shard whose claim is in flight here, and those beyond the flow's limit
+// of a shard's ticks in one claim, with errBusy (asked again by the
+// scheduler, through Acquire).
 func (g *Gate) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
 	out := make([]scheduler.LockResult, len(reqs))
 	var pass []scheduler.LockRequest
-	var at []int
+	var at, shards []int
+	var taken [Count]int
+	f := &g.flow
+	f.mu.Lock()
 	for i, req := range reqs {
-		if err := g.verdict(req); err != nil {
+		held, err := g.verdict(req)
+		if err != nil {
 			out[i].Err = err
 			continue
 		}
+		if k := Of(req.Job); held {
+			if taken[k] == 0 && f.take(k) {
+				shards = append(shards, k)
+			} else if taken[k] == 0 || taken[k] >= f.limit {
+				out[i].Err = errBusy[k]
+				continue
+			}
+			taken[k]++
+		}
 		pass, at = append(pass, req), append(at, i)
 	}
+	f.mu.Unlock()
 	if len(pass) == 0 {
 		return out
 	}
+	start := time.Now()
 	results := g.inner.AcquireAll(g.parted(ctx), pass)
+	g.finish(shards, time.Since(start))
 	for j, i := range at {
 		if j < len(results) {
 			out[i] = results[j]

@@ -1,0 +1,221 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redcron/redcron/scheduler"
+)
+
+// The flow of claims: a replica keeps at most one claim of each shard it
+// holds in flight, so that load shows as latency rather than as a queue
+// that grows on the nodes until every answer comes too late. A tick asked
+// for while its shard's claim is out is answered at once with errBusy
+// (ErrNoQuorum: the scheduler asks again, through Acquire), and Acquire
+// waits for the claim in flight, then goes with the others that waited,
+// in one claim, the newest ticks first. A newer tick of a job replaces its
+// older one in the queue. A claim takes at most limit of a shard's ticks; limit shrinks
+// while claims take longer than claimTarget and grows again while they
+// take less than half of it, so that under overload a shard's ticks are
+// claimed in short claims, each on time, and those not reached before
+// their job's next tick are given up for it (and reported by the
+// scheduler) rather than all claimed too late to run.
+const (
+	claimTarget = 250 * time.Millisecond
+	minLimit    = 16
+	maxLimit    = 256 // engine's calls carry up to 256 parts
+)
+
+// errBusy answers a tick whose shard's claim is in flight here.
+var errBusy = shardErrors(scheduler.ErrNoQuorum, "its claim is in flight here; asked again behind it")
+
+// flow is a gate's claims in flight and waiting, by shard.
+type flow struct {
+	mu    sync.Mutex
+	busy  [Count]bool
+	queue [Count][]*waiter
+	limit int
+}
+
+// waiter is an Acquire waiting for its shard's claim in flight.
+type waiter struct {
+	ctx   context.Context
+	req   scheduler.LockRequest
+	res   scheduler.LockResult
+	state atomic.Int32 // waiting, answered or gone
+	done  chan struct{}
+}
+
+const (
+	waiting int32 = iota
+	answered
+	gone // its Acquire returned: a lease won for it is released
+)
+
+// answer gives w its result, or releases the lease won for it once its
+// Acquire is gone.
+func (w *waiter) answer(res scheduler.LockResult) {
+	w.res = res
+	if w.state.CompareAndSwap(waiting, answered) {
+		close(w.done)
+		return
+	}
+	if res.Lease != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(w.ctx), 10*time.Second)
+		defer cancel()
+		_ = res.Lease.Release(ctx, scheduler.Outcome{})
+	}
+}
+
+// take marks a shard's claim in flight and reports whether it was free.
+func (f *flow) take(k int) bool {
+	if f.busy[k] {
+		return false
+	}
+	f.busy[k] = true
+	return true
+}
+
+// enqueue queues w behind its shard's claim in flight; a waiter of the
+// same job for an older tick is answered as replaced (or w, if it is the
+// older).
+func (f *flow) enqueue(k int, w *waiter) {
+	q := f.queue[k]
+	for i, o := range q {
+		if o.req.Job != w.req.Job {
+			continue
+		}
+		if !w.req.Tick.After(o.req.Tick) {
+			w.answer(scheduler.LockResult{Err: replaced(k, w.req)})
+			return
+		}
+		q = append(q[:i], q[i+1:]...)
+		o.answer(scheduler.LockResult{Err: replaced(k, o.req)})
+		break
+	}
+	f.queue[k] = append(q, w)
+}
+
+func replaced(k int, req scheduler.LockRequest) error {
+	return fmt.Errorf("%w: shard %d: a newer tick of %q was asked for behind the shard's claim in flight (tick %s given up)",
+		scheduler.ErrNoQuorum, k, req.Job, req.Tick.UTC().Format(time.RFC3339Nano))
+}
+
+// adapt adjusts the limit to a claim's latency, called once per claim
+// (a replica holding a third of the shards ends about 20 claims a round):
+// a slow claim takes a 32nd off, a fast one adds 1, so that a round of
+// slow claims about halves the limit and a round of fast ones adds a few
+// percent. Called with f.mu held.
+func (f *flow) adapt(latency time.Duration) {
+	switch {
+	case latency > claimTarget:
+		f.limit = max(minLimit, f.limit-max(1, f.limit/32))
+	case latency < claimTarget/2:
+		f.limit = min(maxLimit, f.limit+1)
+	}
+}
+
+// finish ends the claims in flight of shards, which took latency, and
+// starts the next claim of those with waiters.
+func (g *Gate) finish(shards []int, latency time.Duration) {
+	f := &g.flow
+	var next []*waiter
+	var again []int
+	f.mu.Lock()
+	f.adapt(latency)
+	for _, k := range shards {
+		// The newest first: under overload the oldest are those whose
+		// job's next tick comes soonest, when the claim would be given up.
+		q, n := f.queue[k], 0
+		for len(q) > 0 && n < f.limit {
+			w := q[len(q)-1]
+			q = q[:len(q)-1]
+			if w.state.Load() == waiting {
+				next, n = append(next, w), n+1
+			}
+		}
+		f.queue[k] = q
+		if n == 0 && len(q) == 0 {
+			f.busy[k] = false
+			continue
+		}
+		again = append(again, k) // stays in flight
+	}
+	f.mu.Unlock()
+	if len(again) > 0 {
+		go g.claimWaiters(next, again)
+	}
+}
+
+// claimWaiters sends the waiters' requests in one claim (bounded by the
+// latest of their deadlines; none of them cancels it), answers them, and
+// finishes the claim of shards.
+func (g *Gate) claimWaiters(ws []*waiter, shards []int) {
+	var deadline time.Time
+	reqs := make([]scheduler.LockRequest, 0, len(ws))
+	sent := make([]*waiter, 0, len(ws))
+	for _, w := range ws {
+		if w.state.Load() != waiting {
+			continue
+		}
+		if _, err := g.verdict(w.req); err != nil { // the shard moved meanwhile
+			w.answer(scheduler.LockResult{Err: err})
+			continue
+		}
+		if d, ok := w.ctx.Deadline(); ok && d.After(deadline) {
+			deadline = d
+		}
+		reqs, sent = append(reqs, w.req), append(sent, w)
+	}
+	start := time.Now()
+	if len(reqs) > 0 {
+		if deadline.IsZero() {
+			deadline = start.Add(maxWait)
+		}
+		ctx, cancel := context.WithDeadline(g.parted(context.Background()), deadline)
+		results := g.inner.AcquireAll(ctx, reqs)
+		cancel()
+		for j, w := range sent {
+			var res scheduler.LockResult
+			if j < len(results) {
+				res = results[j]
+			} else {
+				res.Err = fmt.Errorf("%w: the locker returned %d results for %d requests", scheduler.ErrNoQuorum, len(results), len(reqs))
+			}
+			w.answer(res)
+		}
+	}
+	g.finish(shards, time.Since(start))
+}
+
+// maxWait bounds a claim of waiters none of which has a deadline.
+const maxWait = 10 * time.Second
+
+// acquireGated is Acquire for a tick of a held shard k: sent at once if
+// the shard has no claim in flight here, else with the next one.
+func (g *Gate) acquireGated(ctx context.Context, k int, req scheduler.LockRequest) (scheduler.Lease, error) {
+	f := &g.flow
+	f.mu.Lock()
+	if f.take(k) {
+		f.mu.Unlock()
+		start := time.Now()
+		lease, err := g.inner.Acquire(g.parted(ctx), req)
+		g.finish([]int{k}, time.Since(start))
+		return lease, err
+	}
+	w := &waiter{ctx: ctx, req: req, done: make(chan struct{})}
+	f.enqueue(k, w)
+	f.mu.Unlock()
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		if w.state.CompareAndSwap(waiting, gone) {
+			return nil, fmt.Errorf("%w: shard %d: waited behind the shard's claim in flight: %w", scheduler.ErrNoQuorum, k, context.Cause(ctx))
+		}
+		<-w.done
+	}
+	return w.res.Lease, w.res.Err
+}

@@ -1,0 +1,229 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redcron/redcron/scheduler"
+)
+
+// heldLease is a lease of heldLocker; it counts its releases.
+type heldLease struct{ released *atomic.Int32 }
+
+func (l heldLease) Fence() uint64                            { return 1 }
+func (l heldLease) Keep(ctx context.Context) context.Context { return ctx }
+func (l heldLease) Release(context.Context, scheduler.Outcome) error {
+	l.released.Add(1)
+	return nil
+}
+
+// heldLocker grants every request, each call only once the test lets it
+// go (through proceed), and records the calls (their jobs) and how many
+// were in flight at once.
+type heldLocker struct {
+	calls    chan []string
+	proceed  chan struct{}
+	inFlight atomic.Int32
+	most     atomic.Int32
+	released atomic.Int32
+}
+
+func newHeldLocker() *heldLocker {
+	return &heldLocker{calls: make(chan []string, 16), proceed: make(chan struct{})}
+}
+
+func (h *heldLocker) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
+	r := h.AcquireAll(ctx, []scheduler.LockRequest{req})
+	return r[0].Lease, r[0].Err
+}
+
+func (h *heldLocker) AcquireAll(_ context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	n := h.inFlight.Add(1)
+	for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
+	}
+	jobs := make([]string, len(reqs))
+	for i, r := range reqs {
+		jobs[i] = r.Job + "@" + r.Tick.Format("05")
+	}
+	h.calls <- jobs
+	<-h.proceed
+	h.inFlight.Add(-1)
+	out := make([]scheduler.LockResult, len(reqs))
+	for i := range out {
+		out[i].Lease = heldLease{&h.released}
+	}
+	return out
+}
+
+func (h *heldLocker) Check(scheduler.LockRequest) error { return nil }
+
+// jobsIn returns n job names of shard k.
+func jobsIn(k, n int) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		if name := "job-" + string(rune('a'+i%26)) + time.Duration(i).String(); Of(name) == k {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// TestFlow: a shard has one claim in flight at a time; a tick asked for
+// meanwhile through AcquireAll is answered at once to be asked again,
+// through Acquire it waits and goes in the next claim with the others that
+// waited, newest first; a newer tick of a job replaces the older waiting
+// one; a waiter whose context ends is not sent, and a lease won for one
+// that left during its claim is released.
+func TestFlow(t *testing.T) { synctest.Test(t, testFlow) }
+
+func testFlow(t *testing.T) {
+	inner := newHeldLocker()
+	g := NewGate(inner)
+	g.on.Store(true)
+	const k = 5
+	g.held[k].Store(true)
+	jobs := jobsIn(k, 5)
+	a, b, c, d, e := jobs[0], jobs[1], jobs[2], jobs[3], jobs[4]
+	t1, t2 := time.Unix(1001, 0), time.Unix(1002, 0)
+	ctx := context.Background()
+
+	first := make(chan []scheduler.LockResult, 1)
+	go func() { first <- g.AcquireAll(ctx, []scheduler.LockRequest{{Job: a, Tick: t1}, {Job: b, Tick: t1}}) }()
+	if got := <-inner.calls; len(got) != 2 {
+		t.Fatalf("first claim: %v", got)
+	}
+	// In flight: AcquireAll answers at once, without asking.
+	res := g.AcquireAll(ctx, []scheduler.LockRequest{{Job: c, Tick: t1}})
+	if !errors.Is(res[0].Err, scheduler.ErrNoQuorum) || res[0].Lease != nil {
+		t.Fatalf("AcquireAll behind a claim in flight: %+v; want ErrNoQuorum at once", res[0])
+	}
+	// Acquire waits.
+	type answer struct {
+		job   string
+		lease scheduler.Lease
+		err   error
+	}
+	answers := make(chan answer, 8)
+	var wg sync.WaitGroup
+	acquire := func(ctx context.Context, job string, tick time.Time) {
+		wg.Go(func() {
+			l, err := g.Acquire(ctx, scheduler.LockRequest{Job: job, Tick: tick})
+			answers <- answer{job + "@" + tick.Format("05"), l, err}
+		})
+	}
+	waitQueued := func(n int) {
+		t.Helper()
+		synctest.Wait()
+		g.flow.mu.Lock()
+		defer g.flow.mu.Unlock()
+		if q := len(g.flow.queue[k]); q != n {
+			t.Fatalf("%d waiting; want %d", q, n)
+		}
+	}
+	acquire(ctx, c, t1)
+	waitQueued(1)
+	acquire(ctx, d, t1)
+	waitQueued(2)
+	left, leave := context.WithCancel(ctx)
+	acquire(left, e, t1)
+	waitQueued(3)
+	leave()
+	if got := <-answers; got.job != e+"@41" || !errors.Is(got.err, scheduler.ErrNoQuorum) || !errors.Is(got.err, context.Canceled) {
+		t.Errorf("a waiter whose context ended: %+v; want ErrNoQuorum and its cause", got)
+	}
+	acquire(ctx, c, t2) // replaces c@t1
+	if got := <-answers; got.job != c+"@41" || !errors.Is(got.err, scheduler.ErrNoQuorum) {
+		t.Errorf("a waiter replaced by its job's newer tick: %+v; want ErrNoQuorum", got)
+	}
+	waitQueued(3) // d@t1, e (gone), c@t2
+
+	inner.proceed <- struct{}{} // the first claim ends
+	if r := <-first; r[0].Lease == nil || r[1].Lease == nil {
+		t.Errorf("first claim's results: %+v", r)
+	}
+	if got, want := <-inner.calls, []string{c + "@42", d + "@41"}; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("the waiters' claim: %v; want %v (newest first, without the one gone)", got, want)
+	}
+	inner.proceed <- struct{}{}
+	for range 2 {
+		if got := <-answers; got.lease == nil || got.err != nil {
+			t.Errorf("a waiter's answer: %+v; want its lease", got)
+		}
+	}
+	wg.Wait()
+	if n := inner.most.Load(); n != 1 {
+		t.Errorf("%d claims of the shard in flight at once; want 1", n)
+	}
+
+	// A waiter that leaves while its claim is out: its lease is released.
+	go g.AcquireAll(ctx, []scheduler.LockRequest{{Job: a, Tick: t2}})
+	<-inner.calls
+	left, leave = context.WithCancel(ctx)
+	acquire(left, b, t2)
+	waitQueued(1)
+	inner.proceed <- struct{}{}
+	<-inner.calls // b's claim is out
+	leave()
+	if got := <-answers; got.err == nil {
+		t.Errorf("a waiter gone during its claim: %+v; want an error", got)
+	}
+	inner.proceed <- struct{}{}
+	synctest.Wait() // the release comes from the claim's goroutine
+	if n := inner.released.Load(); n != 1 {
+		t.Errorf("%d leases released; want the one won for the waiter gone", n)
+	}
+	g.flow.mu.Lock()
+	busy := g.flow.busy[k]
+	g.flow.mu.Unlock()
+	if busy {
+		t.Error("the shard is still marked in flight after its last claim")
+	}
+}
+
+// TestFlowLimit: a claim takes at most the limit of a shard's ticks (the
+// others are answered to be asked again), and the limit follows the
+// claims' latency within its bounds.
+func TestFlowLimit(t *testing.T) {
+	inner := newHeldLocker()
+	g := NewGate(inner)
+	g.on.Store(true)
+	const k = 7
+	g.held[k].Store(true)
+	g.flow.limit = 2
+	jobs := jobsIn(k, 3)
+	tick := time.Unix(1001, 0)
+	done := make(chan []scheduler.LockResult, 1)
+	go func() {
+		done <- g.AcquireAll(context.Background(), []scheduler.LockRequest{{Job: jobs[0], Tick: tick}, {Job: jobs[1], Tick: tick}, {Job: jobs[2], Tick: tick}})
+	}()
+	if got := <-inner.calls; len(got) != 2 {
+		t.Errorf("a claim with a limit of 2: %v", got)
+	}
+	inner.proceed <- struct{}{}
+	if r := <-done; r[0].Lease == nil || r[1].Lease == nil || !errors.Is(r[2].Err, scheduler.ErrNoQuorum) {
+		t.Errorf("results: %+v; want two leases and ErrNoQuorum", r)
+	}
+
+	f := &flow{limit: maxLimit}
+	for range 200 {
+		f.adapt(2 * claimTarget)
+	}
+	if f.limit != minLimit {
+		t.Errorf("after slow claims the limit is %d; want %d", f.limit, minLimit)
+	}
+	f.adapt(claimTarget * 3 / 4)
+	if f.limit != minLimit {
+		t.Errorf("a claim near the target moved the limit to %d", f.limit)
+	}
+	for range 1000 {
+		f.adapt(claimTarget / 4)
+	}
+	if f.limit != maxLimit {
+		t.Errorf("after fast claims the limit is %d; want %d", f.limit, maxLimit)
+	}
+}
