@@ -292,7 +292,7 @@ func (s *Scheduler) lockFailed(rn *session, d dueTick, attempts int, err error) 
 		return
 	default:
 		if errors.Is(context.Cause(d.ctx), errNewerTick) {
-			err = fmt.Errorf("%w (retries ended: %w)", err, errNewerTick)
+			err = endedError{err}
 		}
 		s.skip(e, tick, skipNoQuorum, attempts, err)
 		s.logNoDecision(d.ctx, e, tick, attempts, err)
@@ -350,3 +350,14 @@ func tickAttrs(job string, tick time.Time, extra ...slog.Attr) []slog.Attr {
 	}
 	return append(attrs, extra...)
 }
+
+// endedError is a lock error whose retries a newer tick ended; its text is
+// made only when asked for, since under overload such skips come by the
+// thousand.
+type endedError struct{ err error }
+
+func (e endedError) Error() string {
+	return e.err.Error() + " (retries ended: " + errNewerTick.Error() + ")"
+}
+
+func (e endedError) Unwrap() []error { return []error{e.err, errNewerTick} }

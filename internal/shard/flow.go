@@ -29,8 +29,24 @@ const (
 	maxLimit    = 256 // engine's calls carry up to 256 parts
 )
 
-// errBusy answers a tick whose shard's claim is in flight here.
-var errBusy = shardErrors(scheduler.ErrNoQuorum, "its claim is in flight here; asked again behind it")
+// The flow's answers, made once: under overload they come by the
+// thousand.
+var (
+	// errBusy answers a tick whose shard's claim is in flight here.
+	errBusy = shardErrors(scheduler.ErrNoQuorum, "its claim is in flight here; asked again behind it")
+	// errReplaced answers a tick waiting behind its shard's claim in
+	// flight when a newer tick of its job is asked for.
+	errReplaced = shardErrors(scheduler.ErrNoQuorum, "a newer tick of the job was asked for behind the shard's claim in flight")
+	// errWaited answers, with its context's cause, a tick whose context
+	// ended while it waited behind its shard's claim in flight.
+	errWaited = shardErrors(scheduler.ErrNoQuorum, "waited behind the shard's claim in flight")
+)
+
+// waitedError is errWaited of a shard with its context's cause.
+type waitedError struct{ shard, cause error }
+
+func (e waitedError) Error() string   { return e.shard.Error() + ": " + e.cause.Error() }
+func (e waitedError) Unwrap() []error { return []error{e.shard, e.cause} }
 
 // flow is a gate's claims in flight and waiting, by shard.
 type flow struct {
@@ -89,19 +105,14 @@ func (f *flow) enqueue(k int, w *waiter) {
 			continue
 		}
 		if !w.req.Tick.After(o.req.Tick) {
-			w.answer(scheduler.LockResult{Err: replaced(k, w.req)})
+			w.answer(scheduler.LockResult{Err: errReplaced[k]})
 			return
 		}
 		q = append(q[:i], q[i+1:]...)
-		o.answer(scheduler.LockResult{Err: replaced(k, o.req)})
+		o.answer(scheduler.LockResult{Err: errReplaced[k]})
 		break
 	}
 	f.queue[k] = append(q, w)
-}
-
-func replaced(k int, req scheduler.LockRequest) error {
-	return fmt.Errorf("%w: shard %d: a newer tick of %q was asked for behind the shard's claim in flight (tick %s given up)",
-		scheduler.ErrNoQuorum, k, req.Job, req.Tick.UTC().Format(time.RFC3339Nano))
 }
 
 // adapt adjusts the limit to a claim's latency, called once per claim
@@ -213,7 +224,7 @@ func (g *Gate) acquireGated(ctx context.Context, k int, req scheduler.LockReques
 	case <-w.done:
 	case <-ctx.Done():
 		if w.state.CompareAndSwap(waiting, gone) {
-			return nil, fmt.Errorf("%w: shard %d: waited behind the shard's claim in flight: %w", scheduler.ErrNoQuorum, k, context.Cause(ctx))
+			return nil, waitedError{errWaited[k], context.Cause(ctx)}
 		}
 		<-w.done
 	}
