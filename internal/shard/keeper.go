@@ -56,8 +56,12 @@ type Keeper struct {
 	log    *slog.Logger
 	member atomic.Pointer[string] // the presence last written
 	leases [Count]*lease
-	notUs  [Count]int                           // rounds in a row the shard held here was another's target
-	tables map[string]map[string]engine.JobSpec // job tables read, by digest
+	// winning is set while a try to win the shard is out (wins counts
+	// them, so that Run ends only after them).
+	winning [Count]bool
+	wins    sync.WaitGroup
+	notUs   [Count]int                           // rounds in a row the shard held here was another's target
+	tables  map[string]map[string]engine.JobSpec // job tables read, by digest
 	// sharedFor is the live digests (sorted, joined) the gate's shared jobs
 	// were last computed for: they are computed again only when it changes.
 	sharedFor string
@@ -108,6 +112,7 @@ func Name(k int) string { return "shard-" + strconv.Itoa(k) }
 // releases the leases at once (see HandOver for a stop without a gap).
 func (k *Keeper) Run(ctx context.Context) {
 	defer func() {
+		k.wins.Wait() // ctx is done: the tries end at once, letting go what they won
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		k.releaseAll(context.WithoutCancel(ctx))
@@ -164,7 +169,10 @@ func (k *Keeper) presence(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	digest, jobs := k.table()
-	ctx, cancel := context.WithTimeout(ctx, roundEvery)
+	// Half the staleness, not a round: under load a node answers late, and
+	// a presence not written for presenceStale makes the others take this
+	// replica's shards (and it theirs) while it still holds them.
+	ctx, cancel := context.WithTimeout(ctx, presenceStale/2)
 	defer cancel()
 	answers := make([]map[string]time.Duration, len(k.nodes))
 	member := k.self + "\x00" + digest
@@ -279,9 +287,10 @@ func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]engin
 
 // round sets the gate's targets by fleet, releases the leases of shards
 // another replica is to hold (after releaseAfter rounds), notes the leases
-// lost, and tries to win the free shards this replica is to hold.
+// lost, and starts trying to win the free shards this replica is to hold
+// (win), without waiting: a win held up by loaded nodes must not hold up
+// the next presence.
 func (k *Keeper) round(ctx context.Context, fleet []string) {
-	var wg sync.WaitGroup
 	to := targets(fleet)
 	for s := range Count {
 		want := to[s] == k.self
@@ -301,18 +310,30 @@ func (k *Keeper) round(ctx context.Context, fleet []string) {
 			}
 		case l != nil:
 			k.notUs[s] = 0
-		case want:
-			wg.Go(func() { k.win(ctx, s) })
+		case want && !k.winning[s]:
+			k.winning[s] = true
+			k.wins.Go(func() { k.win(ctx, s) })
 		}
 	}
-	wg.Wait()
 }
 
-// win tries once to win shard s's lease and, if it does, keeps it alive.
+// win tries once to win shard s's lease and, if it does and the shard is
+// still this replica's target, keeps it alive; otherwise (the keeper
+// stopped, or the fleet changed meanwhile) it lets the lease go.
 func (k *Keeper) win(ctx context.Context, s int) {
 	actx, cancel := context.WithTimeout(ctx, k.ttl/2)
 	lock, err := k.locks.TryLock(actx, Name(s), k.ttl, mutex.Owner(k.self))
 	cancel()
+	k.mu.Lock()
+	k.winning[s] = false
+	if err == nil && (ctx.Err() != nil || !k.gate.want[s].Load() || k.leases[s] != nil) {
+		k.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.ttl/2)
+		defer cancel()
+		_ = lock.Release(rctx)
+		return
+	}
+	defer k.mu.Unlock()
 	if err != nil {
 		// Held by the previous holder until it lets go, or no quorum.
 		k.logFailure(ctx, s, err)
