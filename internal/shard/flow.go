@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -45,12 +46,13 @@ type waiter struct {
 	ctx   context.Context
 	req   scheduler.LockRequest
 	res   scheduler.LockResult
-	state atomic.Int32 // waiting, answered or gone
+	state atomic.Int32 // waiting, inClaim, answered or gone
 	done  chan struct{}
 }
 
 const (
 	waiting int32 = iota
+	inClaim       // sent in a claim of waiters
 	answered
 	gone // its Acquire returned: a lease won for it is released
 )
@@ -59,7 +61,7 @@ const (
 // Acquire is gone.
 func (w *waiter) answer(res scheduler.LockResult) {
 	w.res = res
-	if w.state.CompareAndSwap(waiting, answered) {
+	if w.state.CompareAndSwap(waiting, answered) || w.state.CompareAndSwap(inClaim, answered) {
 		close(w.done)
 		return
 	}
@@ -158,11 +160,11 @@ func (g *Gate) claimWaiters(ws []*waiter, shards []int) {
 	reqs := make([]scheduler.LockRequest, 0, len(ws))
 	sent := make([]*waiter, 0, len(ws))
 	for _, w := range ws {
-		if w.state.Load() != waiting {
-			continue
-		}
 		if _, err := g.verdict(w.req); err != nil { // the shard moved meanwhile
 			w.answer(scheduler.LockResult{Err: err})
+			continue
+		}
+		if !w.state.CompareAndSwap(waiting, inClaim) {
 			continue
 		}
 		if d, ok := w.ctx.Deadline(); ok && d.After(deadline) {
@@ -212,7 +214,13 @@ func (g *Gate) acquireGated(ctx context.Context, k int, req scheduler.LockReques
 	select {
 	case <-w.done:
 	case <-ctx.Done():
-		if w.state.CompareAndSwap(waiting, gone) {
+		// Not sent yet, it leaves. Sent, it leaves if its tick is given up
+		// (ctx cancelled); at its deadline it waits for its claim, bounded
+		// by the latest deadline of the claim's waiters: a lease won then
+		// and released would keep its tick's mark, and the tick, asked
+		// again, would be refused as already run without having run.
+		if w.state.CompareAndSwap(waiting, gone) ||
+			!errors.Is(ctx.Err(), context.DeadlineExceeded) && w.state.CompareAndSwap(inClaim, gone) {
 			return nil, fmt.Errorf("%w: shard %d: waited behind the shard's claim in flight: %w", scheduler.ErrNoQuorum, k, context.Cause(ctx))
 		}
 		<-w.done

@@ -227,3 +227,46 @@ func TestFlowLimit(t *testing.T) {
 		t.Errorf("after fast claims the limit is %d; want %d", f.limit, maxLimit)
 	}
 }
+
+// TestFlowDeadline: a waiter whose attempt's deadline passes while its
+// claim is out gets the claim's answer (the claim is bounded by the latest
+// deadline of its waiters), rather than leaving and having the lease won
+// for it released: released, the lease would keep its tick's mark, and
+// the tick, asked again, would be refused as already run, never run.
+func TestFlowDeadline(t *testing.T) { synctest.Test(t, testFlowDeadline) }
+
+func testFlowDeadline(t *testing.T) {
+	inner := newHeldLocker()
+	g := NewGate(inner)
+	g.on.Store(true)
+	const k = 9
+	g.held[k].Store(true)
+	jobs := jobsIn(k, 2)
+	tick := time.Unix(1001, 0)
+	go g.AcquireAll(context.Background(), []scheduler.LockRequest{{Job: jobs[0], Tick: tick}})
+	<-inner.calls
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	type answer struct {
+		lease scheduler.Lease
+		err   error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		l, err := g.Acquire(ctx, scheduler.LockRequest{Job: jobs[1], Tick: tick})
+		got <- answer{l, err}
+	}()
+	synctest.Wait() // it waits behind the claim in flight
+	inner.proceed <- struct{}{}
+	<-inner.calls               // its claim is out
+	time.Sleep(2 * time.Second) // its deadline passes meanwhile
+	inner.proceed <- struct{}{}
+	if a := <-got; a.lease == nil || a.err != nil {
+		t.Errorf("a waiter whose deadline passed during its claim: %+v; want the lease won for it", a)
+	}
+	synctest.Wait()
+	if n := inner.released.Load(); n != 0 {
+		t.Errorf("%d leases released; want none (the lease goes to its waiter)", n)
+	}
+}
