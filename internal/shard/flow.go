@@ -83,12 +83,17 @@ func (f *flow) take(k int) bool {
 
 // enqueue queues w behind its shard's claim in flight; a waiter of the
 // same job for an older tick is answered as replaced (or w, if it is the
-// older).
+// older). A waiter gone (its Acquire returned) replaces nothing: it is
+// dropped.
 func (f *flow) enqueue(k int, w *waiter) {
 	q := f.queue[k]
 	for i, o := range q {
 		if o.req.Job != w.req.Job {
 			continue
+		}
+		if o.state.Load() == gone {
+			q = append(q[:i], q[i+1:]...)
+			break
 		}
 		if !w.req.Tick.After(o.req.Tick) {
 			w.answer(scheduler.LockResult{Err: replaced(k, w.req)})

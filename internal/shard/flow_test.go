@@ -270,3 +270,48 @@ func testFlowDeadline(t *testing.T) {
 		t.Errorf("%d leases released; want none (the lease goes to its waiter)", n)
 	}
 }
+
+// TestFlowRetry: a tick asked again after its waiter left (its attempt's
+// deadline passed behind the claim in flight) waits for the next claim,
+// rather than being answered at once as replaced by the waiter gone.
+func TestFlowRetry(t *testing.T) { synctest.Test(t, testFlowRetry) }
+
+func testFlowRetry(t *testing.T) {
+	inner := newHeldLocker()
+	g := NewGate(inner)
+	g.on.Store(true)
+	const k = 11
+	g.held[k].Store(true)
+	jobs := jobsIn(k, 2)
+	tick := time.Unix(1001, 0)
+	go g.AcquireAll(context.Background(), []scheduler.LockRequest{{Job: jobs[0], Tick: tick}})
+	<-inner.calls
+
+	req := scheduler.LockRequest{Job: jobs[1], Tick: tick}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := g.Acquire(ctx, req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a waiter at its deadline: %v; want it to leave", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := g.Acquire(context.Background(), req) // asked again
+		got <- err
+	}()
+	synctest.Wait()
+	select {
+	case err := <-got:
+		t.Errorf("the tick asked again was answered at once: %v; want it to wait for the claim in flight", err)
+		inner.proceed <- struct{}{}
+		return
+	default:
+	}
+	inner.proceed <- struct{}{}
+	if c := <-inner.calls; len(c) != 1 || c[0] != jobs[1]+"@41" {
+		t.Errorf("the next claim: %v; want the tick asked again", c)
+	}
+	inner.proceed <- struct{}{}
+	if err := <-got; err != nil {
+		t.Errorf("the tick asked again: %v", err)
+	}
+}
