@@ -315,3 +315,29 @@ func testFlowRetry(t *testing.T) {
 		t.Errorf("the tick asked again: %v", err)
 	}
 }
+
+// TestFlowLimitClaimsOnly: the limit follows the claims of held shards'
+// ticks only, not the latency of calls that pass the gate ungated (before
+// its Keeper turns it on, manual runs, jobs not every replica runs).
+func TestFlowLimitClaimsOnly(t *testing.T) { synctest.Test(t, testFlowLimitClaimsOnly) }
+
+func testFlowLimitClaimsOnly(t *testing.T) {
+	inner := newHeldLocker()
+	g := NewGate(inner) // off: every request passes ungated
+	for range 5 {
+		done := make(chan struct{})
+		go func() {
+			g.AcquireAll(context.Background(), []scheduler.LockRequest{{Job: "a", Tick: time.Unix(1001, 0)}, {Job: "b", Tick: time.Unix(1001, 0)}})
+			close(done)
+		}()
+		<-inner.calls
+		time.Sleep(time.Second) // a slow call
+		inner.proceed <- struct{}{}
+		<-done
+	}
+	g.flow.mu.Lock()
+	defer g.flow.mu.Unlock()
+	if g.flow.limit != maxLimit {
+		t.Errorf("after slow ungated calls the limit is %d; want %d", g.flow.limit, maxLimit)
+	}
+}
