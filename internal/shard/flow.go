@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -61,12 +62,13 @@ type waiter struct {
 	ctx   context.Context
 	req   scheduler.LockRequest
 	res   scheduler.LockResult
-	state atomic.Int32 // waiting, answered or gone
+	state atomic.Int32 // waiting, inClaim, answered or gone
 	done  chan struct{}
 }
 
 const (
 	waiting int32 = iota
+	inClaim       // sent in a claim of waiters
 	answered
 	gone // its Acquire returned: a lease won for it is released
 )
@@ -75,7 +77,7 @@ const (
 // Acquire is gone.
 func (w *waiter) answer(res scheduler.LockResult) {
 	w.res = res
-	if w.state.CompareAndSwap(waiting, answered) {
+	if w.state.CompareAndSwap(waiting, answered) || w.state.CompareAndSwap(inClaim, answered) {
 		close(w.done)
 		return
 	}
@@ -97,12 +99,17 @@ func (f *flow) take(k int) bool {
 
 // enqueue queues w behind its shard's claim in flight; a waiter of the
 // same job for an older tick is answered as replaced (or w, if it is the
-// older).
+// older). A waiter gone (its Acquire returned) replaces nothing: it is
+// dropped.
 func (f *flow) enqueue(k int, w *waiter) {
 	q := f.queue[k]
 	for i, o := range q {
 		if o.req.Job != w.req.Job {
 			continue
+		}
+		if o.state.Load() == gone {
+			q = append(q[:i], q[i+1:]...)
+			break
 		}
 		if !w.req.Tick.After(o.req.Tick) {
 			w.answer(scheduler.LockResult{Err: errReplaced[k]})
@@ -169,11 +176,11 @@ func (g *Gate) claimWaiters(ws []*waiter, shards []int) {
 	reqs := make([]scheduler.LockRequest, 0, len(ws))
 	sent := make([]*waiter, 0, len(ws))
 	for _, w := range ws {
-		if w.state.Load() != waiting {
-			continue
-		}
 		if _, err := g.verdict(w.req); err != nil { // the shard moved meanwhile
 			w.answer(scheduler.LockResult{Err: err})
+			continue
+		}
+		if !w.state.CompareAndSwap(waiting, inClaim) {
 			continue
 		}
 		if d, ok := w.ctx.Deadline(); ok && d.After(deadline) {
@@ -223,7 +230,13 @@ func (g *Gate) acquireGated(ctx context.Context, k int, req scheduler.LockReques
 	select {
 	case <-w.done:
 	case <-ctx.Done():
-		if w.state.CompareAndSwap(waiting, gone) {
+		// Not sent yet, it leaves. Sent, it leaves if its tick is given up
+		// (ctx cancelled); at its deadline it waits for its claim, bounded
+		// by the latest deadline of the claim's waiters: a lease won then
+		// and released would keep its tick's mark, and the tick, asked
+		// again, would be refused as already run without having run.
+		if w.state.CompareAndSwap(waiting, gone) ||
+			!errors.Is(ctx.Err(), context.DeadlineExceeded) && w.state.CompareAndSwap(inClaim, gone) {
 			return nil, waitedError{errWaited[k], context.Cause(ctx)}
 		}
 		<-w.done

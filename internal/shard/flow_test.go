@@ -227,3 +227,117 @@ func TestFlowLimit(t *testing.T) {
 		t.Errorf("after fast claims the limit is %d; want %d", f.limit, maxLimit)
 	}
 }
+
+// TestFlowDeadline: a waiter whose attempt's deadline passes while its
+// claim is out gets the claim's answer (the claim is bounded by the latest
+// deadline of its waiters), rather than leaving and having the lease won
+// for it released: released, the lease would keep its tick's mark, and
+// the tick, asked again, would be refused as already run, never run.
+func TestFlowDeadline(t *testing.T) { synctest.Test(t, testFlowDeadline) }
+
+func testFlowDeadline(t *testing.T) {
+	inner := newHeldLocker()
+	g := NewGate(inner)
+	g.on.Store(true)
+	const k = 9
+	g.held[k].Store(true)
+	jobs := jobsIn(k, 2)
+	tick := time.Unix(1001, 0)
+	go g.AcquireAll(context.Background(), []scheduler.LockRequest{{Job: jobs[0], Tick: tick}})
+	<-inner.calls
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	type answer struct {
+		lease scheduler.Lease
+		err   error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		l, err := g.Acquire(ctx, scheduler.LockRequest{Job: jobs[1], Tick: tick})
+		got <- answer{l, err}
+	}()
+	synctest.Wait() // it waits behind the claim in flight
+	inner.proceed <- struct{}{}
+	<-inner.calls               // its claim is out
+	time.Sleep(2 * time.Second) // its deadline passes meanwhile
+	inner.proceed <- struct{}{}
+	if a := <-got; a.lease == nil || a.err != nil {
+		t.Errorf("a waiter whose deadline passed during its claim: %+v; want the lease won for it", a)
+	}
+	synctest.Wait()
+	if n := inner.released.Load(); n != 0 {
+		t.Errorf("%d leases released; want none (the lease goes to its waiter)", n)
+	}
+}
+
+// TestFlowRetry: a tick asked again after its waiter left (its attempt's
+// deadline passed behind the claim in flight) waits for the next claim,
+// rather than being answered at once as replaced by the waiter gone.
+func TestFlowRetry(t *testing.T) { synctest.Test(t, testFlowRetry) }
+
+func testFlowRetry(t *testing.T) {
+	inner := newHeldLocker()
+	g := NewGate(inner)
+	g.on.Store(true)
+	const k = 11
+	g.held[k].Store(true)
+	jobs := jobsIn(k, 2)
+	tick := time.Unix(1001, 0)
+	go g.AcquireAll(context.Background(), []scheduler.LockRequest{{Job: jobs[0], Tick: tick}})
+	<-inner.calls
+
+	req := scheduler.LockRequest{Job: jobs[1], Tick: tick}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := g.Acquire(ctx, req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a waiter at its deadline: %v; want it to leave", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := g.Acquire(context.Background(), req) // asked again
+		got <- err
+	}()
+	synctest.Wait()
+	select {
+	case err := <-got:
+		t.Errorf("the tick asked again was answered at once: %v; want it to wait for the claim in flight", err)
+		inner.proceed <- struct{}{}
+		return
+	default:
+	}
+	inner.proceed <- struct{}{}
+	if c := <-inner.calls; len(c) != 1 || c[0] != jobs[1]+"@41" {
+		t.Errorf("the next claim: %v; want the tick asked again", c)
+	}
+	inner.proceed <- struct{}{}
+	if err := <-got; err != nil {
+		t.Errorf("the tick asked again: %v", err)
+	}
+}
+
+// TestFlowLimitClaimsOnly: the limit follows the claims of held shards'
+// ticks only, not the latency of calls that pass the gate ungated (before
+// its Keeper turns it on, manual runs, jobs not every replica runs).
+func TestFlowLimitClaimsOnly(t *testing.T) { synctest.Test(t, testFlowLimitClaimsOnly) }
+
+func testFlowLimitClaimsOnly(t *testing.T) {
+	inner := newHeldLocker()
+	g := NewGate(inner) // off: every request passes ungated
+	for range 5 {
+		done := make(chan struct{})
+		go func() {
+			g.AcquireAll(context.Background(), []scheduler.LockRequest{{Job: "a", Tick: time.Unix(1001, 0)}, {Job: "b", Tick: time.Unix(1001, 0)}})
+			close(done)
+		}()
+		<-inner.calls
+		time.Sleep(time.Second) // a slow call
+		inner.proceed <- struct{}{}
+		<-done
+	}
+	g.flow.mu.Lock()
+	defer g.flow.mu.Unlock()
+	if g.flow.limit != maxLimit {
+		t.Errorf("after slow ungated calls the limit is %d; want %d", g.flow.limit, maxLimit)
+	}
+}
