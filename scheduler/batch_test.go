@@ -322,3 +322,37 @@ func TestBatchLeaseOfRemovedJobIsReleased(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchWonAfterNextTick: a batch's lease won only after its job's next
+// tick came is run, late, with its delay, rather than released: the claim
+// is made, and under overload releasing it would waste most of them.
+func TestBatchWonAfterNextTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newBatchLocker()
+		l.gate = make(chan struct{})
+		obs := &recorder{}
+		var log runLog
+		s := newScheduler(t, l, scheduler.WithSeconds(), scheduler.WithObserver(obs.Observe))
+		for _, job := range []string{"a", "b"} {
+			mustAdd(t, s, job, "* * * * * *", log.job(0))
+		}
+		first := time.Now().Truncate(time.Second).Add(time.Second)
+		stop := start(t, s)
+		sleepUntil(first.Add(1500 * time.Millisecond)) // the next tick's batch is out too, held at the gate
+		close(l.gate)
+		synctest.Wait()
+		stop()
+
+		started := byJob(t, obs, "run_started", first)
+		for _, job := range []string{"a", "b"} {
+			ev, ok := started[job]
+			if !ok {
+				t.Errorf("job %s: tick %v, won after the next tick came, did not run (skips: %+v)", job, first, obs.of("skipped"))
+				continue
+			}
+			if ev.StartDelay < time.Second {
+				t.Errorf("job %s: start delay %v, want the time the lease took (1.5 s)", job, ev.StartDelay)
+			}
+		}
+	})
+}

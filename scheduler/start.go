@@ -92,7 +92,7 @@ func (s *Scheduler) awaitGate(d dueTick, r *run, kept context.Context) error {
 			}
 		case <-stop:
 			stop = nil // if the scheduler is stopping, wait for the tick
-			if abandoned(d) && r.withdraw() {
+			if s.givenUp(d) && r.withdraw() {
 				return errAbandonedEarly(d)
 			}
 		}
@@ -105,7 +105,7 @@ func (s *Scheduler) readyAtGate(rn *session, d dueTick, kept context.Context) er
 	switch {
 	case kept.Err() != nil:
 		return context.Cause(kept)
-	case abandoned(d):
+	case s.givenUp(d):
 		return errAbandonedEarly(d)
 	}
 	return s.stillWanted(rn, d)

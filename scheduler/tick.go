@@ -171,9 +171,10 @@ func (s *Scheduler) askAgain(tick time.Time, err error) bool {
 // of time whose previous run is still going (under OverlapSkip; under the
 // other policies acquire waits for the run), or whose lease is lost before
 // the tick, is attempted again, once, at the tick. A lease won is run even
-// if the scheduler is stopping (Shutdown waits for it), unless the job was
-// removed or a newer tick came. It does not call d.cancel; it frees d's
-// run slot, unless a run took it over.
+// if the scheduler is stopping (Shutdown waits for it), or if the job's
+// newer tick came while it was being won (the tick runs late), unless the
+// job was removed or its tick was still to come (givenUp). It does not
+// call d.cancel; it frees d's run slot, unless a run took it over.
 func (s *Scheduler) lockAndRun(rn *session, d dueTick, req LockRequest, first *LockResult) {
 	defer d.slot.free()
 	e, tick := d.e, d.tick
@@ -187,9 +188,10 @@ func (s *Scheduler) lockAndRun(rn *session, d dueTick, req LockRequest, first *L
 	for again := true; ; again = false {
 		lease, attempts, err := s.acquire(d.ctx, e, req, tick.Add(e.cfg.lateLimit()), first)
 		total += attempts
-		if err == nil && first != nil && attempts == 1 && abandoned(d) {
+		if err == nil && first != nil && attempts == 1 && s.givenUp(d) {
 			// The batch's attempt was not bounded by d.ctx: the job was
-			// removed, or a newer tick came, while its lease was being won.
+			// removed, or a newer tick came before this one, while its
+			// lease was being won.
 			s.releaseUnused(rn, e.name, tick, lease)
 			err = fmt.Errorf("scheduler: lease won after the tick was abandoned, released: %w", context.Cause(d.ctx))
 		}
@@ -251,6 +253,17 @@ func (s *Scheduler) runWon(rn *session, d dueTick, lease Lease, total int, start
 	s.log.LogAttrs(d.ctx, slog.LevelWarn, "lease lost before its tick; trying again at the tick",
 		tickAttrs(d.e.name, d.tick, slog.Any("error", err))...)
 	return false, err
+}
+
+// givenUp reports whether a lease won for d's tick is not to run: its job
+// removed, or a newer tick of it dispatched before this one came. A tick
+// that has come runs even if its job's next tick was dispatched while its
+// lease was being won: it runs late (its start delay says how late), and
+// releasing the lease would waste a claim already made, under overload
+// most of them.
+func (s *Scheduler) givenUp(d dueTick) bool {
+	cause := context.Cause(d.ctx)
+	return errors.Is(cause, errRemoved) || errors.Is(cause, errNewerTick) && d.tick.After(s.cfg.clock())
 }
 
 // abandoned reports whether d's tick was abandoned: its job removed, or a
