@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,7 +155,7 @@ func (g *Gate) finish(shards []int, latency time.Duration) {
 			}
 		}
 		f.queue[k] = q
-		if n == 0 && len(q) == 0 {
+		if n == 0 { // the queue is empty: the shard is free
 			f.busy[k] = false
 			continue
 		}
@@ -193,17 +192,11 @@ func (g *Gate) claimWaiters(ws []*waiter, shards []int) {
 		if deadline.IsZero() {
 			deadline = start.Add(maxWait)
 		}
-		ctx, cancel := context.WithDeadline(g.parted(context.Background()), deadline)
-		results := g.inner.AcquireAll(ctx, reqs)
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		results := g.acquireAll(ctx, reqs)
 		cancel()
 		for j, w := range sent {
-			var res scheduler.LockResult
-			if j < len(results) {
-				res = results[j]
-			} else {
-				res.Err = fmt.Errorf("%w: the locker returned %d results for %d requests", scheduler.ErrNoQuorum, len(results), len(reqs))
-			}
-			w.answer(res)
+			w.answer(results[j])
 		}
 	}
 	g.finish(shards, time.Since(start))

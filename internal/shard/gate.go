@@ -169,21 +169,30 @@ func (g *Gate) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []s
 		return out
 	}
 	start := time.Now()
-	results := g.inner.AcquireAll(g.parted(ctx), pass)
+	results := g.acquireAll(ctx, pass)
 	if len(shards) > 0 { // a claim of held shards' ticks
 		g.finish(shards, time.Since(start))
 	}
 	for j, i := range at {
-		if j < len(results) {
-			out[i] = results[j]
-		} else {
-			out[i].Err = fmt.Errorf("%w: the locker returned %d results for %d requests", scheduler.ErrNoQuorum, len(results), len(pass))
-		}
+		out[i] = results[j]
 	}
-	for _, r := range results[min(len(at), len(results)):] {
+	return out
+}
+
+// acquireAll asks the inner Locker for reqs in one call, with the gate's
+// rights and parent for parts, and returns one result per request: those
+// missing are errors, the leases of any beyond are released.
+func (g *Gate) acquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	results := g.inner.AcquireAll(g.parted(ctx), reqs)
+	for _, r := range results[min(len(reqs), len(results)):] {
 		if r.Lease != nil {
 			_ = r.Lease.Release(ctx, scheduler.Outcome{})
 		}
+	}
+	out := make([]scheduler.LockResult, len(reqs))
+	n := copy(out, results)
+	for j := n; j < len(out); j++ {
+		out[j].Err = fmt.Errorf("%w: the locker returned %d results for %d requests", scheduler.ErrNoQuorum, len(results), len(reqs))
 	}
 	return out
 }
