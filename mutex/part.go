@@ -188,8 +188,8 @@ func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, s
 		states[c.Keys.State] = true
 	}
 	// A claim waits for the nodes until ctx ends, not a node timeout: a
-	// part's validity counts from the claim's start, so a late answer is
-	// still good, and a loaded node's answers come late to every claim;
+	// part lives under its parent (the anchor), so a late answer is still
+	// a valid claim, and a loaded node's answers come late to every claim;
 	// the shard gate keeps one claim of a shard in flight, so the wait
 	// shows as latency, not as a queue of claims given up and sent again.
 	wait := r.nodeTimeoutFor(len(creqs))

@@ -79,12 +79,9 @@ local base = 5 * ends + 1 -- the parts' arguments follow the ends' and the paren
 local holder = redis.call("GET", right)
 local lost = holder ~= ARGV[2] and (holder or "")
 if not lost then
-  if parents[pkey] == nil then
-    local now = redis.pcall("GET", pkey)
-    parents[pkey] = type(now) == "string" and now or false
-  end
   -- Its parent does not hold here: no part would run here.
-  lost = parents[pkey] ~= pvalue and (parents[pkey] or "")
+  local now = parentOf(pkey, parents)
+  lost = now ~= pvalue and (now or "")
 end
 if lost then
   for i = 1, n do

@@ -158,6 +158,16 @@ local function ledgerOf(locks, carries, at)
   return cap, window
 end
 
+-- parentOf returns the value a parent's lock key (pk) holds on this node,
+-- false for none, read once per call: parents keeps the values read.
+local function parentOf(pk, parents)
+  if parents[pk] == nil then
+    local now = redis.pcall("GET", pk)
+    parents[pk] = type(now) == "string" and now or false
+  end
+  return parents[pk]
+end
+
 -- runningHere returns the value of a part (see claim) from its running
 -- value r ("parent key \n parent value \n value"), while its parent holds
 -- that value on this node, and nil once the parent is gone: the part ended
@@ -168,11 +178,7 @@ local function runningHere(r, parents)
   if not pk then
     return nil
   end
-  if parents[pk] == nil then
-    local now = redis.pcall("GET", pk)
-    parents[pk] = type(now) == "string" and now or false
-  end
-  return parents[pk] == pv and v or nil
+  return parentOf(pk, parents) == pv and v or nil
 end
 
 -- pausesOf returns the values of pause keys (one MGET), "?" for a pause
