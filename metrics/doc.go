@@ -52,7 +52,9 @@
 //   - reason of skips: held, already_run (both normal: another
 //     replica ran the tick), overlap, misfire, no_quorum, lease_lost, paused,
 //     max_runs (the replica's run slots were taken:
-//     scheduler.WithMaxConcurrentRuns) (string); of missed ticks, the same but held and already_run, or
+//     scheduler.WithMaxConcurrentRuns), overload (the replica's claims of
+//     the job's shard were behind: no decision in time, the nodes not at
+//     fault) (string); of missed ticks, the same but held and already_run, or
 //     no_report when no live replica reported skipping the tick. A missed
 //     tick is counted by the replica whose leak-scan turn found it (take
 //     the sum across replicas); its series are created when it happens.

@@ -157,6 +157,7 @@ redcron_scheduler_skips_total{job_name="j",reason="max_runs"} 0
 redcron_scheduler_skips_total{job_name="j",reason="misfire"} 0
 redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 0
 redcron_scheduler_skips_total{job_name="j",reason="overlap"} 0
+redcron_scheduler_skips_total{job_name="j",reason="overload"} 0
 redcron_scheduler_skips_total{job_name="j",reason="paused"} 0
 `), nonHistograms(want)...)
 	if err != nil {
@@ -346,8 +347,8 @@ func TestJobSeriesLifecycle(t *testing.T) {
 	if n := testutil.CollectAndCount(m, "redcron_scheduler_runs_total"); n != 14 {
 		t.Errorf("%d runs_total series for 2 jobs, want 2×7", n)
 	}
-	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 16 {
-		t.Errorf("%d skips_total series for 2 jobs, want 2×8", n)
+	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 18 {
+		t.Errorf("%d skips_total series for 2 jobs, want 2×9", n)
 	}
 
 	if err := s1.Remove("a"); err != nil {
@@ -400,7 +401,7 @@ func TestEventMapping(t *testing.T) {
 		}
 	}
 	for i, r := range []string{"held", "already_run", "overlap",
-		"misfire", "no_quorum", "max_runs"} {
+		"misfire", "no_quorum", "max_runs", "overload"} {
 		for range i + 1 {
 			o(scheduler.Event{Kind: "skipped", Job: "j", Skip: r})
 		}
@@ -423,6 +424,7 @@ func TestEventMapping(t *testing.T) {
 		redcron_scheduler_skips_total{job_name="j",reason="no_quorum"} 5
 		redcron_scheduler_skips_total{job_name="j",reason="paused"} 0
 		redcron_scheduler_skips_total{job_name="j",reason="max_runs"} 6
+		redcron_scheduler_skips_total{job_name="j",reason="overload"} 7
 		redcron_scheduler_lock_retries_total{job_name="j"} 1
 		redcron_scheduler_runs_in_progress{job_name="j"} 1
 	`, "redcron_scheduler_runs_total", "redcron_scheduler_skips_total", "redcron_scheduler_lock_retries_total",

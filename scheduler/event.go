@@ -59,7 +59,10 @@ type Event struct {
 	// paused (the job is paused on a majority of the nodes: the admin
 	// command's pause, until its resume), or max_runs (every run slot of
 	// this replica was taken, WithMaxConcurrentRuns: the tick was left to
-	// the other replicas without a lock attempt).
+	// the other replicas without a lock attempt), or overload (as
+	// no_quorum, but the nodes were not at fault: this replica's claims of
+	// the job's shard were behind, and the tick waited behind them until
+	// its job's next tick or its grace came).
 	Skip string
 	// StartDelay is the run's start minus its tick, by the scheduler's
 	// clock (run_started of a scheduled run).
@@ -113,4 +116,5 @@ const (
 	skipLeaseLost  = "lease_lost"  // the lease was lost before the run started
 	skipPaused     = "paused"      // the job is paused cluster-wide
 	skipMaxRuns    = "max_runs"    // every run slot of this replica was taken
+	skipOverload   = "overload"    // this replica's claims of the job's shard were behind
 )

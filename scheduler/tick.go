@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/redcron/redcron/internal/parts"
 )
 
 // handleTick handles one tick of one job: it checks that the tick is not
@@ -304,11 +306,15 @@ func (s *Scheduler) lockFailed(rn *session, d dueTick, attempts int, err error) 
 			tickAttrs(e.name, tick, slog.Any("error", err))...)
 		return
 	default:
-		if errors.Is(context.Cause(d.ctx), errNewerTick) {
+		if errors.Is(context.Cause(d.ctx), errNewerTick) && !errors.Is(err, errNewerTick) {
 			err = endedError{err}
 		}
-		s.skip(e, tick, skipNoQuorum, attempts, err)
-		s.logNoDecision(d.ctx, e, tick, attempts, err)
+		reason = skipNoQuorum
+		if errors.Is(err, parts.ErrBehind) {
+			reason = skipOverload
+		}
+		s.skip(e, tick, reason, attempts, err)
+		s.logNoDecision(d.ctx, e, tick, reason, attempts, err)
 		return
 	}
 	s.skip(e, tick, reason, attempts, nil)
@@ -318,12 +324,13 @@ func (s *Scheduler) lockFailed(rn *session, d dueTick, attempts int, err error) 
 	}
 }
 
-// logNoDecision logs a tick skipped for want of a lock decision: as a
+// logNoDecision logs a tick skipped for want of a lock decision (reason
+// no_quorum, or overload when this replica's claims were behind): as a
 // warning at most once a minute per job, saying how many were skipped
 // since, and otherwise at debug level. While nodes are down every tick of
 // every job is skipped alike; the Redlock logs the nodes' states as they
 // change.
-func (s *Scheduler) logNoDecision(ctx context.Context, e *entry, tick time.Time, attempts int, err error) {
+func (s *Scheduler) logNoDecision(ctx context.Context, e *entry, tick time.Time, reason string, attempts int, err error) {
 	s.mu.Lock()
 	level, quiet := slog.LevelDebug, 0
 	if now := time.Now(); now.Sub(e.warned) >= time.Minute {
@@ -335,7 +342,7 @@ func (s *Scheduler) logNoDecision(ctx context.Context, e *entry, tick time.Time,
 	if !s.log.Enabled(ctx, level) {
 		return
 	}
-	attrs := tickAttrs(e.name, tick, slog.String("reason", skipNoQuorum), slog.Int("attempts", attempts), slog.Any("error", err))
+	attrs := tickAttrs(e.name, tick, slog.String("reason", reason), slog.Int("attempts", attempts), slog.Any("error", err))
 	if level == slog.LevelWarn && quiet > 0 {
 		attrs = append(attrs, slog.Int("skipped_since_last_warning", quiet))
 	}

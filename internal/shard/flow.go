@@ -3,10 +3,12 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/redcron/redcron/internal/parts"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -30,17 +32,32 @@ const (
 )
 
 // The flow's answers, made once: under overload they come by the
-// thousand.
+// thousand. Each is ErrNoQuorum (the scheduler asks again) and
+// parts.ErrBehind (a tick that ends with one is skipped as "overload").
 var (
 	// errBusy answers a tick whose shard's claim is in flight here.
-	errBusy = shardErrors(scheduler.ErrNoQuorum, "its claim is in flight here; asked again behind it")
+	errBusy = behindErrors("its claim is in flight here; asked again behind it")
 	// errReplaced answers a tick waiting behind its shard's claim in
 	// flight when a newer tick of its job is asked for.
-	errReplaced = shardErrors(scheduler.ErrNoQuorum, "a newer tick of the job was asked for behind the shard's claim in flight")
+	errReplaced = behindErrors("a newer tick of the job was asked for behind the shard's claim in flight")
 	// errWaited answers, with its context's cause, a tick whose context
 	// ended while it waited behind its shard's claim in flight.
-	errWaited = shardErrors(scheduler.ErrNoQuorum, "waited behind the shard's claim in flight")
+	errWaited = behindErrors("waited behind the shard's claim in flight")
 )
+
+// behindError is one of the flow's answers for a shard.
+type behindError struct{ text string }
+
+func (e behindError) Error() string   { return e.text }
+func (e behindError) Unwrap() []error { return []error{scheduler.ErrNoQuorum, parts.ErrBehind} }
+
+func behindErrors(why string) [Count]error {
+	var out [Count]error
+	for k := range out {
+		out[k] = behindError{fmt.Sprintf("%s (%s): shard %d: %s", scheduler.ErrNoQuorum, parts.ErrBehind, k, why)}
+	}
+	return out
+}
 
 // waitedError is errWaited of a shard with its context's cause.
 type waitedError struct{ shard, cause error }

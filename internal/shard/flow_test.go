@@ -341,3 +341,61 @@ func testFlowLimitClaimsOnly(t *testing.T) {
 		t.Errorf("after slow ungated calls the limit is %d; want %d", g.flow.limit, maxLimit)
 	}
 }
+
+// TestFlowSkipOverload: a tick that waited behind its shard's claim in
+// flight until its job's next tick came is reported skipped as overload,
+// not no_quorum: the nodes were not at fault, the replica's claims were
+// behind.
+func TestFlowSkipOverload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := newHeldLocker()
+		g := NewGate(inner)
+		g.on.Store(true)
+		const k = 7
+		g.held[k].Store(true)
+		job := jobsIn(k, 1)[0]
+		var mu sync.Mutex
+		skips := map[int64]scheduler.Event{} // by tick, unix s
+		s, err := scheduler.New(g, scheduler.WithSeconds(), scheduler.WithObserver(func(e scheduler.Event) {
+			if e.Kind == "skipped" {
+				mu.Lock()
+				skips[e.Tick.Unix()] = e
+				mu.Unlock()
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Add(job, "* * * * * *", func(context.Context, scheduler.RunInfo) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		first := time.Now().Truncate(time.Second).Add(time.Second)
+		errc := make(chan error, 1)
+		go func() { errc <- s.Run(context.Background()) }()
+		// The first tick's claim is held in flight; the second tick waits
+		// behind it and is replaced by the third.
+		time.Sleep(time.Until(first.Add(2500 * time.Millisecond)))
+		synctest.Wait()
+		mu.Lock()
+		second, ok := skips[first.Add(time.Second).Unix()]
+		mu.Unlock()
+		go func() {
+			for range inner.calls {
+				inner.proceed <- struct{}{}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		<-errc
+		close(inner.calls)
+		if !ok {
+			t.Fatalf("the tick behind the claim in flight was not reported skipped (skips: %v)", skips)
+		}
+		if second.Skip != "overload" || !errors.Is(second.Err, scheduler.ErrNoQuorum) {
+			t.Errorf("tick behind the claim in flight: skipped %q (%v); want overload, matching ErrNoQuorum", second.Skip, second.Err)
+		}
+	})
+}
