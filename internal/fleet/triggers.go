@@ -18,8 +18,8 @@ const triggerPoll = time.Second
 
 // takeTriggers looks for trigger requests on the nodes (the admin
 // command's trigger) every second until ctx is done, and runs each request
-// for a job of this replica through the scheduler's Trigger, with the request's ticket in
-// its context (package internal/ticket): the lease that
+// for a job of this replica through the scheduler's Trigger, with the
+// request's ticket in its context (package internal/ticket): the lease that
 // takes the request's ticket on a majority runs it, so it runs once, on one
 // replica, under the job's lock. A request whose job is running, or whose
 // attempt reached no decision, is tried again at the next look.
