@@ -6,5 +6,5 @@ import "time"
 // if not nil, after each round with when it started and each node's error.
 // Call it before Run.
 func SetJobTablePeriod(s *Scheduler, d time.Duration, round func(start time.Time, errs []error)) {
-	s.tableEvery, s.tableRound = d, round
+	s.fleet.SetJobTablePeriod(d, round)
 }

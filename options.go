@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redcron/redcron/internal/duehook"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -110,18 +109,4 @@ func WithLeakScanOptions(opts ...leakscan.Option) Option {
 		c.leakscan = append(c.leakscan, opts...)
 		return nil
 	}
-}
-
-// housekeeping returns the options that tie the scheduler to the leak
-// scanner (*scan, once made): the scheduler's skips go to the heartbeat,
-// and the heartbeat carries the digest of its job table; the missed-tick
-// check reads the ticks due from the scheduler, through due, which Run
-// hands to the scheduler's Run.
-func housekeeping(table *jobTable, due *duehook.Hook, scan **leakscan.Scanner) (scheduler.Option, []leakscan.Option) {
-	skipped := scheduler.WithObserver(func(e scheduler.Event) {
-		if e.Kind == "skipped" {
-			(*scan).Skipped(e.Job, e.Tick, e.Skip)
-		}
-	})
-	return skipped, []leakscan.Option{leakscan.WithReplicaInfo("", table.get), leakscan.WithDue(due.Due)}
 }

@@ -25,7 +25,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redcron/redcron/internal/duehook"
+	"github.com/redcron/redcron/internal/fleet"
 	"github.com/redcron/redcron/internal/shard"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
@@ -43,30 +43,24 @@ import (
 type Scheduler struct {
 	s       *scheduler.Scheduler
 	locks   *mutex.Redlock
-	scan    *leakscan.Scanner
-	shards  *shard.Keeper
-	table   *jobTable     // the digest its heartbeat publishes
-	due     *duehook.Hook // the scheduler's ticks due, once it runs, for the missed-tick check
+	fleet   *fleet.Replica // its heartbeat and leak scan, shards, job table and trigger requests
 	log     *slog.Logger
 	owned   []*redis.Client // the clients New made
 	started atomic.Bool     // Run was called
 	shut    atomic.Bool     // Shutdown was called
 	close   sync.Once
-
-	tableEvery time.Duration                       // how often it publishes its job table (tests shorten it)
-	tableRound func(start time.Time, errs []error) // if set, called after each round (tests)
-	stopped    chan struct{}                       // closed when Run has removed the heartbeat
+	stopped chan struct{} // closed when Run has removed the heartbeat
 }
 
 // Add registers a job: see scheduler.Scheduler.Add.
 func (s *Scheduler) Add(name, spec string, job scheduler.JobFunc, opts ...scheduler.JobOption) error {
-	defer s.table.changed()
+	defer s.fleet.Changed()
 	return s.s.Add(name, spec, job, opts...)
 }
 
 // Remove unregisters a job: see scheduler.Scheduler.Remove.
 func (s *Scheduler) Remove(name string) error {
-	defer s.table.changed()
+	defer s.fleet.Changed()
 	return s.s.Remove(name)
 }
 
@@ -89,7 +83,7 @@ func (s *Scheduler) Entries() []scheduler.Entry { return s.s.Entries() }
 // not, it closes the clients New made.
 func (s *Scheduler) Shutdown(ctx context.Context) error {
 	if !s.shut.Swap(true) && s.started.Load() {
-		s.shards.HandOver(ctx) // the others take its shards without a gap
+		s.fleet.HandOver(ctx) // the others take its shards without a gap
 	}
 	err := s.s.Shutdown(ctx)
 	s.flush(ctx)
@@ -204,10 +198,10 @@ func invalid(err error) error {
 	return err
 }
 
-// build wires the nodes, the Redlock, the scheduler and the metrics. An
-// option the packages underneath refuse matches ErrInvalidOption too; the
-// metrics are registered last, so that a refusal leaves the registerer as
-// it was.
+// build wires the nodes, the Redlock, the scheduler, the replica's side of
+// the fleet (package internal/fleet) and the metrics. An option the
+// packages underneath refuse matches ErrInvalidOption too; the metrics are
+// registered last, so that a refusal leaves the registerer as it was.
 func build(names []string, clients []redis.UniversalClient, cfg config) (*Scheduler, error) {
 	nodes := make([]*store.Node, len(clients))
 	for i, c := range clients {
@@ -217,18 +211,13 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 		}
 		nodes[i] = n
 	}
-	// The scanner checks the owner's heartbeat before each acquisition and
-	// extension; it is made after the Redlock it scans.
-	var scan *leakscan.Scanner
-	lockOpts := append([]mutex.Option{mutex.WithLogger(cfg.logger),
-		mutex.WithOwnerCheck(func(owner string, extending bool) error { return scan.Check(owner, extending) })}, cfg.lock...)
-	// The heartbeat publishes the digest of the scheduler's jobs (made
-	// below) and its skips; options given with WithLeakScanOptions come
-	// after.
-	table, due := &jobTable{}, &duehook.Hook{}
-	skipped, tie := housekeeping(table, due, &scan)
-	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger), skipped}, cfg.scheduler...)
-	scanOpts := append([]leakscan.Option{leakscan.WithLogger(cfg.logger)}, append(tie, cfg.leakscan...)...)
+	// The Redlock checks the owner's heartbeat before each acquisition and
+	// extension, and the heartbeat reports the scheduler's skips: both go
+	// through hook to the replica's leak scanner, made after them.
+	hook := &fleet.Hook{}
+	lockOpts := append([]mutex.Option{mutex.WithLogger(cfg.logger), mutex.WithOwnerCheck(hook.Check)}, cfg.lock...)
+	schedOpts := append([]scheduler.Option{scheduler.WithLogger(cfg.logger), scheduler.WithObserver(hook.Observe)}, cfg.scheduler...)
+	scanOpts := slices.Clone(cfg.leakscan)
 	shardOpts := slices.Clone(lockOpts)
 	var m *metrics.Collector
 	if cfg.registerer != nil {
@@ -249,11 +238,8 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	if err != nil {
 		return nil, invalid(err)
 	}
-	table.s = s
-	if scan, err = leakscan.New(locks, s.InstanceID(), scanOpts...); err != nil {
-		return nil, invalid(err)
-	}
-	shards, err := newShards(nodes, locks, shardOpts, gate, s.InstanceID(), table, scan, cfg.logger)
+	f, err := fleet.New(fleet.Config{Locks: locks, LockOptions: shardOpts, Gate: gate, Scheduler: s, Hook: hook,
+		ScanOptions: scanOpts, Logger: cfg.logger})
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -262,8 +248,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 			return nil, fmt.Errorf("redcron: registering the metrics: %w", err)
 		}
 	}
-	return &Scheduler{s: s, locks: locks, scan: scan, shards: shards, table: table, due: due, tableEvery: jobTableEvery,
-		stopped: make(chan struct{}), log: cfg.logger}, nil
+	return &Scheduler{s: s, locks: locks, fleet: f, stopped: make(chan struct{}), log: cfg.logger}, nil
 }
 
 // Run runs the scheduler until ctx is done or Shutdown is called (see
@@ -281,22 +266,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if s.shut.Load() {
 		return s.s.Run(ctx) // closed: it returns at once
 	}
-	s.locks.LogNodes(ctx)
-	scanCtx, stopScan := context.WithCancel(context.WithoutCancel(ctx))
-	shardCtx, stopShards := context.WithCancel(ctx) // its shards go as the loop stops, not after the runs
-	defer stopShards()
-	var wg sync.WaitGroup
-	wg.Go(func() { s.scan.Run(scanCtx) })
-	wg.Go(func() { s.shards.Run(shardCtx) })
-	wg.Go(func() { s.takeTriggers(scanCtx) })
-	wg.Go(func() { s.publishJobTable(scanCtx) })
-	err := s.s.Run(duehook.NewContext(ctx, s.due))
-	stopShards()
-	stopScan()
-	wg.Wait()
-	s.shards.Close(ctx) // the runs claimed under the replica's anchor have ended
+	err := s.fleet.Run(ctx, s.s.Run)
 	s.flush(ctx)
-	s.goodbye(ctx)
+	s.fleet.Goodbye(ctx)
 	return err
 }
 

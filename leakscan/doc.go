@@ -22,6 +22,7 @@
 // successful heartbeat is older than its TTL neither wins nor extends
 // leases (Check, given to the Redlock with mutex.WithOwnerCheck), so that a
 // replica cut off from the nodes has lost its leases before the scan can
-// call it dead. The root package redcron wires all this; the scheduler
-// does not know it exists.
+// call it dead. The root package redcron wires all this, through its
+// internal package fleet, which runs the Scanner; the scheduler does not
+// know it exists.
 package leakscan

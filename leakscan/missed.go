@@ -56,7 +56,7 @@ func WithDue(due func(from, to time.Time) map[string][]time.Time) Option {
 // heartbeat carries the replica's last 64 such skips, at most 8 of a job,
 // but for held and already_run, which mean that another replica claimed
 // the tick.
-// redcron.New calls it from its scheduler's observer.
+// redcron.New's scheduler calls it from its observer (internal/fleet.Hook).
 func (s *Scanner) Skipped(job string, tick time.Time, reason string) {
 	if s == nil || reason == "held" || reason == "already_run" || tick.IsZero() {
 		return

@@ -1,8 +1,8 @@
 // Package duehook hands the ticks due of a scheduler (the ticks no replica
 // may claim any more, which the missed-tick check compares with the jobs'
-// ledgers) from package scheduler to package redcron, which wires the
-// check, through the context given to the scheduler's Run: that wiring is
-// redcron's, not part of the scheduler's API.
+// ledgers) from package scheduler to package internal/fleet, which wires
+// the check, through the context given to the scheduler's Run: that wiring
+// is redcron's, not part of the scheduler's API.
 package duehook
 
 import (

@@ -4,7 +4,8 @@
 // assertion), and imports that follow the layers, bottom to top:
 //
 //	internal/engine → store → mutex → scheduler, internal/leaks →
-//	leakscan, internal/cluster → metrics, statuspage → redcron
+//	leakscan, internal/cluster → metrics, statuspage, internal/fleet →
+//	redcron
 //
 // It prints every breach and exits 1 if there is one. Examples, tests,
 // commands and the bench module are left out of the size rules.
@@ -36,7 +37,8 @@ const (
 func layer() map[string]int {
 	return map[string]int{
 		"internal/engine": 1, "store": 2, "mutex": 3, "scheduler": 4,
-		"internal/leaks": 4, "leakscan": 5, "internal/cluster": 5, "metrics": 6, "statuspage": 6, ".": 7,
+		"internal/leaks": 4, "leakscan": 5, "internal/cluster": 5, "metrics": 6, "statuspage": 6,
+		"internal/fleet": 6, ".": 7,
 	}
 }
 

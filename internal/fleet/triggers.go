@@ -1,4 +1,4 @@
-package redcron
+package fleet
 
 import (
 	"context"
@@ -18,16 +18,12 @@ const triggerPoll = time.Second
 
 // takeTriggers looks for trigger requests on the nodes (the admin
 // command's trigger) every second until ctx is done, and runs each request
-// for a job of this replica through Trigger, with the request's ticket in
-// its context (package internal/ticket): the lease that
+// for a job of this replica through the scheduler's Trigger, with the
+// request's ticket in its context (package internal/ticket): the lease that
 // takes the request's ticket on a majority runs it, so it runs once, on one
 // replica, under the job's lock. A request whose job is running, or whose
 // attempt reached no decision, is tried again at the next look.
-func (s *Scheduler) takeTriggers(ctx context.Context) {
-	keys, nodes, err := s.nodes()
-	if err != nil {
-		return // the Redlock checked its prefix
-	}
+func (r *Replica) takeTriggers(ctx context.Context) {
 	var (
 		mu     sync.Mutex
 		trying = map[string]bool{} // tickets being tried here
@@ -42,7 +38,7 @@ func (s *Scheduler) takeTriggers(ctx context.Context) {
 			return
 		case <-timer.C:
 		}
-		for name, ticket := range pendingTriggers(ctx, nodes, keys) {
+		for name, ticket := range pendingTriggers(ctx, r.nodes, r.keys) {
 			mu.Lock()
 			busy := trying[ticket]
 			trying[ticket] = true
@@ -52,7 +48,7 @@ func (s *Scheduler) takeTriggers(ctx context.Context) {
 			}
 			wg.Go(func() {
 				defer func() { mu.Lock(); delete(trying, ticket); mu.Unlock() }()
-				s.takeTrigger(ctx, name, ticket)
+				r.takeTrigger(ctx, name, ticket)
 			})
 		}
 		timer.Reset(triggerPoll)
@@ -60,15 +56,15 @@ func (s *Scheduler) takeTriggers(ctx context.Context) {
 }
 
 // takeTrigger tries to run the request ticket for the job called name.
-func (s *Scheduler) takeTrigger(ctx context.Context, name, ticket string) {
-	info, err := s.s.Trigger(tickets.NewContext(ctx, ticket), name)
+func (r *Replica) takeTrigger(ctx context.Context, name, ticket string) {
+	info, err := r.sched.Trigger(tickets.NewContext(ctx, ticket), name)
 	switch {
 	case err == nil:
-		s.log.LogAttrs(ctx, slog.LevelInfo, "trigger request taken", slog.String("job", name),
+		r.log.LogAttrs(ctx, slog.LevelInfo, "trigger request taken", slog.String("job", name),
 			slog.String("ticket", ticket), slog.String("run_id", info.RunID), slog.Uint64("fence", info.Fence))
 	case errors.Is(err, scheduler.ErrUnknownJob), errors.Is(err, scheduler.ErrClosed), ctx.Err() != nil:
 	default:
-		s.log.LogAttrs(ctx, slog.LevelDebug, "trigger request not taken", slog.String("job", name),
+		r.log.LogAttrs(ctx, slog.LevelDebug, "trigger request not taken", slog.String("job", name),
 			slog.String("ticket", ticket), slog.Any("error", err))
 	}
 }

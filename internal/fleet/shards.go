@@ -1,13 +1,13 @@
-package redcron
+package fleet
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/redcron/redcron/internal/shard"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
-	"github.com/redcron/redcron/store"
 )
 
 // shardTTL is the TTL of a shard's lease: how long a crashed replica's
@@ -24,16 +24,17 @@ const shardHold = 100 * 365 * 24 * time.Hour
 
 // newShards returns the keeper of the replica's shards (see package
 // internal/shard), whose leases are won on a Redlock of their own over the
-// nodes, with the jobs' lock options (lockOpts, without their metrics) but
-// without a ledger or a max hold (shardHold), under the jobs' key prefix followed by "~shards" (so
-// that no job name, pause or scan meets them), logging nothing (the jobs'
-// Redlock logs the nodes). A replica writes its presence for the shards
-// only while its owner check (the heartbeat, the clock) lets it claim
-// ticks. New fails when no TTL up to the max TTL suits the node timeout.
-func newShards(nodes []*store.Node, jobs *mutex.Redlock, lockOpts []mutex.Option, gate *shard.Gate, self string, table *jobTable, scan *leakscan.Scanner, log *slog.Logger) (*shard.Keeper, error) {
-	opts := append(lockOpts, mutex.WithLedger(0, 0), mutex.WithLogger(slog.New(slog.DiscardHandler)),
+// nodes of the jobs' Redlock, with the jobs' lock options (lockOpts,
+// without their metrics) but without a ledger or a max hold (shardHold),
+// under the jobs' key prefix followed by "~shards" (so that no job name,
+// pause or scan meets them), logging nothing (the jobs' Redlock logs the
+// nodes). A replica writes its presence for the shards only while its
+// owner check (the heartbeat, the clock) lets it claim ticks. It fails
+// when no TTL up to the max TTL suits the node timeout.
+func newShards(jobs *mutex.Redlock, lockOpts []mutex.Option, gate *shard.Gate, self string, table *jobTable, scan *leakscan.Scanner, log *slog.Logger) (*shard.Keeper, error) {
+	opts := append(slices.Clip(lockOpts), mutex.WithLedger(0, 0), mutex.WithLogger(slog.New(slog.DiscardHandler)),
 		mutex.WithKeyPrefix(jobs.KeyPrefix()+"~shards"), mutex.WithMaxHold(shardHold))
-	locks, err := mutex.New(nodes, opts...)
+	locks, err := mutex.New(jobs.Nodes(), opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,17 +1,20 @@
-package redcron
+package fleet
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/scheduler"
 )
 
 // jobTable gives the replica's heartbeat the digest of its scheduler's
-// jobs (leakscan.WithReplicaInfo), and the publisher the table itself,
-// both computed again only after an Add or a Remove.
+// jobs (leakscan.WithReplicaInfo), and the publisher (publishJobTable) and
+// the shards' keeper the table itself, all computed again only after an Add
+// or a Remove.
 type jobTable struct {
 	s       *scheduler.Scheduler
 	changes atomic.Uint64 // Adds and Removes so far
@@ -71,4 +74,56 @@ func specsOf(entries []scheduler.Entry) map[string]engine.JobSpec {
 			Attempts: e.Attempts, Backoff: e.Backoff}
 	}
 	return jobs
+}
+
+// publishJobTable publishes the replica's job table (each job's spec, zone
+// and options) under its digest on every node, at once and then every
+// period until ctx is done, for the admin command's status (the heartbeat
+// carries only the digest). Replicas with the same table share one key.
+//
+// A node gets the table in full (HSET and PEXPIRE, one round trip) when
+// the digest is new to it; after that, each period costs one command per
+// node, a PEXPIRE that renews the TTL and tells whether the node still has
+// the table. A node that lost it (restarted empty, or the key expired while
+// this replica was paused or cut off) gets it in full in the same period,
+// in one more round trip: what a node forgets is written again within a
+// period, not only when the table changes.
+func (r *Replica) publishJobTable(ctx context.Context) {
+	nodes, every := r.nodes, r.tableEvery
+	ttl := 4 * every
+	timeout := max(every/2, time.Second)    // each node's, in each round
+	published := make([]string, len(nodes)) // the digest each node was last given in full
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for {
+		start := time.Now()
+		fields, digest := r.table.table()
+		key := r.keys.JobTable(digest)
+		errs := engine.OnEach(nodes, func(i int, n *engine.Node) error {
+			if len(fields) == 0 {
+				return nil // no job: no table
+			}
+			nctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if published[i] == digest {
+				if kept, err := n.RenewJobTable(nctx, key, ttl); err != nil || kept {
+					return err
+				}
+			}
+			published[i] = ""
+			if err := n.PublishJobTable(nctx, key, fields, ttl); err != nil {
+				return err
+			}
+			published[i] = digest
+			return nil
+		})
+		if r.tableRound != nil {
+			r.tableRound(start, errs)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
 }
