@@ -65,6 +65,7 @@ type world struct {
 	starts        [][]time.Time // per node: the times its server was (re)started, in order
 	procs         map[string]proc
 	from, to      time.Time // the span whose ticks are checked
+	bulk          int       // the bulk jobs the replicas ran (bulkJobs)
 }
 
 // proc is one replica process's life.
@@ -301,6 +302,21 @@ func checkMisses(w world, runs []*run, skips []record) []string {
 				out = append(out, fmt.Sprintf("%s tick %s did not run in a calm stretch", job, tickString(t.UnixMilli())))
 			case !skipped[key] && w.someoneWatched(t, t.Add(w.grace+2*time.Second)):
 				out = append(out, fmt.Sprintf("%s tick %s neither ran nor was reported skipped", job, tickString(t.UnixMilli())))
+			}
+		}
+	}
+	// A bulk job's tick, due at its own second of each half minute, is
+	// held to the same: run in a calm stretch, and never neither run nor
+	// reported.
+	for i, j := range bulkJobs(w.bulk) {
+		for t := w.from.Truncate(j.every).Add(time.Duration(i%30) * time.Second); t.Before(w.to); t = t.Add(j.every) {
+			key := fmt.Sprintf("%s %d", j.name, t.UnixMilli())
+			switch {
+			case t.Before(w.from) || ran[key]:
+			case w.calm(t.Add(-w.maxTTL-4*time.Second), t.Add(w.grace+time.Second)):
+				out = append(out, fmt.Sprintf("%s tick %s did not run in a calm stretch", j.name, tickString(t.UnixMilli())))
+			case !skipped[key] && w.someoneWatched(t, t.Add(w.grace+2*time.Second)):
+				out = append(out, fmt.Sprintf("%s tick %s neither ran nor was reported skipped", j.name, tickString(t.UnixMilli())))
 			}
 		}
 	}

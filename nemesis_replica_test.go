@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -41,6 +43,11 @@ type replicaConfig struct {
 	CatchUp   time.Duration `json:"catch_up"` // 0: off
 	Offset    time.Duration `json:"offset"`   // the scheduler's clock offset at start
 	Once      string        `json:"once"`     // if set, the time of a one-time job "once" (about 3 s long) it also runs
+	// FrontDoor builds the replica as users do, with redcron.NewWithClients:
+	// its ticks claimed in bulk by the holders of their shards. Otherwise
+	// it is a scheduler over a RedlockLocker: a lock per tick.
+	FrontDoor bool `json:"front_door"`
+	Bulk      int  `json:"bulk"` // the number of bulk jobs it also runs (see bulkJobs)
 }
 
 // record is one line of a replica's history: a run's start, cancellation
@@ -92,7 +99,7 @@ func runReplicaProcess(raw string) int {
 	var offset atomic.Int64
 	offset.Store(int64(cfg.Offset))
 	go readOffsets(&offset)
-	s, scan, err := newNemesisScheduler(cfg, h, &offset)
+	s, err := newNemesisScheduler(cfg, h, &offset)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nemesis replica:", err)
 		return 2
@@ -105,10 +112,7 @@ func runReplicaProcess(raw string) int {
 		defer cancel()
 		_ = s.Shutdown(sctx)
 	}()
-	scanCtx, stopScan := context.WithCancel(context.Background())
-	go scan.Run(scanCtx) // the heartbeats
 	_ = s.Run(context.Background())
-	stopScan()
 	return 0
 }
 
@@ -124,30 +128,38 @@ func readOffsets(offset *atomic.Int64) {
 	}
 }
 
-// newNemesisScheduler builds the replica's scheduler with nemesisJobs, and
-// the leak scanner that keeps its heartbeat (it does not scan).
-func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*scheduler.Scheduler, *leakscan.Scanner, error) {
-	var nodes []*store.Node
+// nemesisRunner is a nemesis replica's scheduler: the front door's, or
+// a scheduler over a RedlockLocker with the leak scanner that keeps its
+// heartbeat.
+type nemesisRunner interface {
+	Add(name, spec string, job scheduler.JobFunc, opts ...scheduler.JobOption) error
+	Run(ctx context.Context) error
+	Shutdown(ctx context.Context) error
+}
+
+// lockPerTick is a scheduler over a RedlockLocker, whose Run also keeps
+// its replica's heartbeat (its scanner does not scan).
+type lockPerTick struct {
+	*scheduler.Scheduler
+	scan *leakscan.Scanner
+}
+
+func (l lockPerTick) Run(ctx context.Context) error {
+	scanCtx, stopScan := context.WithCancel(context.Background())
+	defer stopScan()
+	go l.scan.Run(scanCtx)
+	return l.Scheduler.Run(ctx)
+}
+
+// newNemesisScheduler builds the replica's scheduler with nemesisJobs, the
+// bulk jobs and the one-time job its configuration asks for.
+func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (nemesisRunner, error) {
+	clients := make([]*redis.Client, len(cfg.Nodes))
 	for i, addr := range cfg.Nodes {
-		c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second,
+		clients[i] = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, ReadTimeout: time.Second,
 			WriteTimeout: time.Second, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
-		n, err := store.NewNode(cfg.Names[i], c)
-		if err != nil {
-			return nil, nil, err
-		}
-		nodes = append(nodes, n)
 	}
-	var scan *leakscan.Scanner
-	rl, err := mutex.New(nodes, mutex.WithMaxTTL(cfg.MaxTTL),
-		mutex.WithOwnerCheck(func(owner string, extending bool) error { return scan.Check(owner, extending) }))
-	if err != nil {
-		return nil, nil, err
-	}
-	if scan, err = leakscan.New(rl, cfg.ID, leakscan.WithHeartbeat(time.Second, 3*time.Second), leakscan.WithInterval(0)); err != nil {
-		return nil, nil, err
-	}
-	sc := redis.NewClient(&redis.Options{Addr: cfg.Store, MaxRetries: -1})
-	s, err := scheduler.New(scheduler.NewRedlockLocker(rl),
+	schedOpts := []scheduler.Option{
 		scheduler.WithSeconds(),
 		scheduler.WithInstanceID(cfg.ID),
 		scheduler.WithLockAhead(cfg.LockAhead),
@@ -160,26 +172,82 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 				}
 				h.add(r)
 			}
-		})))
-	if err != nil {
-		return nil, nil, err
+		})),
 	}
+	scanOpts := []leakscan.Option{leakscan.WithHeartbeat(time.Second, 3*time.Second), leakscan.WithInterval(0)}
+	var s nemesisRunner
+	if cfg.FrontDoor {
+		ucs := make([]redis.UniversalClient, len(clients))
+		for i, c := range clients {
+			ucs[i] = c
+		}
+		fd, err := redcron.NewWithClients(ucs, redcron.WithLockOptions(mutex.WithMaxTTL(cfg.MaxTTL)),
+			redcron.WithSchedulerOptions(schedOpts...), redcron.WithLeakScanOptions(scanOpts...))
+		if err != nil {
+			return nil, err
+		}
+		s = fd
+	} else {
+		var nodes []*store.Node
+		for i, c := range clients {
+			n, err := store.NewNode(cfg.Names[i], c)
+			if err != nil {
+				return nil, err
+			}
+			nodes = append(nodes, n)
+		}
+		var scan *leakscan.Scanner
+		rl, err := mutex.New(nodes, mutex.WithMaxTTL(cfg.MaxTTL),
+			mutex.WithOwnerCheck(func(owner string, extending bool) error { return scan.Check(owner, extending) }))
+		if err != nil {
+			return nil, err
+		}
+		if scan, err = leakscan.New(rl, cfg.ID, scanOpts...); err != nil {
+			return nil, err
+		}
+		sched, err := scheduler.New(scheduler.NewRedlockLocker(rl), schedOpts...)
+		if err != nil {
+			return nil, err
+		}
+		s = lockPerTick{sched, scan}
+	}
+	sc := redis.NewClient(&redis.Options{Addr: cfg.Store, MaxRetries: -1})
 	opts := []scheduler.JobOption{scheduler.WithLockTTL(cfg.LockTTL), scheduler.WithMisfireGrace(cfg.Grace)}
 	if cfg.CatchUp > 0 {
 		opts = append(opts, scheduler.WithCatchUp(cfg.CatchUp))
 	}
-	for _, j := range nemesisJobs {
+	for _, j := range append(slices.Clone(nemesisJobs), bulkJobs(cfg.Bulk)...) {
 		if err := s.Add(j.name, j.spec, nemesisJob(cfg.ID, h, sc, j.writes), opts...); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	if cfg.Once != "" {
 		job := nemesisJob(cfg.ID, h, sc, []time.Duration{0, 3 * time.Second})
 		if err := s.Add("once", "@at "+cfg.Once, job, opts...); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return s, scan, nil
+	return s, nil
+}
+
+// nemesisJobDef is one of the nemesis' jobs: its name, spec, period and
+// the pauses after which it writes to the fenced store.
+type nemesisJobDef struct {
+	name, spec string
+	every      time.Duration
+	writes     []time.Duration
+}
+
+// bulkJobs returns n bulk jobs: "bulk-00000" on, each due every 30 s at its
+// own second (n/30 of them due each second), running a few µs and writing
+// nothing: they load the claim path with many jobs per shard, and the
+// checker holds each of their ticks to the same rules as the others'.
+func bulkJobs(n int) []nemesisJobDef {
+	out := make([]nemesisJobDef, n)
+	for i := range out {
+		out[i] = nemesisJobDef{name: fmt.Sprintf("bulk-%05d", i), spec: fmt.Sprintf("%d/30 * * * * *", i%30), every: 30 * time.Second}
+	}
+	return out
 }
 
 // nemesisJobs are the jobs every replica runs: "short" (a few ms, every
@@ -187,11 +255,7 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (*
 // overlap skips) and "rare" (every 15 s: a tick whose successor is far
 // off, as a daily job's is, so that only its own mark protects it). Each
 // writes to the fenced store after each of its pauses.
-var nemesisJobs = []struct {
-	name, spec string
-	every      time.Duration
-	writes     []time.Duration
-}{
+var nemesisJobs = []nemesisJobDef{
 	{"short", "* * * * * *", time.Second, []time.Duration{0, 20 * time.Millisecond}},
 	{"long", "* * * * * *", time.Second, []time.Duration{0, 800 * time.Millisecond, 800 * time.Millisecond, 800 * time.Millisecond}},
 	{"rare", "*/15 * * * * *", 15 * time.Second, []time.Duration{0, 20 * time.Millisecond}},

@@ -31,6 +31,7 @@ const (
 	nemesisLockTTL  = 2 * time.Second
 	nemesisGrace    = 3 * time.Second
 	nemesisCatchUp  = 30 * time.Second
+	nemesisBulk     = 10000 // bulk jobs of a front-door run (REDCRON_NEMESIS_BULK sets another number)
 )
 
 // TestNemesis runs a fleet of replica processes over real redis-servers
@@ -40,7 +41,10 @@ const (
 // paused past their leases, killed mid-run and restarted (with catch-up
 // on, at times), and restarted in turn; replicas' clocks stepped forward
 // and back; corrupt values at lock and state keys. Then it checks the
-// history (checkHistory). CI runs a fixed set of seeds;
+// history (checkHistory). Two seeds of three build the replicas with the
+// front door (shards, ticks claimed in bulk) and add nemesisBulk jobs
+// (REDCRON_NEMESIS_BULK=n: n of them), the third a scheduler with a lock
+// per tick. CI runs a fixed set of seeds;
 // REDCRON_NEMESIS_SOAK=1h runs random seeds for that long, and
 // REDCRON_NEMESIS_SEED=n (with REDCRON_NEMESIS_DURATION) reruns one seed.
 func TestNemesis(t *testing.T) {
@@ -89,6 +93,7 @@ type nemesis struct {
 	exe      string
 	lead     time.Duration
 	once     time.Time // if set, the replicas also run a one-time job "once" at it
+	front    bool      // the replicas are built with the front door (shards, ticks claimed in bulk)
 }
 
 // replicaProc is the current process of one replica.
@@ -111,11 +116,23 @@ func runNemesis(t *testing.T, seed uint64, d time.Duration) {
 	if seed%2 == 1 {
 		n.lead = 300 * time.Millisecond
 	}
+	// Two seeds of three build the replicas with the front door, with
+	// nemesisBulk bulk jobs besides; the third, a lock per tick.
+	bulk := 0
+	if n.front = seed%3 != 1; n.front {
+		bulk = nemesisBulk
+		if v := os.Getenv("REDCRON_NEMESIS_BULK"); v != "" {
+			if bulk, err = strconv.Atoi(v); err != nil || bulk < 0 {
+				t.Fatalf("REDCRON_NEMESIS_BULK: %q is not a number of jobs", v)
+			}
+		}
+	}
+	t.Logf("seed %d: front door %v, %d bulk jobs, lock-ahead %v", seed, n.front, bulk, n.lead)
 	begin := time.Now()
 	n.cluster = redistest.Start(t, nemesisNodes)
 	n.storeSrv = redistest.Start(t, 1).Node(0)
 	n.world = world{nodes: nemesisNodes, quorum: nemesisNodes/2 + 1, maxTTL: nemesisMaxTTL, grace: nemesisGrace,
-		starts: make([][]time.Time, nemesisNodes), procs: map[string]proc{}}
+		starts: make([][]time.Time, nemesisNodes), procs: map[string]proc{}, bulk: bulk}
 	for i := range nemesisNodes {
 		n.world.starts[i] = []time.Time{begin}
 	}
@@ -138,7 +155,11 @@ func runNemesis(t *testing.T, seed uint64, d time.Duration) {
 	h := n.histories()
 	violations := checkHistory(n.world, h)
 	t.Logf("seed %d: %s; %d faults, %d violations", seed, tally(h), len(n.world.faults), len(violations))
-	for _, v := range violations {
+	for i, v := range violations {
+		if i == 40 {
+			t.Errorf("seed %d: %d violations more", seed, len(violations)-i)
+			break
+		}
 		t.Errorf("seed %d: %s", seed, v)
 	}
 	if len(violations) > 0 || testing.Verbose() {
@@ -339,7 +360,7 @@ func (n *nemesis) startReplica(p *replicaProc, catchUp bool) {
 	p.name = fmt.Sprintf("replica-%d.%d", p.idx, p.n)
 	cfg := replicaConfig{ID: fmt.Sprintf("replica-%d", p.idx), Store: n.storeSrv.Addr(),
 		History: filepath.Join(n.dir, p.name+".jsonl"), MaxTTL: nemesisMaxTTL, LockTTL: nemesisLockTTL,
-		Grace: nemesisGrace, LockAhead: n.lead, Offset: p.offset}
+		Grace: nemesisGrace, LockAhead: n.lead, Offset: p.offset, FrontDoor: n.front, Bulk: n.world.bulk}
 	if catchUp {
 		cfg.CatchUp = nemesisCatchUp
 	}
@@ -439,7 +460,11 @@ func tally(h historyOf) string {
 		for _, r := range recs {
 			switch r.Ev {
 			case "start":
-				counts[r.Job+" runs"]++
+				job := r.Job
+				if strings.HasPrefix(job, "bulk-") {
+					job = "bulk"
+				}
+				counts[job+" runs"]++
 			case "skip":
 				counts["skipped "+r.Reason]++
 			case "write":
