@@ -282,7 +282,7 @@ func (w world) voters(r int, t time.Time, tick int64) int {
 // grace) ran.
 func checkMisses(w world, runs []*run, skips []record) []string {
 	var out []string
-	ran, skipped := map[string]bool{}, map[string]bool{}
+	ran, skipped, why := map[string]bool{}, map[string]bool{}, map[string][]string{}
 	for _, r := range runs {
 		ran[fmt.Sprintf("%s %d", r.job, r.tick)] = true
 	}
@@ -290,7 +290,9 @@ func checkMisses(w world, runs []*run, skips []record) []string {
 		if s.Reason == "" || strings.HasPrefix(s.Reason, "SkipReason(") {
 			out = append(out, fmt.Sprintf("%s tick %s skipped by %s without a reason", s.Job, tickString(s.Tick), s.Replica))
 		}
-		skipped[fmt.Sprintf("%s %d", s.Job, s.Tick)] = true
+		key := fmt.Sprintf("%s %d", s.Job, s.Tick)
+		skipped[key] = true
+		why[key] = append(why[key], fmt.Sprintf("%s: %s (%s)", s.Replica, s.Reason, s.Err))
 	}
 	for _, j := range nemesisJobs {
 		job := j.name
@@ -299,22 +301,22 @@ func checkMisses(w world, runs []*run, skips []record) []string {
 			switch {
 			case ran[key]:
 			case job != "long" && w.calm(t.Add(-w.maxTTL-4*time.Second), t.Add(w.grace+time.Second)):
-				out = append(out, fmt.Sprintf("%s tick %s did not run in a calm stretch", job, tickString(t.UnixMilli())))
+				out = append(out, fmt.Sprintf("%s tick %s did not run in a calm stretch; skips: %q", job, tickString(t.UnixMilli()), why[key]))
 			case !skipped[key] && w.someoneWatched(t, t.Add(w.grace+2*time.Second)):
 				out = append(out, fmt.Sprintf("%s tick %s neither ran nor was reported skipped", job, tickString(t.UnixMilli())))
 			}
 		}
 	}
-	// A bulk job's tick, due at its own second of each half minute, is
-	// held to the same: run in a calm stretch, and never neither run nor
+	// A bulk job's tick, due at its own second of each 5 minutes, is held
+	// to the same: run in a calm stretch, and never neither run nor
 	// reported.
-	for i, j := range bulkJobs(w.bulk) {
-		for t := w.from.Truncate(j.every).Add(time.Duration(i%30) * time.Second); t.Before(w.to); t = t.Add(j.every) {
+	for _, j := range bulkJobs(w.bulk) {
+		for t := w.from.Truncate(j.every).Add(j.at); t.Before(w.to); t = t.Add(j.every) {
 			key := fmt.Sprintf("%s %d", j.name, t.UnixMilli())
 			switch {
 			case t.Before(w.from) || ran[key]:
 			case w.calm(t.Add(-w.maxTTL-4*time.Second), t.Add(w.grace+time.Second)):
-				out = append(out, fmt.Sprintf("%s tick %s did not run in a calm stretch", j.name, tickString(t.UnixMilli())))
+				out = append(out, fmt.Sprintf("%s tick %s did not run in a calm stretch; skips: %q; alive: %s; faults before: %v", j.name, tickString(t.UnixMilli()), why[key], w.alive(t), w.faultsAround(t.Add(-20*time.Second), t)))
 			case !skipped[key] && w.someoneWatched(t, t.Add(w.grace+2*time.Second)):
 				out = append(out, fmt.Sprintf("%s tick %s neither ran nor was reported skipped", j.name, tickString(t.UnixMilli())))
 			}
@@ -354,6 +356,18 @@ func (w world) someoneWatched(from, to time.Time) bool {
 		}
 	}
 	return false
+}
+
+// alive names the replica processes alive at t, with their lives.
+func (w world) alive(t time.Time) []string {
+	var out []string
+	for name, p := range w.procs {
+		if !p.start.After(t) && (p.stop.IsZero() || p.stop.After(t)) {
+			out = append(out, fmt.Sprintf("%s (from %s)", name, p.start.Format("15:04:05.000")))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // faultsAround returns the faults touching [from, to].
