@@ -2,10 +2,13 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/redistest"
 )
 
 func claimOne(t *testing.T, n *engine.Node, p engine.Parent, k engine.LockKeys, value string, occ int64, fence uint64) engine.AcquireReply {
@@ -121,3 +124,115 @@ func TestClaimNeedsItsParent(t *testing.T) {
 		t.Errorf("state after the refused claim: running %v, mark %v; want neither", f[0], f[1])
 	}
 }
+
+// TestClaimCarriesEnds: a claim call ends the parts it carries, those of
+// jobs claimed again in it (their next tick) and the others alike: a part
+// whose field still holds its running value ends (recorded "r|" while its
+// parent holds), one whose field holds another part's value is left (and
+// recorded "l|"); a job's next tick is claimed past its own part's end,
+// and a refused claim still deletes the ended field.
+func TestClaimCarriesEnds(t *testing.T) {
+	c := redistest.Start(t, 1)
+	s := c.Node(0)
+	rc := s.Client(t)
+	n, err := engine.NewNode(s.Addr(), rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, _ := engine.NewKeyspace("t")
+	var keys []engine.LockKeys // four jobs of one shard
+	for i := 0; len(keys) < 4; i++ {
+		if k, _ := ks.Lock(fmt.Sprintf("job-%d", i)); engine.ShardOf(k.Name) == 9 {
+			keys = append(keys, k)
+		}
+	}
+	ctx := context.Background()
+	right := engine.Parent{Key: "t~shards:shard-9", Value: "right-1"}
+	anchor := engine.Parent{Key: "t~shards:replica-1", Value: "anchor-1"}
+	rc.Set(ctx, right.Key, right.Value, time.Minute)
+	rc.Set(ctx, anchor.Key, anchor.Value, time.Minute)
+	lw := func(k engine.LockKeys, occ int64) engine.LedgerWrite {
+		return engine.LedgerWrite{New: engine.Record{Job: k.Name, Owner: "r1", Tick: occ}.Text(), Score: occ, Cap: 10, Window: time.Hour}
+	}
+	req := func(k engine.LockKeys, value string, occ int64) engine.ClaimRequest {
+		return engine.ClaimRequest{Right: right, Keys: k, Running: engine.RunningValue(anchor, value), Occurrence: occ, Fence: uint64(occ), Ledger: lw(k, occ)}
+	}
+	end := func(r engine.ClaimRequest) engine.FreeRequest {
+		fin := engine.Record{Job: r.Keys.Name, Owner: "r1", Tick: r.Occurrence, Result: "ok"}.Text()
+		return engine.FreeRequest{Keys: r.Keys, Running: r.Running,
+			Ledger: engine.LedgerWrite{Old: r.Ledger.New, New: fin, Score: r.Occurrence, Cap: 10, Window: time.Hour}}
+	}
+	claim := func(reqs []engine.ClaimRequest, ends []engine.FreeRequest) ([]engine.AcquireResult, []bool) {
+		t.Helper()
+		type res struct {
+			rs    []engine.AcquireResult
+			ended []bool
+		}
+		ch := make(chan res, 1)
+		n.ClaimAllAsync(ctx, reqs, ends, time.Hour, func(rs []engine.AcquireResult, ended []bool) { ch <- res{rs, ended} })
+		r := <-ch
+		for i, x := range r.rs {
+			if x.Err != nil {
+				t.Fatalf("claim %s: %v", reqs[i].Keys.Name, x.Err)
+			}
+		}
+		return r.rs, r.ended
+	}
+	a, b, c2, d := keys[0], keys[1], keys[2], keys[3]
+	first := []engine.ClaimRequest{req(a, "a1", 1000), req(b, "b1", 1000), req(c2, "c1", 1000), req(d, "d1", 1000)}
+	for i, r := range must(claim(first, nil)) {
+		if r.Reply.Status != engine.Acquired {
+			t.Fatalf("first claim of %s: %v", first[i].Keys.Name, r.Reply.Status)
+		}
+	}
+	// c's field is taken over by another part (as a node that missed its
+	// end and a later claim would leave it); d is paused for its next tick.
+	rc.HSet(ctx, c2.State, "r|"+c2.Name, engine.RunningValue(anchor, "c-other"))
+	rc.Set(ctx, d.Pause, "op", 0)
+	ends := []engine.FreeRequest{end(first[0]), end(first[1]), end(first[2]), end(first[3])}
+	next := []engine.ClaimRequest{req(a, "a2", 2000), req(c2, "c2", 2000), req(d, "d2", 2000)} // b's job is not claimed again
+	rs, ended := claim(next, ends)
+	for k, e := range ended {
+		if !e {
+			t.Errorf("end %d (%s) not answered", k, ends[k].Keys.Name)
+		}
+	}
+	want := []engine.AcquireStatus{engine.Acquired, engine.Held, engine.Paused}
+	for i, r := range rs {
+		if r.Reply.Status != want[i] {
+			t.Errorf("next claim of %s: %v, want %v", next[i].Keys.Name, r.Reply.Status, want[i])
+		}
+	}
+	running := func(k engine.LockKeys) any { return rc.HMGet(ctx, k.State, "r|"+k.Name).Val()[0] }
+	if got, w := running(a), engine.RunningValue(anchor, "a2"); got != w {
+		t.Errorf("a runs %v, want its next part", got)
+	}
+	if got := running(b); got != nil {
+		t.Errorf("b (ended apart) runs %v, want nothing", got)
+	}
+	if got, w := running(c2), engine.RunningValue(anchor, "c-other"); got != w {
+		t.Errorf("c runs %v, want the other part's value left", got)
+	}
+	if got := running(d); got != nil {
+		t.Errorf("d (ended, its next tick paused) runs %v, want nothing", got)
+	}
+	members := rc.ZRange(ctx, a.Ledger, 0, -1).Val()
+	finals := map[string]string{}
+	for _, m := range members {
+		for _, k := range keys {
+			if strings.Contains(m, `"job":"`+k.Name+`"`) && strings.Contains(m, `"result":"ok"`) {
+				finals[k.Name] = m[:2]
+			}
+			if strings.HasPrefix(m, "s|") && strings.Contains(m, `"job":"`+k.Name+`"`) && strings.Contains(m, `"tick":1000`) {
+				t.Errorf("started record of %s at 1000 left: %s", k.Name, m)
+			}
+		}
+	}
+	for k, w := range map[string]string{a.Name: "r|", b.Name: "r|", c2.Name: "l|", d.Name: "r|"} {
+		if finals[k] != w {
+			t.Errorf("final record of %s: prefix %q, want %q (ledger %q)", k, finals[k], w, members)
+		}
+	}
+}
+
+func must[T, U any](t T, _ U) T { return t }

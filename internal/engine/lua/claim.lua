@@ -21,11 +21,14 @@
 -- running value is set, and its started member is added to the ledger. The
 -- parts' keys are read together (MGET, one HMGET) and written together
 -- (one HSET, one ZADD).
--- First, whatever the right: ARGV[6] is the number of parts of the shard
--- to end (frees, see free.lua), each with its name, running value, old
--- member ("s|" .. record, or ""), record and score at ARGV[5k+3..5k+7];
--- the parts claimed follow them (their arguments shifted by 5 per end).
--- The ends' and the claims' records share the ledger's commands.
+-- Whatever the right: ARGV[6] is the number of parts of the shard to end
+-- (frees, see free.lua), each with its name, running value, old member
+-- ("s|" .. record, or ""), record and score at ARGV[5k+3..5k+7]; the parts
+-- claimed follow them (their arguments shifted by 5 per end). The end of
+-- a part whose job is claimed again in the call (its next tick) is read
+-- with the claim's fields and its field written over; the others are read
+-- and deleted first. The ends' and the claims' records share the ledger's
+-- commands.
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, ...}: the statuses
 -- of acquire (1 claimed, 0 held by detail, 2 already run, 3 paused, -1
 -- error), 4 when the fence counter is at or above the fence (detail: the
@@ -48,33 +51,53 @@ local n = (#KEYS - 4) / 2
 local right, state, ledger, pkey, pvalue = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[7]
 local parents, olds, adds, score = {}, {}, {}, 0
 local ends = tonumber(ARGV[6])
-if ends > 0 then
+local base = 5 * ends + 1 -- the parts' arguments follow the ends' and the parent's value
+
+-- endRecord notes end k's ledger record: its started member replaced by its
+-- final one, "r|" if it still held here, "l|" if not.
+local function endRecord(k, held)
+  local a = 5 * k + 3
+  if ARGV[a + 2] ~= "" then
+    olds[#olds + 1] = ARGV[a + 2]
+  end
+  if ARGV[a + 3] ~= "" then
+    adds[#adds + 1] = ARGV[a + 4]
+    adds[#adds + 1] = (held and "r|" or "l|") .. ARGV[a + 3]
+    score = math.max(score, tonumber(ARGV[a + 4]))
+  end
+end
+
+-- heldHere reports whether the parent of the running value r holds here:
+-- at once for the call's parent (prefix) once it is known to hold (mine).
+local prefix = pkey .. "\n" .. pvalue .. "\n"
+local function heldHere(r, mine)
+  return mine and string.find(r, prefix, 1, true) == 1 or runningHere(r, parents) ~= nil
+end
+
+-- endAll ends the ends ks (indices) on their own: each field whose value
+-- is still the end's running value is deleted. mine: the call's parent
+-- holds here.
+local function endAll(ks, mine)
+  if #ks == 0 then
+    return
+  end
   local fields, dels = {}, {}
-  for k = 1, ends do
-    fields[k] = "r|" .. ARGV[5 * k + 3]
+  for j, k in ipairs(ks) do
+    fields[j] = "r|" .. ARGV[5 * k + 3]
   end
   local r = redis.pcall("HMGET", state, unpack(fields))
-  for k = 1, ends do
-    local a = 5 * k + 3
-    local held = not failed(r) and r[k] == ARGV[a + 1]
+  for j, k in ipairs(ks) do
+    local held = not failed(r) and r[j] == ARGV[5 * k + 4]
     if held then
-      dels[#dels + 1] = fields[k]
-      held = runningHere(r[k], parents) ~= nil
+      dels[#dels + 1] = fields[j]
+      held = heldHere(r[j], mine)
     end
-    if ARGV[a + 2] ~= "" then
-      olds[#olds + 1] = ARGV[a + 2]
-    end
-    if ARGV[a + 3] ~= "" then
-      adds[#adds + 1] = ARGV[a + 4]
-      adds[#adds + 1] = (held and "r|" or "l|") .. ARGV[a + 3]
-      score = math.max(score, tonumber(ARGV[a + 4]))
-    end
+    endRecord(k, held)
   end
   if #dels > 0 then
     redis.pcall("HDEL", state, unpack(dels))
   end
 end
-local base = 5 * ends + 1 -- the parts' arguments follow the ends' and the parent's value
 
 local holder = redis.call("GET", right)
 local lost = holder ~= ARGV[2] and (holder or "")
@@ -84,6 +107,11 @@ if not lost then
   lost = now ~= pvalue and (now or "")
 end
 if lost then
+  local all = {}
+  for k = 1, ends do
+    all[k] = k
+  end
+  endAll(all, false)
   for i = 1, n do
     out[o + 1], out[o + 2], out[o + 3] = 5, "0", lost
     o = o + 3
@@ -93,6 +121,22 @@ if lost then
   end
   return out
 end
+
+-- An end of a part claimed again in this call (its job's next tick, the
+-- common case) is read with the claim's fields: mine[name] is its index.
+local claimed, mine, apart = {}, {}, {}
+for i = 1, n do
+  claimed[ARGV[base + 5 * i + 2]] = true
+end
+for k = 1, ends do
+  local name = ARGV[5 * k + 3]
+  if claimed[name] and not mine[name] then
+    mine[name] = k
+  else
+    apart[#apart + 1] = k
+  end
+end
+endAll(apart, true)
 
 local locks, pauses, fields = {}, {}, {}
 for i = 1, n do
@@ -113,18 +157,31 @@ if failed(st) then
   return out
 end
 
-local set, trim, prefix = {}, false, pkey .. "\n" .. pvalue .. "\n"
+local set, dels, trim = {}, {}, false
 for i = 1, n do
   local a = base + 5 * i + 2
   local occ, fence = ARGV[a + 2], ARGV[a + 3]
   local f, m, r = st[3 * i - 2], st[3 * i - 1], st[3 * i]
-  local bad = badState(state, ARGV[a], f, m)
+  local bad, fn, mn = badState(state, ARGV[a], f, m)
+  local k = mine[ARGV[a]]
+  if k then
+    -- Its part's end comes with it: ended where its field still holds the
+    -- end's running value (deleted below unless claimed).
+    mine[ARGV[a]] = nil
+    if r and r == ARGV[5 * k + 4] then
+      endRecord(k, heldHere(r, true))
+      r = nil
+      dels[#dels + 1] = fields[3 * i]
+    else
+      endRecord(k, false)
+    end
+  end
   local running = r and runningHere(r, parents)
   local status, detail = 1, ""
   f = f or "0"
   if bad then
     status, f, detail = -1, "0", bad
-  elseif m and tonumber(m) >= tonumber(occ) then
+  elseif mn and mn >= tonumber(occ) then
     status, detail = 2, m
   elseif paused[i] then
     status, detail = 3, paused[i]
@@ -132,7 +189,7 @@ for i = 1, n do
     status, detail = 0, cur[i]
   elseif running then
     status, detail = 0, running
-  elseif fence ~= "0" and tonumber(f) >= tonumber(fence) then
+  elseif fence ~= "0" and (fn or 0) >= tonumber(fence) then
     status, detail = 4, f
   else
     local s = #set
@@ -141,6 +198,9 @@ for i = 1, n do
       s = s + 2
     end
     set[s + 1], set[s + 2], set[s + 3], set[s + 4] = fields[3 * i - 1], occ, fields[3 * i], prefix .. ARGV[a + 1]
+    if dels[#dels] == fields[3 * i] then
+      dels[#dels] = nil -- its end's field is written over
+    end
     if ARGV[a + 4] ~= "" then
       adds[#adds + 1] = occ
       adds[#adds + 1] = ARGV[a + 4]
@@ -150,6 +210,9 @@ for i = 1, n do
   end
   out[o + 1], out[o + 2], out[o + 3] = status, f, detail
   o = o + 3
+end
+if #dels > 0 then
+  redis.pcall("HDEL", state, unpack(dels))
 end
 if #set > 0 then
   redis.call("HSET", state, unpack(set))

@@ -81,15 +81,25 @@ end
 -- shard's state hash (key) holds them, are not whole numbers below 2^53
 -- (Lua compares numbers as doubles, exact only below it), and nil when
 -- they are (or are absent): bad data at one lock fails that lock alone.
-local function badState(key, name, fence, mark)
-  local fields, vals = {"f|", "m|"}, {fence, mark}
-  for i = 1, 2 do
-    local v = vals[i]
-    if v and (not string.find(v, "^%d+$") or #v > 16 or tonumber(v) >= 9007199254740992) then
-      return "ERR state " .. key .. ": field " .. fields[i] .. name .. " is not a whole number below 2^53: " .. v
-    end
+-- Its second and third results are the fence and the mark as numbers
+-- (nil when absent).
+local function badNumber(v)
+  if not v then
+    return false, nil
   end
-  return nil
+  local x = string.find(v, "^%d+$") and #v <= 16 and tonumber(v)
+  return not x or x >= 9007199254740992, x
+end
+local function badState(key, name, fence, mark)
+  local bf, f = badNumber(fence)
+  if bf then
+    return "ERR state " .. key .. ": field f|" .. name .. " is not a whole number below 2^53: " .. fence
+  end
+  local bm, m = badNumber(mark)
+  if bm then
+    return "ERR state " .. key .. ": field m|" .. name .. " is not a whole number below 2^53: " .. mark
+  end
+  return nil, f, m
 end
 
 -- keep gives a shard's state hash a TTL of ttl ms unless it already lives
