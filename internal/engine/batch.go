@@ -21,6 +21,12 @@ const (
 	idleTimeout     = time.Second
 	maxBatch        = 512              // calls per pipeline
 	defaultDeadline = 10 * time.Second // for calls whose context has none
+	// maxPipelineItems bounds the locks (parts) a pipeline carries, and so
+	// the time the server takes to answer it (some tens of µs a lock):
+	// under load, the calls behind wait in the queue, where those whose
+	// context ends are completed unsent, rather than in a pipeline whose
+	// answers come after its deadline and mark the node as failing.
+	maxPipelineItems = 2048
 )
 
 // call is one script invocation waiting for the node's worker.
@@ -41,7 +47,8 @@ type batcher struct {
 	n      *Node
 	mu     sync.Mutex
 	queue  []*call
-	active bool // the worker goroutine is running
+	urgent []*call // extensions: sent ahead of the queue, so that a lease kept alive never waits behind claims
+	active bool    // the worker goroutine is running
 	wake   chan struct{}
 	health health
 	stats  Stats
@@ -80,7 +87,7 @@ func (b *batcher) submit(calls ...*call) {
 	var errs []error
 	now := time.Now()
 	b.mu.Lock()
-	queued := len(b.queue)
+	queued := len(b.queue) + len(b.urgent)
 	down := b.health.check(now)
 	for _, c := range calls {
 		err := c.ctx.Err()
@@ -94,13 +101,18 @@ func (b *batcher) submit(calls ...*call) {
 			failed, errs = append(failed, c), append(errs, err)
 			continue
 		}
-		b.queue = append(b.queue, c)
+		if c.script == extendScript {
+			b.urgent = append(b.urgent, c)
+		} else {
+			b.queue = append(b.queue, c)
+		}
 	}
-	start := !b.active && len(b.queue) > queued
+	after := len(b.queue) + len(b.urgent)
+	start := !b.active && after > queued
 	if start {
 		b.active = true
 	}
-	wake := b.active && len(b.queue) > queued
+	wake := b.active && after > queued
 	b.mu.Unlock()
 	for i, c := range failed {
 		c.done(failedCmd(c.ctx, errs[i]))
@@ -123,12 +135,7 @@ func (b *batcher) work() {
 	defer idle.Stop()
 	for {
 		b.mu.Lock()
-		batch := b.queue
-		if len(batch) > maxBatch {
-			batch, b.queue = batch[:maxBatch:maxBatch], batch[maxBatch:]
-		} else {
-			b.queue = nil
-		}
+		batch := b.take()
 		b.mu.Unlock()
 		if len(batch) > 0 {
 			b.flush(batch)
@@ -139,7 +146,7 @@ func (b *batcher) work() {
 		case <-b.wake:
 		case <-idle.C:
 			b.mu.Lock()
-			if len(b.queue) == 0 {
+			if len(b.queue)+len(b.urgent) == 0 {
 				b.active = false
 				b.mu.Unlock()
 				return
@@ -148,6 +155,28 @@ func (b *batcher) work() {
 			idle.Reset(idleTimeout)
 		}
 	}
+}
+
+// take removes from the queue the calls of the next pipeline: every
+// urgent call, then the queued ones in order, up to maxBatch calls and
+// maxPipelineItems locks (at least one call). Called with b.mu held.
+func (b *batcher) take() []*call {
+	batch := b.urgent
+	b.urgent = nil
+	n, items := 0, 0
+	for n < len(b.queue) && len(batch) < maxBatch {
+		c := b.queue[n]
+		if len(batch) > 0 && items+c.items > maxPipelineItems {
+			break
+		}
+		batch, items, n = append(batch, c), items+c.items, n+1
+	}
+	if n == len(b.queue) {
+		b.queue = nil
+	} else {
+		b.queue = b.queue[n:]
+	}
+	return batch
 }
 
 // liveCalls completes, unsent, the calls of batch whose context ended while
