@@ -55,8 +55,8 @@ type batcher struct {
 	// loaded are the scripts the server answered without NOSCRIPT: the
 	// others go as EVAL, with their source, so that a script's first call
 	// is not answered NOSCRIPT and sent again after the calls that
-	// followed it (a node's calls run in the order they were made). Used
-	// by the worker only.
+	// followed it (a node's calls run in the order they were made, but for
+	// the extensions, sent ahead). Used by the worker only.
 	loaded map[*script]bool
 }
 

@@ -282,9 +282,10 @@ func (n *Node) Release(ctx context.Context, k LockKeys, value string, occurrence
 // AcquireAsync); done may be nil. Releases, unlike the other calls, are
 // sent even while the node backs off after a failure: it may hold a key
 // that a call timed out on, which would block others until it expires.
-// Calls to one node are sent in the order they were made, so a release
-// made after an acquisition that timed out still removes what that
-// acquisition may have set.
+// Calls to one node are sent in the order they were made (but for
+// extensions, which go ahead: a compare-and-pexpire changes no value), so
+// a release made after an acquisition that timed out still removes what
+// that acquisition may have set.
 func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occurrence int64, stateTTL time.Duration, w LedgerWrite, done func(bool, error)) {
 	n.boolCall(ctx, "release", true, releaseScript, []string{k.Lock, k.State, k.Ledger},
 		[]any{millis(stateTTL), k.Name, value, occurrence, w.Old, w.New, w.Score, w.Cap, millis(w.Window)}, done)
