@@ -87,7 +87,9 @@ func (s *Scanner) beat() engine.Beat {
 	if s.cfg.jobTable != nil {
 		b.JobTable = s.cfg.jobTable()
 	}
-	b.Skips = s.skips.recent(s.now().Add(-missedLookback))
+	if h := s.hook.Load(); h != nil {
+		b.Skips = h.Skips(s.now().Add(-missedLookback))
+	}
 	if offset, ok := s.skew.last(); ok {
 		ms := offset.Milliseconds()
 		b.OffsetMS = &ms

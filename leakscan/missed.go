@@ -3,10 +3,7 @@ package leakscan
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -20,88 +17,6 @@ const (
 	missedLookback = time.Hour
 	missedRecords  = 1000
 )
-
-// maxSkips bounds the skips a heartbeat carries, maxJobSkips those of one
-// job among them, so that a paused job every second leaves room for the
-// others.
-const (
-	maxSkips    = 64
-	maxJobSkips = 8
-)
-
-// WithDue turns on the missed-tick check: in its scan turn, the replica
-// compares the ticks due returns (by job, the ticks in [from, to) that no
-// replica may claim any more: the scheduler's due ticks, through internal/duehook) over the last hour
-// (or the ledger's window, if shorter) with each job's ledger, and reports
-// each tick that ran nowhere (see Event.Missed), with the reason the
-// replicas' heartbeats give (see Skipped; paused for a job paused now,
-// when none reported), once it has recorded it in the ledger on a quorum.
-// A tick is judged only where the ledger proves it ran nowhere: by enough
-// nodes whose servers ran without a restart since before it, and whose
-// copies are not full back to it (see docs/missed-ticks.md). Without a ledger (mutex.WithLedger(0, 0)) there is
-// no check. The default is no check; redcron.New passes its scheduler's
-// Due.
-func WithDue(due func(from, to time.Time) map[string][]time.Time) Option {
-	return func(c *config) error {
-		if due == nil {
-			return fmt.Errorf("%w: WithDue: nil function", ErrInvalidOption)
-		}
-		c.due = due
-		return nil
-	}
-}
-
-// Skipped records that this replica skipped the tick of job for reason
-// (a skip reason of package scheduler), for the missed-tick check: the
-// heartbeat carries the replica's last 64 such skips, at most 8 of a job,
-// but for held and already_run, which mean that another replica claimed
-// the tick.
-// redcron.New's scheduler calls it from its observer (internal/fleet.Hook).
-func (s *Scanner) Skipped(job string, tick time.Time, reason string) {
-	if s == nil || reason == "held" || reason == "already_run" || tick.IsZero() {
-		return
-	}
-	s.skips.add(engine.BeatSkip{Job: job, Tick: tick.UnixMilli(), Reason: reason})
-}
-
-// skipLog keeps a replica's last skips.
-type skipLog struct {
-	mu   sync.Mutex
-	list []engine.BeatSkip
-}
-
-func (l *skipLog) add(b engine.BeatSkip) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	same, first := 0, -1
-	for i, o := range l.list {
-		if o.Job == b.Job {
-			if same++; first < 0 {
-				first = i
-			}
-		}
-	}
-	switch {
-	case same >= maxJobSkips:
-		l.list = slices.Delete(l.list, first, first+1) // the job's oldest
-	case len(l.list) >= maxSkips:
-		l.list = slices.Delete(l.list, 0, 1)
-	}
-	l.list = append(l.list, b)
-}
-
-// recent returns the skips of ticks since from.
-func (l *skipLog) recent(from time.Time) []engine.BeatSkip {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []engine.BeatSkip
-	for _, b := range l.list {
-		if b.Tick >= from.UnixMilli() {
-			out = append(out, b)
-		}
-	}
-	return out
-}
 
 // checkMissed runs the missed-tick check over the ledgers, with the skips
 // the live replicas' heartbeats in rep carry, and returns the ticks newly
@@ -119,7 +34,7 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 	now := s.now()
 	before := nodeInfos(ctx, nodes)
 	skips := skipsOf(rep)
-	dues := s.cfg.due(now.Add(-min(missedLookback, window)), now)
+	dues := s.hookOf(ctx).Due(now.Add(-min(missedLookback, window)), now)
 	jobs, shards := s.readShards(ctx, nodes, dues)
 	since := s.witnessSince(now, before, nodeInfos(ctx, nodes))
 	out := map[string]map[string]int{}

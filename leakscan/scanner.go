@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/redcron/redcron/internal/duehook"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/mutex"
@@ -29,7 +31,10 @@ type Scanner struct {
 	leaks   leaks.Scanner
 	now     func() time.Time // the replica's clock, for its offset from the nodes'
 	started time.Time        // when New made it: the replica's start, as its heartbeat says
-	skips   skipLog          // its recent skips, as its heartbeat says
+	// hook, set by Run from its context (internal/duehook, wired by
+	// redcron), gives the scheduler's ticks due and its recent skips: the
+	// missed-tick check runs with it, and the heartbeat carries the skips.
+	hook atomic.Pointer[duehook.Hook]
 }
 
 // Event is a heartbeat or a scan of a Scanner, for metrics.
@@ -55,7 +60,7 @@ type Event struct {
 	// replicas and their digests); 0 when none publishes one.
 	JobTables int
 	// Missed counts, for a scan, the ticks it found that ran on no
-	// replica (see WithDue), by job and reason (the reason most replicas
+	// replica (the front door's scans check; see docs/missed-ticks.md), by job and reason (the reason most replicas
 	// reported in their heartbeats: paused, overlap, no_quorum...; or
 	// no_report); each tick is counted once, by the first scan to find it.
 	Missed map[string]map[string]int
@@ -78,9 +83,8 @@ type config struct {
 	beatTTL   time.Duration
 	logger    *slog.Logger
 	observers []func(Event)
-	version   string                                          // the replica's, in its heartbeat
-	jobTable  func() string                                   // the digest of its job table, in its heartbeat; nil: none
-	due       func(from, to time.Time) map[string][]time.Time // the missed-tick check's; nil: no check
+	version   string        // the replica's, in its heartbeat
+	jobTable  func() string // the digest of its job table, in its heartbeat; nil: none
 }
 
 // WithInterval sets how often Run scans (one replica at a time: the one
@@ -195,11 +199,24 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	return s, nil
 }
 
+// hookOf returns the duehook.Hook of ctx, or else the one Run was given,
+// or nil: no missed-tick check.
+func (s *Scanner) hookOf(ctx context.Context) *duehook.Hook {
+	if h := duehook.FromContext(ctx); h != nil {
+		return h
+	}
+	return s.hook.Load()
+}
+
 // Run publishes the owner's heartbeat at once and then at the heartbeat
 // interval, and scans at the scan interval (the first after a random delay
 // of up to one interval, so that replicas started together take turns),
-// until ctx is done. Without an owner it only scans.
+// until ctx is done. Without an owner it only scans. The front door
+// (package redcron) also has it check for missed ticks in its scans.
 func (s *Scanner) Run(ctx context.Context) {
+	if h := duehook.FromContext(ctx); h != nil {
+		s.hook.Store(h)
+	}
 	var wg sync.WaitGroup
 	if s.owner != "" {
 		wg.Go(func() { s.heartbeats(ctx) })
@@ -230,7 +247,8 @@ func (s *Scanner) scans(ctx context.Context) {
 }
 
 // scanOnce scans in its turn, unless another replica has it, and reports
-// the counts by class; with WithDue, it then checks for missed ticks,
+// the counts by class; given a scheduler's ticks due (internal/duehook,
+// as the front door wires it), it then checks for missed ticks,
 // still in its turn, when a majority of the nodes were scanned. A scan
 // that could not read every node fails: its counts would hide the leaks
 // of the nodes it missed.
@@ -245,7 +263,7 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 	var missed map[string]map[string]int
 	if err == nil {
 		rep, err = s.leaks.Scan(ctx)
-		if err == nil && s.cfg.due != nil && rep.Nodes-len(rep.Errors) >= s.quorum {
+		if err == nil && s.hookOf(ctx) != nil && rep.Nodes-len(rep.Errors) >= s.quorum {
 			missed = s.checkMissed(ctx, rep)
 		}
 		giveBack()

@@ -26,11 +26,13 @@ import (
 // Hook carries the calls that the Redlock and the scheduler, made before
 // the Replica, make into it: the owner check before each acquisition and
 // extension (give Check to mutex.WithOwnerCheck), and the skips its
-// heartbeat reports (give Observe to scheduler.WithObserver). New ties it
-// to the replica's scanner, once; until then, Check lets every owner
-// through and Observe drops the skips.
+// heartbeat reports (give Observe to scheduler.WithObserver), which it
+// keeps with the scheduler's ticks due for the scanner (package
+// internal/duehook). New ties it to the replica's scanner, once; until
+// then, Check lets every owner through.
 type Hook struct {
 	scan *leakscan.Scanner
+	due  duehook.Hook // the scheduler's ticks due and skips, for the scanner's missed-tick check and heartbeat
 }
 
 // Check is the owner check of the replica's scanner (leakscan's Check).
@@ -40,8 +42,8 @@ func (h *Hook) Check(owner string, extending bool) error {
 
 // Observe hands the scheduler's skips to the replica's heartbeat.
 func (h *Hook) Observe(e scheduler.Event) {
-	if e.Kind == "skipped" && h.scan != nil {
-		h.scan.Skipped(e.Job, e.Tick, e.Skip)
+	if e.Kind == "skipped" {
+		h.due.Skipped(e.Job, e.Tick, e.Skip)
 	}
 }
 
@@ -102,17 +104,17 @@ func New(cfg Config) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: New: %w", err)
 	}
-	r := &Replica{locks: cfg.Locks, sched: cfg.Scheduler, table: &jobTable{s: cfg.Scheduler}, due: &duehook.Hook{},
+	r := &Replica{locks: cfg.Locks, sched: cfg.Scheduler, table: &jobTable{s: cfg.Scheduler}, due: &cfg.Hook.due,
 		keys: keys, log: cfg.Logger, tableEvery: jobTableEvery}
 	for _, n := range cfg.Locks.Nodes() {
 		r.nodes = append(r.nodes, (*engine.Node)(n))
 	}
-	// The heartbeat carries the digest of the scheduler's jobs, and the
-	// missed-tick check reads its ticks due; the options given after come
-	// after, so that leakscan.WithReplicaInfo(version, nil) sets the
-	// version alone.
+	// The heartbeat carries the digest of the scheduler's jobs (its ticks
+	// due and skips come through the hook, in Run's context); the options
+	// given after come after, so that leakscan.WithReplicaInfo(version,
+	// nil) sets the version alone.
 	opts := append([]leakscan.Option{leakscan.WithLogger(cfg.Logger),
-		leakscan.WithReplicaInfo("", r.table.get), leakscan.WithDue(r.due.Due)}, cfg.ScanOptions...)
+		leakscan.WithReplicaInfo("", r.table.get)}, cfg.ScanOptions...)
 	self := cfg.Scheduler.InstanceID()
 	if r.scan, err = leakscan.New(cfg.Locks, self, opts...); err != nil {
 		return nil, err
@@ -138,7 +140,7 @@ func (r *Replica) Run(ctx context.Context, loop func(context.Context) error) err
 	shardCtx, stopShards := context.WithCancel(ctx) // its shards go as the loop stops, not after the runs
 	defer stopShards()
 	var wg sync.WaitGroup
-	wg.Go(func() { r.scan.Run(keepCtx) })
+	wg.Go(func() { r.scan.Run(duehook.NewContext(keepCtx, r.due)) }) // its missed-tick check and skips
 	wg.Go(func() { r.shards.Run(shardCtx) })
 	wg.Go(func() { r.takeTriggers(keepCtx) })
 	wg.Go(func() { r.publishJobTable(keepCtx) })
