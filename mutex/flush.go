@@ -3,6 +3,7 @@ package mutex
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // releases counts the calls a Redlock has sent that may leave a key behind
@@ -11,44 +12,49 @@ import (
 // them: Release returns once its outcome is known, and an attempt's
 // clean-up runs in the background.
 type releases struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n falls to 0; replaced when it rises
+	// n is a plain atomic counter: every vote and release of every lock
+	// counts here, and a mutex taken by each of them made a convoy of
+	// thousands of goroutines once a backlog built up (a replica stalled
+	// for seconds after a node outage).
+	n    atomic.Int64
+	mu   sync.Mutex    // guards idle, taken as n falls to 0 and by wait
+	idle chan struct{} // made by wait while calls are under way, closed as n falls to 0
 }
 
 // add counts k more calls under way.
-func (p *releases) add(k int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.n == 0 {
-		p.idle = make(chan struct{})
-	}
-	p.n += k
-}
+func (p *releases) add(k int) { p.n.Add(int64(k)) }
 
 // done counts one call answered (or given up by its node).
 func (p *releases) done() {
+	if p.n.Add(-1) != 0 {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.n--
-	if p.n == 0 {
+	if p.idle != nil {
 		close(p.idle)
+		p.idle = nil
 	}
 }
 
 // wait returns nil when no call is under way, or ctx's error first.
 func (p *releases) wait(ctx context.Context) error {
-	p.mu.Lock()
-	idle, n := p.idle, p.n
-	p.mu.Unlock()
-	if n == 0 {
-		return nil
-	}
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	for {
+		p.mu.Lock()
+		if p.n.Load() == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		if p.idle == nil {
+			p.idle = make(chan struct{})
+		}
+		idle := p.idle
+		p.mu.Unlock()
+		select {
+		case <-idle: // n fell to 0; calls may have started since
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}
 }
 
