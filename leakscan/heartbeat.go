@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redcron/redcron/internal/duehook"
 	"github.com/redcron/redcron/internal/engine"
 )
 
@@ -38,7 +39,7 @@ func (s *Scanner) heartbeats(ctx context.Context) {
 // so an owner cut off from the nodes is taken for dead only once none of
 // its leases can still be valid.
 func (s *Scanner) heartbeat(ctx context.Context) error {
-	key, value := s.keys.Heartbeat(s.owner), s.beat().String()
+	key, value := s.keys.Heartbeat(s.owner), s.beat(ctx).String()
 	ttl := s.cfg.beatTTL + s.r.MaxTTL()
 	start := time.Now()
 	offsets := make([]time.Duration, len(s.nodes))
@@ -80,14 +81,15 @@ func (s *Scanner) heartbeat(ctx context.Context) error {
 }
 
 // beat returns the heartbeat to send now: the replica's instance id,
-// version, job table and clock offset as last measured.
-func (s *Scanner) beat() engine.Beat {
+// version, job table and clock offset as last measured, and its recent
+// skips when ctx carries its scheduler's duehook.Hook (the front door's).
+func (s *Scanner) beat(ctx context.Context) engine.Beat {
 	b := engine.Beat{Format: engine.BeatFormat, Instance: s.owner, Version: s.cfg.version,
 		StartMS: s.started.UnixMilli(), SentMS: s.now().UnixMilli()}
 	if s.cfg.jobTable != nil {
 		b.JobTable = s.cfg.jobTable()
 	}
-	if h := s.hook.Load(); h != nil {
+	if h := duehook.FromContext(ctx); h != nil {
 		b.Skips = h.Skips(s.now().Add(-missedLookback))
 	}
 	if offset, ok := s.skew.last(); ok {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/redcron/redcron/internal/duehook"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/internal/ledger"
@@ -18,14 +19,15 @@ const (
 	missedRecords  = 1000
 )
 
-// checkMissed runs the missed-tick check over the ledgers, with the skips
-// the live replicas' heartbeats in rep carry, and returns the ticks newly
+// checkMissed runs the missed-tick check over the ledgers for the ticks h
+// says are due, with the skips the live replicas' heartbeats in rep carry,
+// and returns the ticks newly
 // found missed: by job, by reason, how many. It looks back an hour, or the
 // ledger's window if shorter, and not at all without a ledger. It reads
 // the nodes the scan could read, and judges a tick only by the nodes whose
 // server ran, without a restart, from before the tick's earliest commit
 // until after the reads (see ledger.Missed).
-func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string]map[string]int {
+func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report, h *duehook.Hook) map[string]map[string]int {
 	capacity, window := s.r.Ledger()
 	nodes := rep.Readable(s.nodes)
 	if capacity == 0 || len(nodes) < s.quorum {
@@ -34,7 +36,7 @@ func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report) map[string
 	now := s.now()
 	before := nodeInfos(ctx, nodes)
 	skips := skipsOf(rep)
-	dues := s.hookOf(ctx).Due(now.Add(-min(missedLookback, window)), now)
+	dues := h.Due(now.Add(-min(missedLookback, window)), now)
 	jobs, shards := s.readShards(ctx, nodes, dues)
 	since := s.witnessSince(now, before, nodeInfos(ctx, nodes))
 	out := map[string]map[string]int{}

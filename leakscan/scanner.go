@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redcron/redcron/internal/duehook"
@@ -31,10 +30,6 @@ type Scanner struct {
 	leaks   leaks.Scanner
 	now     func() time.Time // the replica's clock, for its offset from the nodes'
 	started time.Time        // when New made it: the replica's start, as its heartbeat says
-	// hook, set by Run from its context (internal/duehook, wired by
-	// redcron), gives the scheduler's ticks due and its recent skips: the
-	// missed-tick check runs with it, and the heartbeat carries the skips.
-	hook atomic.Pointer[duehook.Hook]
 }
 
 // Event is a heartbeat or a scan of a Scanner, for metrics.
@@ -60,9 +55,10 @@ type Event struct {
 	// replicas and their digests); 0 when none publishes one.
 	JobTables int
 	// Missed counts, for a scan, the ticks it found that ran on no
-	// replica (the front door's scans check; see docs/missed-ticks.md), by job and reason (the reason most replicas
-	// reported in their heartbeats: paused, overlap, no_quorum...; or
-	// no_report); each tick is counted once, by the first scan to find it.
+	// replica (the front door's scans check; see docs/missed-ticks.md),
+	// by job and reason (the reason most replicas reported in their
+	// heartbeats: paused, overlap, no_quorum...; or no_report); each tick
+	// is counted once, by the first scan to find it.
 	Missed map[string]map[string]int
 	// Duration is how long the heartbeat or the scan took.
 	Duration time.Duration
@@ -199,24 +195,12 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	return s, nil
 }
 
-// hookOf returns the duehook.Hook of ctx, or else the one Run was given,
-// or nil: no missed-tick check.
-func (s *Scanner) hookOf(ctx context.Context) *duehook.Hook {
-	if h := duehook.FromContext(ctx); h != nil {
-		return h
-	}
-	return s.hook.Load()
-}
-
 // Run publishes the owner's heartbeat at once and then at the heartbeat
 // interval, and scans at the scan interval (the first after a random delay
 // of up to one interval, so that replicas started together take turns),
 // until ctx is done. Without an owner it only scans. The front door
 // (package redcron) also has it check for missed ticks in its scans.
 func (s *Scanner) Run(ctx context.Context) {
-	if h := duehook.FromContext(ctx); h != nil {
-		s.hook.Store(h)
-	}
 	var wg sync.WaitGroup
 	if s.owner != "" {
 		wg.Go(func() { s.heartbeats(ctx) })
@@ -263,8 +247,8 @@ func (s *Scanner) scanOnce(ctx context.Context) {
 	var missed map[string]map[string]int
 	if err == nil {
 		rep, err = s.leaks.Scan(ctx)
-		if err == nil && s.hookOf(ctx) != nil && rep.Nodes-len(rep.Errors) >= s.quorum {
-			missed = s.checkMissed(ctx, rep)
+		if h := duehook.FromContext(ctx); err == nil && h != nil && rep.Nodes-len(rep.Errors) >= s.quorum {
+			missed = s.checkMissed(ctx, rep, h)
 		}
 		giveBack()
 	}
