@@ -68,16 +68,17 @@ local function endRecord(k, held)
 end
 
 -- heldHere reports whether the parent of the running value r holds here:
--- at once for the call's parent (prefix) once it is known to hold (mine).
+-- at once for the call's parent (prefix) once it is known to hold
+-- (parentHolds).
 local prefix = pkey .. "\n" .. pvalue .. "\n"
-local function heldHere(r, mine)
-  return mine and string.find(r, prefix, 1, true) == 1 or runningHere(r, parents) ~= nil
+local function heldHere(r, parentHolds)
+  return parentHolds and string.find(r, prefix, 1, true) == 1 or runningHere(r, parents) ~= nil
 end
 
 -- endAll ends the ends ks (indices) on their own: each field whose value
--- is still the end's running value is deleted. mine: the call's parent
--- holds here.
-local function endAll(ks, mine)
+-- is still the end's running value is deleted. parentHolds: the call's
+-- parent holds here.
+local function endAll(ks, parentHolds)
   if #ks == 0 then
     return
   end
@@ -90,7 +91,7 @@ local function endAll(ks, mine)
     local held = not failed(r) and r[j] == ARGV[5 * k + 4]
     if held then
       dels[#dels + 1] = fields[j]
-      held = heldHere(r[j], mine)
+      held = heldHere(r[j], parentHolds)
     end
     endRecord(k, held)
   end
