@@ -19,9 +19,10 @@
 // replicas, and make a tick cost a few arguments of a shard's claim rather
 // than a lock's acquisition, commit and release.
 //
-// A job that not every live replica runs (a deploy in progress) is not
-// gated: every replica that runs it asks for its ticks, as without shards,
-// so that a holder that lacks the job cannot keep it from running.
+// A job that not every live replica runs with the same ticks (a deploy in
+// progress that adds, removes or reschedules it) is not gated: every
+// replica that runs it asks for its ticks, as without shards, so that a
+// holder that lacks the job cannot keep it from running.
 package shard
 
 import (

@@ -172,13 +172,13 @@ func (k *Keeper) presence(ctx context.Context) ([]string, error) {
 	// Half the staleness, not a round: under load a node answers late, and
 	// a presence not written for presenceStale makes the others take this
 	// replica's shards (and it theirs) while it still holds them.
-	ctx, cancel := context.WithTimeout(ctx, presenceStale/2)
+	pctx, cancel := context.WithTimeout(ctx, presenceStale/2)
 	defer cancel()
 	answers := make([]map[string]time.Duration, len(k.nodes))
 	member := k.self + "\x00" + digest
 	k.member.Store(&member)
 	errs := engine.OnEach(k.nodes, func(i int, n *engine.Node) (err error) {
-		answers[i], err = n.Presence(ctx, k.key, member, presenceTTL)
+		answers[i], err = n.Presence(pctx, k.key, member, presenceTTL)
 		return err
 	})
 	if engine.Answered(errs) < k.quorum {
@@ -205,7 +205,11 @@ func (k *Keeper) presence(ctx context.Context) ([]string, error) {
 		}
 	}
 	slices.Sort(fleet)
-	k.share(ctx, digest, jobs, digests)
+	// A table not read in time is read again next round: a round held up
+	// would leave the presence stale.
+	tctx, cancel := context.WithTimeout(ctx, presenceStale/4)
+	defer cancel()
+	k.share(tctx, digest, jobs, digests)
 	return fleet, nil
 }
 
@@ -222,9 +226,16 @@ func (k *Keeper) withdraw(ctx context.Context) {
 
 // share sets the gate's shared jobs: all of them when every live replica
 // publishes this replica's table, else the jobs of this replica's table
-// that every other live table holds with the same spec; every job, ungated,
-// when a table cannot be read. It computes them again only when the live
-// tables change.
+// that every other live table holds with the same ticks (spec and zone:
+// the other options, a catch-up window or a timeout changed by a deploy,
+// do not change which ticks its shard's holder claims, so that a deploy
+// that changes them does not make every replica contend for every job).
+// A table that no answering node has counts as empty (a replica without
+// jobs, or of a release that publishes none: its jobs are ungated); a
+// table that could not be read leaves the last shared jobs as they were
+// (ungating every job because a loaded node answered late would load
+// every node with every replica's claims) and is read again next round.
+// It computes them again only when the live tables change.
 func (k *Keeper) share(ctx context.Context, own string, jobs map[string]engine.JobSpec, digests map[string]int) {
 	live := slices.Sorted(maps.Keys(digests))
 	key := own + "|" + strings.Join(live, ",")
@@ -240,49 +251,64 @@ func (k *Keeper) share(ctx context.Context, own string, jobs map[string]engine.J
 	for j := range jobs {
 		shared[j] = true
 	}
+	complete := true
 	for _, d := range live {
 		if d == own {
 			continue
 		}
-		t, ok := k.readTable(ctx, d)
-		if !ok {
-			empty := map[string]bool{}
-			k.gate.shared.Store(&empty)
-			k.sharedFor = "" // read again next round
+		t, err := k.readTable(ctx, d)
+		if err != nil {
+			k.log.LogAttrs(ctx, slog.LevelWarn, "job table not read: the jobs gated by shard stay as they were", slog.String("digest", d), slog.Any("error", err))
 			return
 		}
+		if t == nil {
+			complete = false
+		}
 		for j := range shared {
-			if spec, ok := t[j]; !ok || spec != jobs[j] {
+			if other, ok := t[j]; !ok || other.Spec != jobs[j].Spec || other.Zone != jobs[j].Zone {
 				delete(shared, j)
 			}
 		}
 	}
 	k.gate.shared.Store(&shared)
 	k.sharedFor = key
+	if !complete {
+		k.sharedFor = "" // a table missing now may be published by the next round
+	}
 }
 
 // readTable returns the table of digest, from the first node that has it
 // (engine.Node.JobTable); a table once read is kept (a digest's table
-// never changes).
-func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]engine.JobSpec, bool) {
+// never changes). It returns nil when no node has it but a quorum
+// answered (a replica that publishes no table), and an error when fewer
+// answered.
+func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]engine.JobSpec, error) {
 	if t, ok := k.tables[digest]; ok {
-		return t, true
+		return t, nil
 	}
 	if digest == "" {
-		return nil, false
+		return nil, nil
 	}
+	var errs []error
 	for _, n := range k.nodes {
 		t, err := n.JobTable(ctx, k.keys.JobTable(digest))
-		if err != nil || len(t) == 0 {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(t) == 0 {
 			continue
 		}
 		if len(k.tables) > 64 {
 			clear(k.tables)
 		}
 		k.tables[digest] = t
-		return t, true
+		return t, nil
 	}
-	return nil, false
+	if len(k.nodes)-len(errs) < k.quorum {
+		return nil, errors.Join(errs...)
+	}
+	return nil, nil
 }
 
 // round sets the gate's targets by fleet, releases the leases of shards

@@ -2,7 +2,11 @@ package shard
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +91,79 @@ func TestPresenceUnderLatency(t *testing.T) {
 	}
 	if fresh < 3 {
 		t.Errorf("the presence got older than %v on %d of 5 nodes (oldest by node: %v): the others would take this replica's shards", presenceStale, 5-fresh, worst)
+	}
+}
+
+// TestShare: the jobs gated by shard are those every live replica runs
+// with the same ticks (spec and zone), whatever their other options (a
+// deploy that changes a job's catch-up window or timeout must not make
+// every replica contend for every job); a live table no answering node has
+// gates nothing of what it lacks, and is read again next round; a table
+// that cannot be read leaves the gated jobs as they were.
+func TestShare(t *testing.T) {
+	c := redistest.Start(t, 3)
+	var nodes []*store.Node
+	for _, s := range c.Nodes() {
+		n, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	locks, err := mutex.New(nodes, mutex.WithTrustedNodes(), mutex.WithLedger(0, 0), mutex.WithKeyPrefix("t~shards"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string]engine.JobSpec{
+		"a": {Spec: "* * * * * *", Zone: "UTC", CatchUp: time.Minute},
+		"b": {Spec: "* * * * * *", Zone: "UTC"},
+		"c": {Spec: "0 * * * * *", Zone: "UTC"},
+		"d": {Spec: "0 * * * * *", Zone: "UTC"},
+	}
+	other := map[string]engine.JobSpec{
+		"a": {Spec: "* * * * * *", Zone: "UTC", RunTimeout: time.Second}, // the same ticks
+		"b": {Spec: "*/2 * * * * *", Zone: "UTC"},                        // other ticks
+		"d": {Spec: "0 * * * * *", Zone: "Europe/Paris"},                 // other ticks
+	}
+	_, ownDigest := engine.EncodeJobTable(own)
+	otherFields, otherDigest := engine.EncodeJobTable(other)
+	k, err := NewKeeper(NewGate(&countingLocker{}), locks, "t", "self", 5*time.Second,
+		func() (string, map[string]engine.JobSpec) { return ownDigest, own }, func() error { return nil }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	shared := func() string {
+		m := k.gate.shared.Load()
+		if m == nil {
+			return "all"
+		}
+		return fmt.Sprint(slices.Sorted(maps.Keys(*m)))
+	}
+	live := map[string]int{ownDigest: 3, otherDigest: 3}
+
+	// Not published yet: nothing gated, read again next round.
+	k.share(ctx, ownDigest, own, live)
+	if got := shared(); got != "[]" || k.sharedFor != "" {
+		t.Errorf("a live table no node has: shared %s (computed for %q); want [] and read again", got, k.sharedFor)
+	}
+	for _, n := range k.nodes {
+		if err := n.PublishJobTable(ctx, k.keys.JobTable(otherDigest), otherFields, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.share(ctx, ownDigest, own, live)
+	if got := shared(); got != "[a]" {
+		t.Errorf("shared %s; want [a]: the job both tables run with the same ticks", got)
+	}
+
+	// A third table that cannot be read (a majority of the nodes down):
+	// the gated jobs stay as they were.
+	c.Nodes()[0].Kill()
+	c.Nodes()[1].Kill()
+	live["third"] = 3
+	k.share(ctx, ownDigest, own, live)
+	if got := shared(); got != "[a]" || strings.Contains(k.sharedFor, "third") {
+		t.Errorf("a table not read: shared %s (computed for %q); want [a], read again", got, k.sharedFor)
 	}
 }
