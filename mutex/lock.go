@@ -123,6 +123,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 			l.until = next
 		}
 		l.mu.Unlock()
+		l.heal(results, start)
 	} else {
 		qerr := r.ownershipError("extend", l.keys.Name, results)
 		if ctx.Err() != nil {
@@ -134,6 +135,35 @@ func (l *Lock) Extend(ctx context.Context) error {
 	ev.Duration, ev.Nodes = time.Since(start), results
 	r.observe(ev)
 	return err
+}
+
+// heal gives the lock back, without waiting, to the nodes that answered
+// its extension, granted by a quorum, that they did not hold it: restarted
+// empty, or their copy expired while they were paused or cut off
+// (engine.Node.HealAsync: only where the lock is free). A lock kept alive
+// so spreads back to every node once another value's copy there expires,
+// rather than staying one failure away from lost for the rest of its
+// life; and the parts claimed under a shard's lease and a replica's
+// anchor, which need both on the same nodes, find them on every node. A
+// loss is never hidden: only an extension already granted by a quorum
+// heals, and a healed node counts from the next extension on.
+func (l *Lock) heal(results []NodeResult, start time.Time) {
+	for i, res := range results {
+		if res.Vote != voteNotOwner {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.r.cfg.nodeTimeout)
+		l.r.pending.add(1) // Flush waits for it
+		l.r.nodes[i].HealAsync(ctx, l.keys, l.value, l.ttl, func(ok bool, err error) {
+			defer l.r.pending.done()
+			cancel()
+			if ok && err == nil {
+				healed := make([]NodeResult, i+1)
+				healed[i].Vote = voteYes
+				l.heldAt(healed, start)
+			}
+		})
+	}
 }
 
 // Release stops the lock's KeepAlive, if any, waits for an extension in

@@ -13,6 +13,7 @@ import (
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestMutualExclusion races many goroutines for one name and fails on any
@@ -676,6 +677,53 @@ func TestRaceForOccurrences(t *testing.T) {
 		}
 		if n := len(wins); n != 1 {
 			t.Fatalf("occurrence %d won %d times", o, n)
+		}
+	}
+}
+
+// TestExtendHeals: an extension granted by a quorum gives the lock back to
+// the nodes that lost it (its key deleted there), but not where another
+// value holds it; an extension refused (the lock deleted on a majority)
+// gives nothing back, and the loss stands.
+func TestExtendHeals(t *testing.T) {
+	c := redistest.Start(t, 5)
+	r := newRedlock(t, c)
+	ctx := ctxTimeout(t, 30*time.Second)
+	l, err := r.TryLock(ctx, "healed", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := lockKey(t, r, "healed").Lock
+	clients := make([]*redis.Client, 5)
+	for i, s := range c.Nodes() {
+		clients[i] = s.Client(t)
+	}
+	clients[0].Del(ctx, key)
+	clients[1].Set(ctx, key, "another value", time.Minute)
+	if err := l.Extend(ctx); err != nil {
+		t.Fatalf("extend with 3 of 5 holding: %v", err)
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{l.Value(), "another value", l.Value(), l.Value(), l.Value()} {
+		if got, _ := clients[i].Get(ctx, key).Result(); got != want {
+			t.Errorf("node %d holds %q; want %q", i, got, want)
+		}
+	}
+
+	for _, cl := range clients[:3] {
+		cl.Del(ctx, key)
+	}
+	if err := l.Extend(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Fatalf("extend with the lock deleted on 3 of 5: %v; want ErrLost", err)
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, cl := range clients[:3] {
+		if n, _ := cl.Exists(ctx, key).Result(); n != 0 {
+			t.Errorf("node %d: the lost lock was written back", i)
 		}
 	}
 }

@@ -270,6 +270,17 @@ func (n *Node) ExtendAsync(ctx context.Context, k LockKeys, value string, ttl ti
 	n.boolCall(ctx, "extend", false, extendScript, []string{k.Lock}, []any{"", value, millis(ttl)}, done)
 }
 
+// HealAsync is ExtendAsync that also sets value, with ttl, where the lock
+// is free: call it only for a lock whose extension a quorum of the nodes
+// has just granted, on a node that answered that it did not hold value
+// (restarted empty, or its copy expired while it was paused or cut off),
+// so that the lock is held on every node again and a lock held by a bare
+// quorum does not stay one failure away from being lost. done gets
+// whether the lock holds value now.
+func (n *Node) HealAsync(ctx context.Context, k LockKeys, value string, ttl time.Duration, done func(bool, error)) {
+	n.boolCall(ctx, "heal", false, extendScript, []string{k.Lock}, []any{"heal", value, millis(ttl)}, done)
+}
+
 // Release deletes the lock while it holds value (compare and delete),
 // raising the occurrence mark to occurrence first (0 leaves it), and writes
 // w to the lock's ledger whether or not the lock held value. It reports
