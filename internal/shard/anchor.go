@@ -35,6 +35,7 @@ func (k *Keeper) keepAnchor(ctx context.Context) {
 		k.gate.anchor.Store(nil)
 		a.stop()
 		k.anchor = nil
+		k.letGo(ctx, a.lock)
 	}
 	actx, cancel := context.WithTimeout(ctx, k.ttl/2)
 	lock, err := k.locks.TryLock(actx, k.anchorName(), k.ttl, mutex.Owner(k.self))

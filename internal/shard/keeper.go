@@ -322,12 +322,13 @@ func (k *Keeper) round(ctx context.Context, fleet []string) {
 		want := to[s] == k.self
 		k.gate.want[s].Store(want)
 		l := k.leases[s]
+		var lost *mutex.Lock
 		if l != nil && l.ctx.Err() != nil {
 			k.log.LogAttrs(ctx, slog.LevelDebug, "shard lease lost", slog.Int("shard", s), slog.Any("error", context.Cause(l.ctx)))
 			k.gate.held[s].Store(false)
 			k.gate.lease[s].Store(nil)
 			l.stop()
-			k.leases[s], l = nil, nil
+			k.leases[s], l, lost = nil, nil, l.lock
 		}
 		switch {
 		case l != nil && !want:
@@ -338,15 +339,33 @@ func (k *Keeper) round(ctx context.Context, fleet []string) {
 			k.notUs[s] = 0
 		case want && !k.winning[s]:
 			k.winning[s] = true
-			k.wins.Go(func() { k.win(ctx, s) })
+			k.wins.Go(func() { k.win(ctx, s, lost) })
+		case lost != nil:
+			k.wins.Go(func() { k.letGo(ctx, lost) })
 		}
 	}
 }
 
-// win tries once to win shard s's lease and, if it does and the shard is
-// still this replica's target, keeps it alive; otherwise (the keeper
-// stopped, or the fleet changed meanwhile) it lets the lease go.
-func (k *Keeper) win(ctx context.Context, s int) {
+// letGo deletes what is left of a lease lost here (its copies on the nodes
+// where it still holds, until they expire), so that the next lease of the
+// shard or the anchor is won on every node that answers, not only on those
+// where the lost one had expired: a lease held by a bare quorum stays one
+// failure from lost, and a part is claimed only on the nodes where both
+// its shard's lease and its replica's anchor hold.
+func (k *Keeper) letGo(ctx context.Context, lost *mutex.Lock) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.ttl/2)
+	defer cancel()
+	_ = lost.Release(rctx)
+}
+
+// win tries once to win shard s's lease, after letting go of what is left
+// of the lease lost here, if any, and, if it does and the shard is still
+// this replica's target, keeps it alive; otherwise (the keeper stopped, or
+// the fleet changed meanwhile) it lets the lease go.
+func (k *Keeper) win(ctx context.Context, s int, lost *mutex.Lock) {
+	if lost != nil {
+		k.letGo(ctx, lost)
+	}
 	actx, cancel := context.WithTimeout(ctx, k.ttl/2)
 	lock, err := k.locks.TryLock(actx, Name(s), k.ttl, mutex.Owner(k.self))
 	cancel()

@@ -167,3 +167,78 @@ func TestShare(t *testing.T) {
 		t.Errorf("a table not read: shared %s (computed for %q); want [a], read again", got, k.sharedFor)
 	}
 }
+
+// TestAnchorWonAgainEverywhere: a replica whose anchor is lost while its
+// copies still hold on some nodes (deleted on a majority) wins its next
+// anchor on every node at once, rather than on the nodes where the lost
+// one was gone: a part is claimed only on the nodes where both its
+// shard's lease and the anchor hold, so an anchor on a bare quorum leaves
+// the claims of any shard whose lease holds elsewhere without a quorum.
+func TestAnchorWonAgainEverywhere(t *testing.T) {
+	c := redistest.Start(t, 5)
+	var nodes []*store.Node
+	clients := make([]*redis.Client, 0, 5)
+	for _, s := range c.Nodes() {
+		cl := s.Client(t)
+		n, err := store.NewNode(s.Addr(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, clients = append(nodes, n), append(clients, cl)
+	}
+	locks, err := mutex.New(nodes, mutex.WithTrustedNodes(), mutex.WithLedger(0, 0), mutex.WithKeyPrefix("t~shards"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := func() (string, map[string]engine.JobSpec) { return "digest", nil }
+	const ttl = 9 * time.Second // extended every 3 s
+	k, err := NewKeeper(NewGate(&countingLocker{}), locks, "t", "self", ttl, table, func() error { return nil }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { k.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	ks, err := engine.NewKeyspace("t~shards")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := ks.Lock(k.anchorName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchor := func() *mutex.Lock { return k.gate.anchor.Load() }
+	for anchor() == nil { // polls the keeper's state; nothing to wait on
+		time.Sleep(10 * time.Millisecond)
+	}
+	first := anchor()
+	for _, cl := range clients[:3] {
+		cl.Del(ctx, keys.Lock)
+	}
+	// Its next extension (within 3 s) finds it lost; the copies on nodes 3
+	// and 4 would hold for 6 s or more.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if a := anchor(); a != nil && a != first {
+			everywhere := true
+			for _, cl := range clients {
+				if v, _ := cl.Get(ctx, keys.Lock).Result(); v != a.Value() {
+					everywhere = false
+				}
+			}
+			if everywhere {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			var on []string
+			for _, cl := range clients {
+				v, _ := cl.Get(ctx, keys.Lock).Result()
+				on = append(on, v)
+			}
+			t.Fatalf("5 s after the anchor was deleted on 3 of 5 nodes, the nodes hold %q; want the new anchor's value on all", on)
+		}
+		time.Sleep(50 * time.Millisecond) // polls the nodes; nothing to wait on
+	}
+}
