@@ -175,7 +175,7 @@ func (l *redlockLease) Keep(ctx context.Context) context.Context {
 		}
 		cancel(cause)
 	})
-	return out
+	return context.WithValue(out, validityKey{}, l.l.Until)
 }
 
 // Release implements Lease; the Redlock's ledger records o.

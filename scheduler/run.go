@@ -157,7 +157,11 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 			defer r.cancel(nil)
 		}
 		if ready != nil {
-			if err := ready(); err != nil {
+			err := ready()
+			if err == nil {
+				err = outlived(kept)
+			}
+			if err != nil {
 				if err == errWithdrawn { // its handler has dealt with it
 					return
 				}
@@ -178,6 +182,25 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 		}()
 		out.err = s.tryJob(rn.loopCtx, r)
 	}()
+}
+
+// validityKey is the key under which a lease's kept context carries when
+// its validity ends (func() time.Time; redlockLease.Keep).
+type validityKey struct{}
+
+// outlived returns why a run of the lease kept with kept must not start:
+// its validity ended, though the keepalive, whose timer a busy process
+// runs late, has not cancelled kept yet; nil otherwise, or for a Locker
+// whose leases do not say.
+func outlived(kept context.Context) error {
+	until, ok := kept.Value(validityKey{}).(func() time.Time)
+	if !ok {
+		return nil
+	}
+	if late := time.Since(until()); late >= 0 {
+		return fmt.Errorf("%w: its validity ended %v before its run could start", ErrLockLost, late)
+	}
+	return nil
 }
 
 // markStart records r's start and builds its job's context from base, the
