@@ -78,7 +78,10 @@ func (l *Lock) Until() time.Time {
 
 // Extend renews the lock's TTL on every node that still holds it. It
 // succeeds when a majority did so, and then moves Until to the extension's
-// start plus the TTL minus the drift allowance. It is refused with ErrLost
+// start plus the TTL minus the drift allowance; the nodes that answered
+// that they had lost the lock (restarted empty, or its copy expired while
+// they were paused) are then given it back where it is free, without
+// waiting, and count from the next extension on. It is refused with ErrLost
 // once the validity deadline has passed; its error matches ErrLost when a
 // majority of nodes no longer holds the lock, or ErrNoQuorum when too few
 // answered in time (the lock may still be held until Until). It is refused
