@@ -42,7 +42,12 @@ type Lock struct {
 	// acquisition's or latest extension's start there, plus the TTL less
 	// the drift (zero where it was not granted).
 	nodeUntil []time.Time
-	released  bool
+	// nodeLost is, by node, when the node last answered an extension that
+	// it did not hold the lock: a part claimed before then does not count
+	// the node any more (its running value may be gone there), even once
+	// the lock is given back there (heal).
+	nodeLost []time.Time
+	released bool
 	keep      *keeper // the running KeepAlive, if any
 }
 
@@ -65,7 +70,8 @@ func (l *Lock) Fence() uint64 { return l.fence }
 // at most the max hold from its claim.
 func (l *Lock) Until() time.Time {
 	if l.parent != nil {
-		until := l.parent.heldOn(l.claim.nodes(l.at))
+		on, servers := l.claim.nodes(l.at)
+		until := l.parent.heldOn(on, servers, l.acquired)
 		if end := l.acquired.Add(l.r.cfg.maxHold); end.Before(until) {
 			return end // a part's hold is bounded from its own claim
 		}
@@ -149,7 +155,8 @@ func (l *Lock) Extend(ctx context.Context) error {
 // life; and the parts claimed under a shard's lease and a replica's
 // anchor, which need both on the same nodes, find them on every node. A
 // loss is never hidden: only an extension already granted by a quorum
-// heals, and a healed node counts from the next extension on.
+// heals; and a part claimed before the node lost the lock never counts
+// the node again (nodeLost), since its running value may be gone there.
 func (l *Lock) heal(results []NodeResult, start time.Time) {
 	for i, res := range results {
 		if res.Vote != voteNotOwner {

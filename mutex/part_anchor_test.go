@@ -322,3 +322,71 @@ func TestPartEndRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestHealedNodeLeavesOlderPartsOut: a node that lost a part's anchor (a
+// restart: the anchor and the part's running value gone) counts no more
+// for that part once the anchor is given back there, since the part does
+// not run there. Two of three nodes restarted one after the other leave
+// the part's running value on node 0 alone: its validity must have ended,
+// though its anchor, healed on both, holds on every node again.
+func TestHealedNodeLeavesOlderPartsOut(t *testing.T) {
+	c := redistest.Start(t, 3)
+	nodes := nodesOf(t, c)
+	jobs := newRedlockOn(t, nodes, mutex.WithFencing(true))
+	shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
+	ctx := ctxTimeout(t, 30*time.Second)
+	onAll := func(name string) *mutex.Lock {
+		key := lockKey(t, shards, name).Lock
+		for range 20 {
+			l, err := shards.TryLock(ctx, name, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(c.KeyOn(t, key), false) {
+				return l
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Fatalf("%s not held on every node in 20 attempts", name)
+		return nil
+	}
+	anchor, right := onAll("replica-a"), onAll("shard-1")
+	res := jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right, anchor }),
+		[]mutex.Request{{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(time.Now().Truncate(time.Second)), mutex.Owner("a")}}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	part := res[0].Lock
+	state := lockKey(t, jobs, "job").State
+	for i := range 3 {
+		if c.Node(i).Client(t).HGet(ctx, state, "r|job").Val() == "" {
+			t.Fatalf("the part was not claimed on node %d", i)
+		}
+	}
+	akey := lockKey(t, shards, "replica-a").Lock
+	for _, i := range []int{2, 1} {
+		c.Node(i).Restart()
+		// Calls to a restarted server may meet dead connections first: the
+		// anchor is extended until the restarted node answers and is healed.
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if err := anchor.Extend(ctx); err != nil {
+				t.Fatalf("extending the anchor after node %d restarted: %v", i, err)
+			}
+			if err := shards.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if c.KeyOn(t, akey)[i] {
+				break
+			}
+		}
+		if !c.KeyOn(t, akey)[i] {
+			t.Fatalf("the anchor was not given back to node %d", i)
+		}
+	}
+	if until := part.Until(); until.After(time.Now()) {
+		t.Errorf("the part is valid until %v with its running value on node 0 alone (r|job on nodes 1, 2: %q, %q)", until,
+			c.Node(1).Client(t).HGet(ctx, state, "r|job").Val(), c.Node(2).Client(t).HGet(ctx, state, "r|job").Val())
+	}
+}

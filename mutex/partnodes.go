@@ -53,15 +53,18 @@ func (c *claimed) nodes(j int) ([]bool, []string) {
 }
 
 // heldOn returns until when l holds on a quorum of the nodes on (their
-// servers counted once each): a part claimed on those nodes runs while its
-// parent, l, holds on a quorum of them (elsewhere, a claim or an
-// acquisition of its lock finds it gone), and never past l's own validity.
-func (l *Lock) heldOn(on []bool, servers []string) time.Time {
+// servers counted once each), for a part claimed on those nodes at
+// claimed: it runs while its parent, l, holds on a quorum of them
+// (elsewhere, a claim or an acquisition of its lock finds it gone), and
+// never past l's own validity. A node where l was lost after claimed does
+// not count, even where l was given back since: the part's running value
+// may have gone with it (a restart, another replica's claim).
+func (l *Lock) heldOn(on []bool, servers []string, claimed time.Time) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	held := make([]time.Time, 0, len(on))
 	for i, ok := range on {
-		if ok && i < len(l.nodeUntil) && !twinBefore(on, servers, i) {
+		if ok && i < len(l.nodeUntil) && !twinBefore(on, servers, i) && !l.lostSince(i, claimed) {
 			held = append(held, l.nodeUntil[i])
 		}
 	}
@@ -100,7 +103,19 @@ func (l *Lock) heldAt(results []NodeResult, start time.Time) {
 		if res.Vote == voteYes && i < len(l.nodeUntil) && until.After(l.nodeUntil[i]) {
 			l.nodeUntil[i] = until
 		}
+		if res.Vote == voteNotOwner && i < len(l.nodeUntil) {
+			if l.nodeLost == nil {
+				l.nodeLost = make([]time.Time, len(l.r.nodes))
+			}
+			l.nodeLost[i] = time.Now() // after the loss, whenever it was
+		}
 	}
+}
+
+// lostSince reports whether node i answered that it had lost l after t.
+// Called with l.mu held.
+func (l *Lock) lostSince(i int, t time.Time) bool {
+	return i < len(l.nodeLost) && l.nodeLost[i].After(t)
 }
 
 // heldAtNamed is heldAt for one node's answer, found by its name (a late
