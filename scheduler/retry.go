@@ -46,7 +46,7 @@ func (s *Scheduler) tryJob(stopping context.Context, r *run) error {
 		slept := sleep(wait, backoff)
 		unhook()
 		stop()
-		if !slept {
+		if !slept || outlived(r.ctx) != nil { // no try after the lease's validity
 			return err
 		}
 		backoff *= 2
