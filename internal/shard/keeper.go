@@ -64,8 +64,9 @@ type Keeper struct {
 	tables  map[string]map[string]engine.JobSpec // job tables read, by digest
 	// sharedFor is the live digests (sorted, joined) the gate's shared jobs
 	// were last computed for: they are computed again only when it changes.
-	sharedFor string
-	failed    atomic.Int64 // when a failure to win a shard was last logged, unix ns
+	sharedFor  string
+	sharedOnce bool         // the gate's shared jobs were computed once
+	failed     atomic.Int64 // when a failure to win a shard was last logged, unix ns
 	// leaving is set by HandOver: no presence is written any more.
 	leaving atomic.Bool
 	// anchor is the replica's anchor (the parent of its runs claimed as
@@ -234,7 +235,8 @@ func (k *Keeper) withdraw(ctx context.Context) {
 // jobs, or of a release that publishes none: its jobs are ungated); a
 // table that could not be read leaves the last shared jobs as they were
 // (ungating every job because a loaded node answered late would load
-// every node with every replica's claims) and is read again next round.
+// every node with every replica's claims), or ungates every job if none
+// were computed yet, and is read again next round.
 // It computes them again only when the live tables change.
 func (k *Keeper) share(ctx context.Context, own string, jobs map[string]engine.JobSpec, digests map[string]int) {
 	live := slices.Sorted(maps.Keys(digests))
@@ -244,7 +246,7 @@ func (k *Keeper) share(ctx context.Context, own string, jobs map[string]engine.J
 	}
 	if len(live) == 1 && live[0] == own {
 		k.gate.shared.Store(nil)
-		k.sharedFor = key
+		k.sharedFor, k.sharedOnce = key, true
 		return
 	}
 	shared := map[string]bool{}
@@ -258,6 +260,10 @@ func (k *Keeper) share(ctx context.Context, own string, jobs map[string]engine.J
 		}
 		t, err := k.readTable(ctx, d)
 		if err != nil {
+			if !k.sharedOnce {
+				// Nothing known yet: every job ungated, as for a table missing.
+				k.gate.shared.Store(&map[string]bool{})
+			}
 			k.log.LogAttrs(ctx, slog.LevelWarn, "job table not read: the jobs gated by shard stay as they were", slog.String("digest", d), slog.Any("error", err))
 			return
 		}
@@ -271,15 +277,16 @@ func (k *Keeper) share(ctx context.Context, own string, jobs map[string]engine.J
 		}
 	}
 	k.gate.shared.Store(&shared)
-	k.sharedFor = key
+	k.sharedFor, k.sharedOnce = key, true
 	if !complete {
 		k.sharedFor = "" // a table missing now may be published by the next round
 	}
 }
 
-// readTable returns the table of digest, from the first node that has it
-// (engine.Node.JobTable); a table once read is kept (a digest's table
-// never changes). It returns nil when no node has it but a quorum
+// readTable returns the table of digest, from the first node to answer
+// with it (engine.Node.JobTable; all are asked at once, so that one slow
+// node does not use up the bound); a table once read is kept (a digest's
+// table never changes). It returns nil when no node has it but a quorum
 // answered (a replica that publishes no table), and an error when fewer
 // answered.
 func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]engine.JobSpec, error) {
@@ -289,21 +296,34 @@ func (k *Keeper) readTable(ctx context.Context, digest string) (map[string]engin
 	if digest == "" {
 		return nil, nil
 	}
-	var errs []error
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		t   map[string]engine.JobSpec
+		err error
+	}
+	answers := make(chan answer, len(k.nodes))
 	for _, n := range k.nodes {
-		t, err := n.JobTable(ctx, k.keys.JobTable(digest))
-		if err != nil {
-			errs = append(errs, err)
+		go func() {
+			t, err := n.JobTable(ctx, k.keys.JobTable(digest))
+			answers <- answer{t, err}
+		}()
+	}
+	var errs []error
+	for range k.nodes {
+		a := <-answers
+		if a.err != nil {
+			errs = append(errs, a.err)
 			continue
 		}
-		if len(t) == 0 {
+		if len(a.t) == 0 {
 			continue
 		}
 		if len(k.tables) > 64 {
 			clear(k.tables)
 		}
-		k.tables[digest] = t
-		return t, nil
+		k.tables[digest] = a.t
+		return a.t, nil
 	}
 	if len(k.nodes)-len(errs) < k.quorum {
 		return nil, errors.Join(errs...)

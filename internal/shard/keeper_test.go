@@ -99,7 +99,9 @@ func TestPresenceUnderLatency(t *testing.T) {
 // deploy that changes a job's catch-up window or timeout must not make
 // every replica contend for every job); a live table no answering node has
 // gates nothing of what it lacks, and is read again next round; a table
-// that cannot be read leaves the gated jobs as they were.
+// is read from the nodes that answer, though one hangs; a table that
+// cannot be read leaves the gated jobs as they were, or ungates every job
+// when none were known.
 func TestShare(t *testing.T) {
 	c := redistest.Start(t, 3)
 	var nodes []*store.Node
@@ -157,14 +159,40 @@ func TestShare(t *testing.T) {
 		t.Errorf("shared %s; want [a]: the job both tables run with the same ticks", got)
 	}
 
+	// A keeper that has computed nothing yet reads the table from the
+	// nodes that answer, though the first one hangs (paused).
+	fresh := func() *Keeper {
+		k, err := NewKeeper(NewGate(&countingLocker{}), locks, "t", "self", 5*time.Second,
+			func() (string, map[string]engine.JobSpec) { return ownDigest, own }, func() error { return nil }, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	k2 := fresh()
+	c.Nodes()[0].Pause()
+	tctx, cancel := context.WithTimeout(ctx, presenceStale/4)
+	k2.share(tctx, ownDigest, own, live)
+	cancel()
+	c.Nodes()[0].Resume()
+	if m := k2.gate.shared.Load(); m == nil || fmt.Sprint(slices.Sorted(maps.Keys(*m))) != "[a]" {
+		t.Errorf("with node 0 paused: shared %v; want [a], read from the other nodes", m)
+	}
+
 	// A third table that cannot be read (a majority of the nodes down):
-	// the gated jobs stay as they were.
+	// the gated jobs stay as they were; a keeper that knew none ungates
+	// every job.
 	c.Nodes()[0].Kill()
 	c.Nodes()[1].Kill()
 	live["third"] = 3
 	k.share(ctx, ownDigest, own, live)
 	if got := shared(); got != "[a]" || strings.Contains(k.sharedFor, "third") {
 		t.Errorf("a table not read: shared %s (computed for %q); want [a], read again", got, k.sharedFor)
+	}
+	k3 := fresh()
+	k3.share(ctx, ownDigest, own, live)
+	if m := k3.gate.shared.Load(); m == nil || len(*m) != 0 {
+		t.Errorf("a table not read by a keeper that knew none: shared %v; want none (every job ungated)", m)
 	}
 }
 
