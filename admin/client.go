@@ -32,6 +32,10 @@ type Options struct {
 	// gone). Without it they refuse such a name with an error matching
 	// scheduler.ErrUnknownJob, and write nothing.
 	AnyJob bool
+	// NoLastRun makes Status read no job's last run (Job.LastRun is nil):
+	// it reads each shard's ledger whole from every node, which costs much
+	// with many jobs.
+	NoLastRun bool
 	// MaxAge makes Status report a lock acquired longer ago as an
 	// over_age leak; 0 reports none.
 	MaxAge time.Duration

@@ -96,23 +96,20 @@ type Node struct {
 
 // Status scans the nodes (SCAN, never KEYS, read only) and returns the
 // fleet's jobs with their last runs, its live replicas, its nodes' health
-// and its leaks. A node that cannot be scanned has its ScanErr, and is
+// and its leaks (see Options.NoLastRun). A node that cannot be scanned has its ScanErr, and is
 // counted as if it held a copy of every lock and a heartbeat of every
 // owner, so that no live lock is taken for a leak. Its error says that no
 // node could be scanned; the nodes' health is returned then too.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
-	st, err := c.status(ctx, 1)
-	return publicStatus(c, st), err
-}
-
-// status returns the cluster's status, each job with up to runs of its
-// newest runs.
-func (c *Client) status(ctx context.Context, runs int) (*cluster.Status, error) {
-	warm := c.opts.MaxTTL
+	warm, runs := c.opts.MaxTTL, 1
 	if warm == 0 {
 		warm = defaultMaxTTL
 	}
-	return c.cl.Status(ctx, runs, warm)
+	if c.opts.NoLastRun {
+		runs = 0
+	}
+	st, err := c.cl.Status(ctx, runs, warm)
+	return publicStatus(c, st), err
 }
 
 // publicStatus returns st as Status shows it.

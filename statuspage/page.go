@@ -2,7 +2,6 @@ package statuspage
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -11,11 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/internal/ledger"
 	"github.com/redcron/redcron/internal/redact"
 	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
 )
 
 // Timing of the page's reads.
@@ -30,7 +30,14 @@ const (
 // Page is the status page of the fleet whose nodes a Redlock reaches. It
 // is an http.Handler, safe for concurrent use; create it with New.
 type Page struct {
-	locks   *mutex.Redlock
+	locks *mutex.Redlock
+	// admin reads the fleet (its status, a job's history) with opts; an
+	// action acts through a Client of its operator's (as).
+	admin *admin.Client
+	opts  admin.Options
+	nodes []*store.Node
+	// cl makes the reads of the page's own: the newest runs of the jobs a
+	// view shows, and the ticks missed in the last hour.
 	cl      *cluster.Cluster
 	cfg     config
 	tmpl    *template.Template
@@ -54,7 +61,7 @@ type Page struct {
 // history is a job's history as last read, for the views within freshFor.
 type history struct {
 	at   time.Time
-	runs []ledger.Run
+	runs []admin.Record
 	err  error
 }
 
@@ -62,7 +69,7 @@ type history struct {
 const maxHistories = 256
 
 // history returns the job's history, from a read at most freshFor old.
-func (p *Page) history(ctx context.Context, name string) ([]ledger.Run, error) {
+func (p *Page) history(ctx context.Context, name string) ([]admin.Record, error) {
 	p.histMu.Lock()
 	defer p.histMu.Unlock()
 	if h, ok := p.hist[name]; ok && time.Since(h.at) < freshFor {
@@ -70,7 +77,7 @@ func (p *Page) history(ctx context.Context, name string) ([]ledger.Run, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 	defer cancel()
-	runs, _, err := p.cl.History(ctx, name, historyRuns)
+	runs, _, err := p.admin.History(ctx, name, historyRuns)
 	if p.hist == nil || len(p.hist) >= maxHistories {
 		p.hist = map[string]history{}
 	}
@@ -99,23 +106,31 @@ func New(locks *mutex.Redlock, opts ...Option) (*Page, error) {
 			return nil, err
 		}
 	}
+	// The page checks the names itself (knows: this replica's jobs too),
+	// and reads the jobs' runs for the rows it shows alone (withRuns).
+	ao := admin.Options{KeyPrefix: locks.KeyPrefix(), AnyJob: true, NoLastRun: true, MaxAge: locks.MaxHold(), MaxTTL: locks.MaxTTL()}
+	if ao.LedgerRecords, ao.LedgerWindow = locks.Ledger(); ao.LedgerRecords == 0 {
+		ao.LedgerRecords = -1 // no ledger: nothing to record in
+	}
+	nodes := locks.Nodes()
+	ac, err := admin.New(nodes, ao)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	}
 	keys, err := engine.NewKeyspace(locks.KeyPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	cl := &cluster.Cluster{Keys: keys, MaxAge: locks.MaxHold()}
-	if cl.LedgerRecords, cl.LedgerWindow = locks.Ledger(); cl.LedgerRecords == 0 {
-		cl.LedgerRecords = -1 // no ledger: nothing to record in
-	}
-	for _, n := range locks.Nodes() {
+	cl := &cluster.Cluster{Keys: keys}
+	for _, n := range nodes {
 		cl.Nodes = append(cl.Nodes, (*engine.Node)(n))
 	}
 	tmpl, err := parseTemplates()
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{locks: locks, cl: cl, cfg: cfg, tmpl: tmpl, hide: redact.New(cl.Nodes).Redact, started: time.Now(),
-		nodeErr: map[string]nodeError{}}
+	p := &Page{locks: locks, admin: ac, opts: ao, nodes: nodes, cl: cl, cfg: cfg, tmpl: tmpl, hide: redact.New(cl.Nodes).Redact,
+		started: time.Now(), nodeErr: map[string]nodeError{}}
 	p.handler = p.routes()
 	return p, nil
 }
@@ -149,7 +164,7 @@ func (p *Page) routes() http.Handler {
 // replicas publish: Status.Published), and what the page reads besides:
 // the ticks missed in the last hour.
 type snapshot struct {
-	*cluster.Status
+	*admin.Status
 	Missed map[string]int // by job: ticks recorded missed in the last hour
 	At     time.Time      // when the scan ended: the nodes' uptimes are as of then
 	// Seen is each node's state as the Redlock saw it when it had just
@@ -157,9 +172,9 @@ type snapshot struct {
 	// that another owner holds a lock shows it up).
 	Seen map[string]string
 
-	scanned bool                    // the scan read some node: the jobs' runs can be read
-	runsMu  sync.Mutex              // held while runs are read: views of the scan share them
-	runs    map[string][]ledger.Run // each job's newest runs read so far, by name
+	scanned bool                      // the scan read some node: the jobs' runs can be read
+	runsMu  sync.Mutex                // held while runs are read: views of the scan share them
+	runs    map[string][]admin.Record // each job's newest runs read so far, by name
 }
 
 // missedWindow is how far back the headline counts missed ticks.
@@ -180,8 +195,8 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	// the nodes' states are as it counts their votes now.
 	var wg sync.WaitGroup
 	wg.Go(func() { p.locks.LogNodes(ctx) })
-	cst, err := p.cl.Status(ctx, 0, p.locks.MaxTTL()) // the runs of the jobs shown alone are read: withRuns
-	st := &snapshot{Status: cst, At: time.Now(), runs: map[string][]ledger.Run{}}
+	ast, err := p.admin.Status(ctx) // the runs of the jobs shown alone are read: withRuns
+	st := &snapshot{Status: ast, At: time.Now(), runs: map[string][]admin.Record{}}
 	wg.Wait()
 	st.Seen = p.locks.NodeStates()
 	for _, state := range st.Seen {
@@ -197,13 +212,13 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	for _, n := range st.Nodes {
 		// A node that answers but has no INFO (an in-process server) is
 		// up: its INFO error is no error of the node's.
-		if n.Err != nil && (!n.Answered || n.Refused) {
+		if n.Err != nil && (n.State == cluster.NodeDown || n.State == cluster.NodeRefused) {
 			p.nodeErr[n.Name] = nodeError{text: p.hide(n.Err.Error()), at: now}
 		}
 	}
-	for _, e := range st.Report.Errors {
-		if ee := (*engine.Error)(nil); errors.As(e, &ee) {
-			p.nodeErr[ee.Node] = nodeError{text: p.hide(e.Error()), at: now}
+	for _, n := range st.Nodes {
+		if n.ScanErr != nil {
+			p.nodeErr[n.Name] = nodeError{text: p.hide(n.ScanErr.Error()), at: now}
 		}
 	}
 	if err != nil {
@@ -230,7 +245,20 @@ func (p *Page) readMissed(ctx context.Context, st *snapshot) {
 			}
 		}
 	}
-	st.Missed = p.cl.MissedSince(ctx, st.Report, names, time.Now().Add(-missedWindow))
+	var readable []*engine.Node // the nodes the scan read
+	for i, n := range st.Nodes {
+		if n.ScanErr == nil {
+			readable = append(readable, p.cl.Nodes[i])
+		}
+	}
+	st.Missed = p.cl.MissedSince(ctx, readable, names, time.Now().Add(-missedWindow))
+}
+
+// as returns a Client whose actions are by who.
+func (p *Page) as(who string) (*admin.Client, error) {
+	opts := p.opts
+	opts.Operator = who
+	return admin.New(p.nodes, opts)
 }
 
 // forget drops the last scan, so that the next view shows an action's

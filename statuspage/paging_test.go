@@ -10,8 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redcron/redcron/internal/cluster"
-	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -48,12 +47,12 @@ func bigPage(t *testing.T) *Page {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &cluster.Status{Report: &leaks.Report{}}
+	st := &admin.Status{Quorum: len(nodes)/2 + 1}
 	for i := range nodes {
-		st.Nodes = append(st.Nodes, cluster.Node{Name: fmt.Sprintf("127.0.0.1:%d", 1+i), Answered: true, Latency: time.Millisecond, Uptime: time.Hour})
+		st.Nodes = append(st.Nodes, admin.Node{Name: fmt.Sprintf("127.0.0.1:%d", 1+i), State: "up", Latency: time.Millisecond, Uptime: time.Hour})
 	}
 	for i := range 150 {
-		st.Jobs = append(st.Jobs, cluster.Job{Name: fmt.Sprintf("old-%03d", i)})
+		st.Jobs = append(st.Jobs, admin.Job{Name: fmt.Sprintf("old-%03d", i)})
 	}
 	p.last, p.lastAt = &snapshot{Status: st, At: time.Now(), scanned: true}, time.Now().Add(time.Hour) // fresh for the test's length
 	return p

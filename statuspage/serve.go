@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/redcron/redcron/internal/ledger"
 )
 
 // jobPage is what a job's page shows.
@@ -111,7 +109,7 @@ func (p *Page) data(r *http.Request, title, base string) pageData {
 	who, ok := p.authorized(r)
 	done := r.URL.Query().Get("done")
 	switch done {
-	case ledger.ActionPaused, ledger.ActionResumed, ledger.ActionTriggered, ledger.ActionLeaksFixed:
+	case actionPaused, actionResumed, actionTriggered, actionLeaksFixed:
 	default:
 		done = ""
 	}
