@@ -160,8 +160,8 @@ func WithStateTTL(d time.Duration) Option {
 // locks of its shard (one of 64), which keeps its newest records times
 // its locks: a lock run rarely beside locks run often keeps fewer. Every
 // acquisition's commit adds a record (owner, occurrence, fence, start), and its release
-// replaces it with the holder's final record (end, and the Outcome given
-// to SetOutcome), on every node, in the same script calls, so that it
+// replaces it with the holder's final record (end, and a scheduler's run's
+// result, error, tries and start delay), on every node, in the same script calls, so that it
 // costs no round trip. records is at most 10,000; window is 1 m to 400
 // days. A record is a few hundred bytes on every node.
 func WithLedger(records int, window time.Duration) Option {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	ledgerout "github.com/redcron/redcron/internal/outcome"
 	"github.com/redcron/redcron/mutex"
 )
 
@@ -185,7 +186,7 @@ func (l *redlockLease) Release(ctx context.Context, o Outcome) error {
 		defer l.cancel(context.Canceled)
 	}
 	if o.RunID != "" {
-		l.l.SetOutcome(mutex.Outcome{Run: o.RunID, Result: o.Result, Err: o.Err, Try: o.Try, Delay: o.Delay})
+		ctx = ledgerout.NewContext(ctx, ledgerout.Outcome{Run: o.RunID, Result: o.Result, Err: o.Err, Try: o.Try, Delay: o.Delay})
 	}
 	err := l.l.Release(ctx)
 	if errors.Is(err, mutex.ErrLost) {
