@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/redcron/redcron/internal/lockwire"
 	ledgerout "github.com/redcron/redcron/internal/outcome"
 	"github.com/redcron/redcron/mutex"
 )
@@ -26,20 +28,21 @@ func NewRedlockLocker(r *mutex.Redlock) Locker {
 	if r == nil {
 		return nil // New refuses a nil Locker
 	}
-	return &redlockLocker{r: r}
+	return &redlockLocker{r: r, check: lockwire.Of(r).Check}
 }
 
 type redlockLocker struct {
-	r *mutex.Redlock
+	r     *mutex.Redlock
+	check func(name string, ttl, lead, reach time.Duration) error // the Redlock's (internal/lockwire)
 }
 
-// Check implements Locker with mutex.Redlock.Check: a name or TTL the
+// Check implements Locker with the Redlock's own check: a name or TTL the
 // Redlock refuses, a lead (WithLockAhead) above its max TTL or a reach
 // (WithMisfireGrace, WithCatchUp) longer than it keeps a tick's mark match
 // ErrInvalidOption and mutex.ErrInvalidOption, since a tick claimed
 // outside that span could run again.
 func (a *redlockLocker) Check(req LockRequest) error {
-	if err := a.r.Check(req.Job, req.TTL, req.Lead, req.Reach); err != nil {
+	if err := a.check(req.Job, req.TTL, req.Lead, req.Reach); err != nil {
 		return fmt.Errorf("%w: %w (WithLockTTL, WithLockAhead, WithMisfireGrace, WithCatchUp)", ErrInvalidOption, err)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/redact"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
@@ -30,7 +31,9 @@ const (
 // Page is the status page of the fleet whose nodes a Redlock reaches. It
 // is an http.Handler, safe for concurrent use; create it with New.
 type Page struct {
-	locks *mutex.Redlock
+	locks    *mutex.Redlock
+	logNodes func(context.Context) // the Redlock's: it notes the nodes' states
+	maxTTL   time.Duration         // the Redlock's: a node warms up for it
 	// admin reads the fleet (its status, a job's history) with opts; an
 	// action acts through a Client of its operator's (as).
 	admin *admin.Client
@@ -108,28 +111,30 @@ func New(locks *mutex.Redlock, opts ...Option) (*Page, error) {
 	}
 	// The page checks the names itself (knows: this replica's jobs too),
 	// and reads the jobs' runs for the rows it shows alone (withRuns).
-	ao := admin.Options{KeyPrefix: locks.KeyPrefix(), AnyJob: true, NoLastRun: true, MaxAge: locks.MaxHold(), MaxTTL: locks.MaxTTL()}
-	if ao.LedgerRecords, ao.LedgerWindow = locks.Ledger(); ao.LedgerRecords == 0 {
+	w := lockwire.Of(locks)
+	ao := admin.Options{KeyPrefix: w.KeyPrefix, AnyJob: true, NoLastRun: true, MaxAge: w.MaxHold, MaxTTL: w.MaxTTL,
+		LedgerRecords: w.LedgerRecords, LedgerWindow: w.LedgerWindow}
+	if ao.LedgerRecords == 0 {
 		ao.LedgerRecords = -1 // no ledger: nothing to record in
 	}
-	nodes := locks.Nodes()
+	nodes := make([]*store.Node, len(w.Nodes))
+	for i, n := range w.Nodes {
+		nodes[i] = (*store.Node)(n)
+	}
 	ac, err := admin.New(nodes, ao)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	keys, err := engine.NewKeyspace(locks.KeyPrefix())
+	keys, err := engine.NewKeyspace(w.KeyPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	cl := &cluster.Cluster{Keys: keys}
-	for _, n := range nodes {
-		cl.Nodes = append(cl.Nodes, (*engine.Node)(n))
-	}
+	cl := &cluster.Cluster{Keys: keys, Nodes: w.Nodes}
 	tmpl, err := parseTemplates()
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{locks: locks, admin: ac, opts: ao, nodes: nodes, cl: cl, cfg: cfg, tmpl: tmpl, hide: redact.New(cl.Nodes).Redact,
+	p := &Page{locks: locks, logNodes: w.LogNodes, maxTTL: w.MaxTTL, admin: ac, opts: ao, nodes: nodes, cl: cl, cfg: cfg, tmpl: tmpl, hide: redact.New(cl.Nodes).Redact,
 		started: time.Now(), nodeErr: map[string]nodeError{}}
 	p.handler = p.routes()
 	return p, nil
@@ -194,7 +199,7 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	// Have the Redlock look at the nodes, as its heartbeats do, so that
 	// the nodes' states are as it counts their votes now.
 	var wg sync.WaitGroup
-	wg.Go(func() { p.locks.LogNodes(ctx) })
+	wg.Go(func() { p.logNodes(ctx) })
 	ast, err := p.admin.Status(ctx) // the runs of the jobs shown alone are read: withRuns
 	st := &snapshot{Status: ast, At: time.Now(), runs: map[string][]admin.Record{}}
 	wg.Wait()

@@ -213,7 +213,7 @@ func (p *Page) nodesOf(st *snapshot) []nodeView {
 			// uptime, after the max TTL and a second for the uptime's
 			// whole seconds; rounded up to a second, as the page shows it.
 			v.Started = st.At.Add(-n.Uptime)
-			v.VotesAt = v.Started.Add(p.locks.MaxTTL() + 2*time.Second - 1).Truncate(time.Second)
+			v.VotesAt = v.Started.Add(p.maxTTL + 2*time.Second - 1).Truncate(time.Second)
 		}
 		e := p.lastError(n.Name)
 		v.LastErr, v.LastErrAt = e.text, e.at
