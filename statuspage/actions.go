@@ -32,7 +32,7 @@ const (
 
 // serveJobAction serves POST /job/{name}/pause, /resume and /trigger: for
 // a request the hook lets act, on a job this replica or the nodes know.
-func (p *Page) serveJobAction(w http.ResponseWriter, r *http.Request) {
+func (p *statusPage) serveJobAction(w http.ResponseWriter, r *http.Request) {
 	name, action := r.PathValue("name"), r.PathValue("action")
 	if !slices.Contains([]string{"pause", "resume", "trigger"}, action) {
 		p.fail(w, r, http.StatusNotFound, "No such action: "+action+".")
@@ -92,7 +92,7 @@ func (p *Page) serveJobAction(w http.ResponseWriter, r *http.Request) {
 // serveFix serves POST /leaks/fix: a new scan, and every leaked copy it
 // finds deleted by compare-and-delete, recorded in the ledgers of the jobs
 // whose locks lost a copy.
-func (p *Page) serveFix(w http.ResponseWriter, r *http.Request) {
+func (p *statusPage) serveFix(w http.ResponseWriter, r *http.Request) {
 	who, ok := p.authorized(r)
 	if !ok {
 		p.refuse(w, r, "fix leaks")
@@ -138,7 +138,7 @@ func answered(errs []error) int {
 // knows reports whether this replica or a live replica publishes the job,
 // and whether some node has its pause key (a pause left on a name no
 // replica publishes may still be resumed).
-func (p *Page) knows(ctx context.Context, name string) (published, paused bool) {
+func (p *statusPage) knows(ctx context.Context, name string) (published, paused bool) {
 	if p.cfg.jobs != nil && slices.ContainsFunc(p.cfg.jobs(), func(e scheduler.Entry) bool { return e.Name == name }) {
 		published = true
 	}
@@ -154,14 +154,14 @@ func (p *Page) knows(ctx context.Context, name string) (published, paused bool) 
 }
 
 // refuse answers an action the request may not take: 403, logged.
-func (p *Page) refuse(w http.ResponseWriter, r *http.Request, what string) {
+func (p *statusPage) refuse(w http.ResponseWriter, r *http.Request, what string) {
 	p.cfg.logger.LogAttrs(r.Context(), slog.LevelWarn, "status page: action refused: not authorized",
 		slog.String("action", what), slog.String("remote", r.RemoteAddr))
 	p.fail(w, r, http.StatusForbidden, "Not authorized: this page is read-only for you.")
 }
 
 // fail answers with an error page saying msg, and a link back.
-func (p *Page) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+func (p *statusPage) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	p.render(w, status, "error", pageData{Title: "redcron: " + http.StatusText(status), Base: baseOf(r), Now: time.Now(),
 		Main: &mainView{Err: msg}})
 }

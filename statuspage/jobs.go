@@ -13,7 +13,7 @@ import (
 // jobsOf returns the jobs of the fleet, by name: this replica's and those
 // the live replicas publish; and, apart, the names the nodes know that no
 // live replica publishes (a ledger, a pause key or a lock left behind).
-func (p *Page) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
+func (p *statusPage) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
 	byName := map[string]*jobView{}
 	if p.cfg.jobs != nil {
 		for _, e := range p.cfg.jobs() {

@@ -28,9 +28,9 @@ const (
 	historyRuns = 50              // the records of a job's page
 )
 
-// Page is the status page of the fleet whose nodes a Redlock reaches. It
-// is an http.Handler, safe for concurrent use; create it with New.
-type Page struct {
+// statusPage is the status page of the fleet whose nodes a Redlock reaches:
+// the http.Handler New returns, safe for concurrent use.
+type statusPage struct {
 	locks    *mutex.Redlock
 	logNodes func(context.Context) // the Redlock's: it notes the nodes' states
 	maxTTL   time.Duration         // the Redlock's: a node warms up for it
@@ -72,7 +72,7 @@ type history struct {
 const maxHistories = 256
 
 // history returns the job's history, from a read at most freshFor old.
-func (p *Page) history(ctx context.Context, name string) ([]admin.Record, error) {
+func (p *statusPage) history(ctx context.Context, name string) ([]admin.Record, error) {
 	p.histMu.Lock()
 	defer p.histMu.Unlock()
 	if h, ok := p.hist[name]; ok && time.Since(h.at) < freshFor {
@@ -94,9 +94,14 @@ type nodeError struct {
 	at   time.Time
 }
 
-// New returns the status page of the nodes of locks, under its key prefix.
-// It does no I/O. Its errors match ErrInvalidOption.
-func New(locks *mutex.Redlock, opts ...Option) (*Page, error) {
+// New returns the status page of the nodes of locks, under its key prefix:
+// an http.Handler, safe for concurrent use, which serves GET / (whether the
+// fleet runs; jobs, skipped ticks, runs, nodes, replicas, leaks), GET
+// /job/{name} (a job's history), GET /login (the sign-in link, with
+// WithAuthorize), and the actions, POST /job/{name}/pause, /resume,
+// /trigger and POST /leaks/fix, each answered with a redirect (303) back to
+// the page it came from. It does no I/O. Its errors match ErrInvalidOption.
+func New(locks *mutex.Redlock, opts ...Option) (http.Handler, error) {
 	if locks == nil {
 		return nil, fmt.Errorf("%w: New: nil Redlock", ErrInvalidOption)
 	}
@@ -134,22 +139,18 @@ func New(locks *mutex.Redlock, opts ...Option) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{locks: locks, logNodes: w.LogNodes, maxTTL: w.MaxTTL, admin: ac, opts: ao, nodes: nodes, cl: cl, cfg: cfg, tmpl: tmpl, hide: redact.New(cl.Nodes).Redact,
+	p := &statusPage{locks: locks, logNodes: w.LogNodes, maxTTL: w.MaxTTL, admin: ac, opts: ao, nodes: nodes, cl: cl, cfg: cfg, tmpl: tmpl, hide: redact.New(cl.Nodes).Redact,
 		started: time.Now(), nodeErr: map[string]nodeError{}}
 	p.handler = p.routes()
 	return p, nil
 }
 
-// ServeHTTP serves the pages: GET / (whether the fleet runs; jobs, skipped
-// ticks, runs, nodes, replicas, leaks), GET /job/{name} (a job's history),
-// GET /login (the sign-in link, with WithAuthorize), and the actions, POST
-// /job/{name}/pause, /resume, /trigger and POST /leaks/fix, each answered
-// with a redirect (303) back to the page it came from.
-func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.ServeHTTP(w, r) }
+// ServeHTTP serves the pages (see New).
+func (p *statusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.ServeHTTP(w, r) }
 
 // routes returns the page's handler: its routes, behind the protection
 // against cross-origin requests.
-func (p *Page) routes() http.Handler {
+func (p *statusPage) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", p.serveMain)
 	mux.HandleFunc("GET /login", p.serveLogin)
@@ -188,7 +189,7 @@ const missedWindow = time.Hour
 // status returns the fleet's status, from a scan at most freshFor old: one
 // view scans, the views that come meanwhile wait for it. Its reads are
 // bounded by readTimeout.
-func (p *Page) status(ctx context.Context) (*snapshot, error) {
+func (p *statusPage) status(ctx context.Context) (*snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last != nil && time.Since(p.lastAt) < freshFor {
@@ -235,7 +236,7 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 
 // readMissed reads the ticks missed in the last hour of the jobs the live
 // replicas publish and of this replica's.
-func (p *Page) readMissed(ctx context.Context, st *snapshot) {
+func (p *statusPage) readMissed(ctx context.Context, st *snapshot) {
 	var names []string
 	seen := map[string]bool{}
 	for _, j := range st.Jobs {
@@ -260,7 +261,7 @@ func (p *Page) readMissed(ctx context.Context, st *snapshot) {
 }
 
 // as returns a Client whose actions are by who.
-func (p *Page) as(who string) (*admin.Client, error) {
+func (p *statusPage) as(who string) (*admin.Client, error) {
 	opts := p.opts
 	opts.Operator = who
 	return admin.New(p.nodes, opts)
@@ -268,7 +269,7 @@ func (p *Page) as(who string) (*admin.Client, error) {
 
 // forget drops the last scan, so that the next view shows an action's
 // effect.
-func (p *Page) forget() {
+func (p *statusPage) forget() {
 	p.mu.Lock()
 	p.last = nil
 	p.mu.Unlock()
@@ -278,7 +279,7 @@ func (p *Page) forget() {
 }
 
 // lastError returns a node's last error, and when it was seen.
-func (p *Page) lastError(node string) nodeError {
+func (p *statusPage) lastError(node string) nodeError {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.nodeErr[node]

@@ -23,7 +23,7 @@ const oddName = `a<b>&"c'/x:y.z ü`
 // bigPage returns a page of 250 jobs of this replica's (oddName and
 // job-000 to job-248) and 150 names no live replica publishes (old-000
 // to old-149), from a scan it holds as fresh: its views do no I/O.
-func bigPage(t *testing.T) *Page {
+func bigPage(t *testing.T) *statusPage {
 	t.Helper()
 	redistest.QuietClients() // its nodes are never up
 	var nodes []*store.Node
@@ -43,10 +43,11 @@ func bigPage(t *testing.T) *Page {
 	for i := range 249 {
 		entries = append(entries, scheduler.Entry{Name: fmt.Sprintf("job-%03d", i), Spec: "@daily", Location: time.UTC})
 	}
-	p, err := New(locks, WithJobs(func() []scheduler.Entry { return entries }))
+	h, err := New(locks, WithJobs(func() []scheduler.Entry { return entries }))
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := h.(*statusPage)
 	st := &admin.Status{Quorum: len(nodes)/2 + 1}
 	for i := range nodes {
 		st.Nodes = append(st.Nodes, admin.Node{Name: fmt.Sprintf("127.0.0.1:%d", 1+i), State: "up", Latency: time.Millisecond, Uptime: time.Hour})
@@ -59,7 +60,7 @@ func bigPage(t *testing.T) *Page {
 }
 
 // get returns the body of the page's answer to GET target.
-func get(t *testing.T, p *Page, target string) string {
+func get(t *testing.T, p *statusPage, target string) string {
 	t.Helper()
 	req, err := http.NewRequest("GET", target, nil)
 	if err != nil {

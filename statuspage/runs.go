@@ -13,7 +13,7 @@ import (
 // read from the nodes once per scan: the views of one scan share them.
 // Only the jobs a view shows are read, up to 8 at a time, bounded by
 // readTimeout.
-func (p *Page) runsOf(ctx context.Context, st *snapshot, names []string) map[string][]admin.Record {
+func (p *statusPage) runsOf(ctx context.Context, st *snapshot, names []string) map[string][]admin.Record {
 	st.runsMu.Lock()
 	defer st.runsMu.Unlock()
 	if st.runs == nil {
@@ -50,7 +50,7 @@ func (p *Page) runsOf(ctx context.Context, st *snapshot, names []string) map[str
 // newest run and its headline: the per-job reads of a view are of the
 // jobs it shows, whatever the number of jobs. all is the number of jobs
 // and names the view knows: v.Partial when rows hold fewer.
-func (p *Page) withRuns(ctx context.Context, st *snapshot, v *mainView, all int, rows ...[]jobView) {
+func (p *statusPage) withRuns(ctx context.Context, st *snapshot, v *mainView, all int, rows ...[]jobView) {
 	var names []string
 	for _, r := range rows {
 		for _, j := range r {

@@ -130,7 +130,7 @@ type classCount struct {
 
 // mainOf returns the main page's view of st; err is its scan's (no node
 // could be read).
-func (p *Page) mainOf(st *snapshot, err error) mainView {
+func (p *statusPage) mainOf(st *snapshot, err error) mainView {
 	v := mainView{Now: time.Now(), Prefix: st.KeyPrefix, Quorum: st.Quorum, Known: err == nil}
 	if err != nil {
 		v.Err = p.hide(err.Error())
@@ -194,7 +194,7 @@ func runOf(job string, r admin.Record, hide func(string) string) runView {
 // node the Redlock saw warming up is warming up: its server changed; one
 // it saw up is not, if it has never seen one warming up: it trusts its
 // nodes), and their last errors.
-func (p *Page) nodesOf(st *snapshot) []nodeView {
+func (p *statusPage) nodesOf(st *snapshot) []nodeView {
 	out := make([]nodeView, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
 		v := nodeView{Name: cluster.NodeName(n.Name), State: n.State, Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil,
