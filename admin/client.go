@@ -72,21 +72,21 @@ type Client struct {
 // match scheduler.ErrInvalidOption.
 func New(nodes []*store.Node, opts Options) (*Client, error) {
 	if len(nodes) == 0 {
-		return nil, fmt.Errorf("%w: admin.New: no node", scheduler.ErrInvalidOption)
+		return nil, invalid("no node")
 	}
 	keys, err := engine.NewKeyspace(opts.KeyPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("%w: admin.New: KeyPrefix: %w", scheduler.ErrInvalidOption, err)
+		return nil, invalid("KeyPrefix: %w", err)
 	}
 	cl := &cluster.Cluster{Keys: keys, MaxAge: opts.MaxAge, LedgerRecords: opts.LedgerRecords, LedgerWindow: opts.LedgerWindow}
 	seen := map[string]bool{}
 	for i, n := range nodes {
 		if n == nil {
-			return nil, fmt.Errorf("%w: admin.New: node %d is nil", scheduler.ErrInvalidOption, i)
+			return nil, invalid("node %d is nil", i)
 		}
 		en := (*engine.Node)(n)
 		if seen[en.Name()] {
-			return nil, fmt.Errorf("%w: admin.New: node %q given twice", scheduler.ErrInvalidOption, en.Name())
+			return nil, invalid("node %q given twice", en.Name())
 		}
 		seen[en.Name()] = true
 		cl.Nodes = append(cl.Nodes, en)
@@ -96,7 +96,7 @@ func New(nodes []*store.Node, opts Options) (*Client, error) {
 		d    time.Duration
 	}{{"MaxAge", opts.MaxAge}, {"MaxTTL", opts.MaxTTL}, {"LedgerWindow", opts.LedgerWindow}} {
 		if d.d < 0 {
-			return nil, fmt.Errorf("%w: admin.New: %s: %v is negative", scheduler.ErrInvalidOption, d.name, d.d)
+			return nil, invalid("%s: %v is negative", d.name, d.d)
 		}
 	}
 	who := opts.Operator
@@ -143,6 +143,19 @@ func (c *Client) checkJob(ctx context.Context, job string) error {
 		return &unknownJob{err}
 	}
 	return err
+}
+
+// invalidOption is the error of New for a bad option or node, which it
+// names; it matches scheduler.ErrInvalidOption.
+type invalidOption struct{ err error }
+
+func (e *invalidOption) Error() string   { return "admin.New: " + e.err.Error() }
+func (e *invalidOption) Unwrap() []error { return []error{scheduler.ErrInvalidOption, e.err} }
+
+// invalid returns New's error for a bad option or node, formatted as
+// fmt.Errorf formats.
+func invalid(format string, args ...any) error {
+	return &invalidOption{fmt.Errorf(format, args...)}
 }
 
 // unknownJob is the error of an action on a name no live replica

@@ -2,7 +2,6 @@ package statuspage
 
 import (
 	"context"
-	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -100,15 +99,16 @@ type nodeError struct {
 // /job/{name} (a job's history), GET /login (the sign-in link, with
 // WithAuthorize), and the actions, POST /job/{name}/pause, /resume,
 // /trigger and POST /leaks/fix, each answered with a redirect (303) back to
-// the page it came from. It does no I/O. Its errors match ErrInvalidOption.
+// the page it came from. It does no I/O. Its errors, for a bad option or
+// argument, name it and match scheduler.ErrInvalidOption.
 func New(locks *mutex.Redlock, opts ...Option) (http.Handler, error) {
 	if locks == nil {
-		return nil, fmt.Errorf("%w: New: nil Redlock", ErrInvalidOption)
+		return nil, invalid("New: nil Redlock")
 	}
 	cfg := config{logger: slog.New(slog.DiscardHandler)}
 	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+			return nil, invalid("option %d is nil", i)
 		}
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -128,11 +128,11 @@ func New(locks *mutex.Redlock, opts ...Option) (http.Handler, error) {
 	}
 	ac, err := admin.New(nodes, ao)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		return nil, invalid("%w", err)
 	}
 	keys, err := engine.NewKeyspace(w.KeyPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		return nil, invalid("%w", err)
 	}
 	cl := &cluster.Cluster{Keys: keys, Nodes: w.Nodes}
 	tmpl, err := parseTemplates()
