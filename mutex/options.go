@@ -276,17 +276,6 @@ func Occurrence(at time.Time) LockOption {
 	}
 }
 
-// Ticket makes the acquisition take a trigger's request: ticket must be in
-// the lock's trigger key on a majority of nodes, and the acquisition's
-// commit takes it there, so that one acquisition at most ever has it;
-// otherwise the acquisition fails (a QuorumError of Op "commit"). The
-// ledger's record of the acquisition carries the ticket. "" means none.
-func Ticket(ticket string) LockOption {
-	return func(c *lockConfig) {
-		c.ticket = ticket
-	}
-}
-
 // Owner sets the owner id stored in this lock's value (default none),
 // which the leak scan reports. With the leak scan (package leakscan), the
 // owner must keep its heartbeat alive while it holds the lock, or the scan

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/store"
 )
 
@@ -122,6 +123,7 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
+	lc.ticket = lockwire.Ticket(ctx, name) // a trigger's request, from our own wiring
 	if err := r.checkOwner(name, lc.owner); err != nil {
 		return nil, err
 	}

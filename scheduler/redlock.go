@@ -50,7 +50,7 @@ func (a *redlockLocker) Check(req LockRequest) error {
 
 // Acquire implements Locker.
 func (a *redlockLocker) Acquire(ctx context.Context, req LockRequest) (Lease, error) {
-	l, err := a.r.TryLock(ctx, req.Job, req.TTL, lockOptions(req)...)
+	l, err := a.r.TryLock(withTickets(ctx, req), req.Job, req.TTL, lockOptions(req)...)
 	return leaseOf(l, err, req)
 }
 
@@ -61,7 +61,7 @@ func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 	for i, req := range reqs {
 		mreqs[i] = mutex.Request{Name: req.Job, TTL: req.TTL, Options: lockOptions(req)}
 	}
-	res := a.r.TryLockAll(ctx, mreqs)
+	res := a.r.TryLockAll(withTickets(ctx, reqs...), mreqs)
 	out := make([]LockResult, min(len(res), len(reqs)))
 	for i := range out {
 		out[i].Lease, out[i].Err = leaseOf(res[i].Lock, res[i].Err, reqs[i])
@@ -72,7 +72,25 @@ func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 // lockOptions returns the Redlock options of req: its owner and its tick
 // as the lock's occurrence.
 func lockOptions(req LockRequest) []mutex.LockOption {
-	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick), mutex.Ticket(req.Ticket)}
+	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick)}
+}
+
+// withTickets returns ctx carrying the tickets of the trigger requests reqs
+// take (internal/lockwire), for the Redlock; ctx itself when none does.
+func withTickets(ctx context.Context, reqs ...LockRequest) context.Context {
+	var tickets map[string]string
+	for _, req := range reqs {
+		if req.Ticket != "" {
+			if tickets == nil {
+				tickets = map[string]string{}
+			}
+			tickets[req.Job] = req.Ticket
+		}
+	}
+	if tickets == nil {
+		return ctx
+	}
+	return lockwire.WithTickets(ctx, tickets)
 }
 
 // leaseOf maps the outcome of a Redlock attempt for req to Acquire's.

@@ -51,6 +51,25 @@ func FromContext(ctx context.Context) *Redlock {
 	return w
 }
 
+type ticketsKey struct{}
+
+// WithTickets returns a copy of ctx that carries the tickets of trigger
+// requests (by lock name) for a Redlock's TryLock or TryLockAll to take:
+// an acquisition of a lock with a ticket must find it in the lock's
+// trigger key on a majority of the nodes, and its commit takes it there,
+// so that one acquisition at most ever has it (else it fails, a
+// QuorumError of Op "commit"); its ledger record carries the ticket. The
+// scheduler's Redlock adapter passes its requests' tickets this way.
+func WithTickets(ctx context.Context, tickets map[string]string) context.Context {
+	return context.WithValue(ctx, ticketsKey{}, tickets)
+}
+
+// Ticket returns the ticket ctx carries for the lock called name, or "".
+func Ticket(ctx context.Context, name string) string {
+	tickets, _ := ctx.Value(ticketsKey{}).(map[string]string)
+	return tickets[name]
+}
+
 // Flusher is a *mutex.Redlock, as Of sees it (package mutex imports this
 // one).
 type Flusher interface {
