@@ -18,6 +18,7 @@ import (
 	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
@@ -241,7 +242,7 @@ func TestFrontDoorBadInput(t *testing.T) {
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := (*engine.Node)(s.Locks().Nodes()[0]).Client().Ping(context.Background()).Err(); !errors.Is(err, redis.ErrClosed) {
+	if err := lockwire.Of(s.Locks()).Nodes[0].Client().Ping(context.Background()).Err(); !errors.Is(err, redis.ErrClosed) {
 		t.Errorf("a client of a Scheduler shut down before Run: %v, want closed", err)
 	}
 	for _, addr := range []string{"localhost", "10.0.0.7", "localhost:", "redis://localhost:6379", "::1"} {

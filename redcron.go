@@ -255,7 +255,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 // scheduler.Scheduler.Run), then removes the replica's heartbeat, so that
 // the admin command and the status page stop counting it at once, and
 // closes the clients New made. Before the first tick it logs the state of
-// each node (mutex.Redlock.LogNodes). A second call returns the
+// each node, as the Redlock probes them. A second call returns the
 // scheduler's error at once and closes nothing.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {

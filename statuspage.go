@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/statuspage"
 )
 
@@ -23,7 +24,7 @@ import (
 func (s *Scheduler) StatusPage(opts ...statuspage.Option) (http.Handler, error) {
 	base := []statuspage.Option{statuspage.WithJobs(s.Entries), statuspage.WithLogger(s.log)}
 	p, err := statuspage.New(s.locks, append(base, opts...)...)
-	if errors.Is(err, statuspage.ErrInvalidOption) {
+	if errors.Is(err, scheduler.ErrInvalidOption) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	if err != nil {

@@ -8,8 +8,8 @@
 // and classifies the keys under the prefix: locks without expiry, orphaned
 // locks, minority copies left by failed acquisitions, locks held longer
 // than the max hold (over_age), and foreign keys (unparseable). It logs
-// them and reports their counts (WithObserver; the metrics). The admin
-// command (examples/redcronctl) lists them and deletes them by
+// them and reports their counts (WithObserver; the metrics). Package admin
+// and the admin command (cmd/redcronctl) list them and delete them by
 // compare-and-delete.
 //
 // A heartbeat also says who the replica is: its version, a digest of its

@@ -40,7 +40,7 @@ func (s *Scanner) heartbeats(ctx context.Context) {
 // its leases can still be valid.
 func (s *Scanner) heartbeat(ctx context.Context) error {
 	key, value := s.keys.Heartbeat(s.owner), s.beat(ctx).String()
-	ttl := s.cfg.beatTTL + s.r.MaxTTL()
+	ttl := s.cfg.beatTTL + s.r.MaxTTL
 	start := time.Now()
 	offsets := make([]time.Duration, len(s.nodes))
 	errs := engine.OnEach(s.nodes, func(i int, n *engine.Node) error {

@@ -28,7 +28,7 @@ const (
 // server ran, without a restart, from before the tick's earliest commit
 // until after the reads (see ledger.Missed).
 func (s *Scanner) checkMissed(ctx context.Context, rep *leaks.Report, h *duehook.Hook) map[string]map[string]int {
-	capacity, window := s.r.Ledger()
+	capacity, window := s.r.LedgerRecords, s.r.LedgerWindow
 	nodes := rep.Readable(s.nodes)
 	if capacity == 0 || len(nodes) < s.quorum {
 		return nil
@@ -110,7 +110,7 @@ func (s *Scanner) readShards(ctx context.Context, nodes []*engine.Node, dues map
 // skew each (2 s), with the uptime in whole seconds: the margin covers
 // them.
 func (s *Scanner) witnessSince(now time.Time, before, after []engine.Info) []int64 {
-	margin := s.r.MaxTTL() + 5*time.Second
+	margin := s.r.MaxTTL + 5*time.Second
 	since := make([]int64, len(before))
 	for i := range before {
 		since[i] = -1

@@ -12,6 +12,7 @@ import (
 	"github.com/redcron/redcron/internal/duehook"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/mutex"
 )
 
@@ -19,7 +20,7 @@ import (
 // the nodes of a Redlock for leaked locks. Create it with New; it is safe
 // for concurrent use.
 type Scanner struct {
-	r       *mutex.Redlock
+	r       *lockwire.Redlock // what the Redlock hands over
 	nodes   []*engine.Node
 	keys    engine.Keyspace
 	quorum  int
@@ -181,16 +182,14 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 			return nil, err
 		}
 	}
-	keys, err := engine.NewKeyspace(r.KeyPrefix())
+	w := lockwire.Of(r)
+	keys, err := engine.NewKeyspace(w.KeyPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	s := &Scanner{r: r, keys: keys, owner: owner, cfg: cfg, now: time.Now, started: time.Now()}
-	for _, n := range r.Nodes() {
-		s.nodes = append(s.nodes, (*engine.Node)(n))
-	}
+	s := &Scanner{r: w, keys: keys, owner: owner, cfg: cfg, now: time.Now, started: time.Now(), nodes: w.Nodes}
 	s.quorum = len(s.nodes)/2 + 1
-	s.leaks = leaks.Scanner{Nodes: s.nodes, Keys: keys, Quorum: s.quorum, MaxAge: r.MaxHold(),
+	s.leaks = leaks.Scanner{Nodes: s.nodes, Keys: keys, Quorum: s.quorum, MaxAge: w.MaxHold,
 		Settle: 10 * time.Second, Logger: cfg.logger}
 	return s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redis/go-redis/v9"
@@ -41,7 +42,7 @@ func TestReleaseAtQuorumThenFlush(t *testing.T) {
 			yes++
 		}
 	}
-	if yes < len(r.Nodes())/2+1 || ev.Nodes[4].Vote != "" {
+	if yes < len(lockwire.Of(r).Nodes)/2+1 || ev.Nodes[4].Vote != "" {
 		t.Errorf("release votes %+v: want a quorum of yes and no answer from the paused node (not waited for)", ev.Nodes)
 	}
 

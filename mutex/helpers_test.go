@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
@@ -104,7 +105,7 @@ func (r *recorder) last(op string) (mutex.Event, bool) {
 
 func lockKey(t testing.TB, r *mutex.Redlock, name string) engine.LockKeys {
 	t.Helper()
-	ks, err := engine.NewKeyspace(r.KeyPrefix())
+	ks, err := engine.NewKeyspace(lockwire.Of(r).KeyPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,4 +120,13 @@ func ctxTimeout(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// storeNodes returns r's nodes, as mutex.New takes them.
+func storeNodes(r *mutex.Redlock) []*store.Node {
+	var out []*store.Node
+	for _, n := range lockwire.Of(r).Nodes {
+		out = append(out, (*store.Node)(n))
+	}
+	return out
 }

@@ -6,25 +6,6 @@ import (
 	"github.com/redcron/redcron/internal/engine"
 )
 
-// Outcome is what a lock's holder did with it, as Release records it in
-// the lock's ledger (WithLedger). The scheduler gives its run's.
-type Outcome struct {
-	Run    string        // the holder's id for its work (a scheduler's run id)
-	Result string        // how the work ended, in a word ("success", "failure"...)
-	Err    error         // its error, if any; the ledger keeps its first 200 bytes
-	Try    int           // the tries it took, from 1
-	Delay  time.Duration // how long after the lock's occurrence the work started
-}
-
-// SetOutcome sets the Outcome that Release records in the lock's ledger;
-// the last call before Release counts. Without it, the record says only
-// when the lock was released.
-func (l *Lock) SetOutcome(o Outcome) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.outcome = o
-}
-
 // startRecord returns the record an acquisition's commit writes to the
 // lock's ledger, and its text ("" with the ledger off).
 func (r *Redlock) startRecord(name string, lc lockConfig, fence uint64, start time.Time) (engine.Record, string) {
@@ -49,7 +30,9 @@ func (r *Redlock) ledgerWrite(rec engine.Record, old, text string) engine.Ledger
 }
 
 // endRecord returns the lock's final record: its started record with the
-// holder's outcome and the release's time.
+// holder's outcome (from its Release's context: internal/outcome; without
+// one, the record says only when the lock was released) and the release's
+// time.
 func (l *Lock) endRecord() engine.LedgerWrite {
 	if l.r.cfg.ledgerCap == 0 {
 		return engine.LedgerWrite{}

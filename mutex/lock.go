@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/outcome"
 )
 
 // Lock is a held lease. Its methods are safe for concurrent use.
@@ -36,8 +37,8 @@ type Lock struct {
 	at    int
 
 	mu      sync.Mutex
-	outcome Outcome   // for its ledger record (SetOutcome)
-	until   time.Time // validity deadline, with a monotonic reading
+	outcome outcome.Outcome // for its ledger record: its Release's context's
+	until   time.Time       // validity deadline, with a monotonic reading
 	// nodeUntil is, by node, until when the lock surely holds there: its
 	// acquisition's or latest extension's start there, plus the TTL less
 	// the drift (zero where it was not granted).
@@ -198,6 +199,9 @@ func (l *Lock) Release(ctx context.Context) error {
 		return fmt.Errorf("mutex: release %q: %w", l.keys.Name, ErrReleased)
 	}
 	l.released = true
+	if o, ok := outcome.FromContext(ctx); ok {
+		l.outcome = o
+	}
 	k := l.keep
 	l.mu.Unlock()
 	if l.parent != nil {

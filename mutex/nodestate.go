@@ -38,7 +38,7 @@ type nodeStates struct {
 	at      []time.Time // when each node's state was last logged
 	flapped []int       // changes not logged since, for a node that flaps
 	// firstTick is the first tick a quorum vouches for, as last logged;
-	// probed says LogNodes ran before.
+	// probed says logNodes ran before.
 	firstTick time.Time
 	probed    bool
 }
@@ -145,16 +145,16 @@ func (r *Redlock) logNode(ctx context.Context, res NodeResult, st nodeState, unl
 	r.cfg.logger.LogAttrs(ctx, level, "redis node "+string(st), attrs...)
 }
 
-// LogNodes asks every node about its server (INFO), notes its state
+// logNodes asks every node about its server (INFO), notes its state
 // (NodeStates) and logs it when it changed: the first call one line per
 // node, up, down, refused (with the cause), or warming up, with when its
 // vote counts and the first tick it vouches for. While a quorum cannot
 // vouch for a tick now, it also logs when the first tick can run (once per
 // instant), or, at the first call, that no tick can run for want of
 // enough nodes. Lock calls note and log the changes they show; the leak
-// scanner calls LogNodes at every heartbeat, so that the states stay fresh
+// scanner calls it at every heartbeat, so that the states stay fresh
 // between jobs. It takes at most four node timeouts.
-func (r *Redlock) LogNodes(ctx context.Context) {
+func (r *Redlock) logNodes(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 4*r.cfg.nodeTimeout)
 	defer cancel()
 	results := make([]NodeResult, len(r.nodes))

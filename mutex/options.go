@@ -160,8 +160,8 @@ func WithStateTTL(d time.Duration) Option {
 // locks of its shard (one of 64), which keeps its newest records times
 // its locks: a lock run rarely beside locks run often keeps fewer. Every
 // acquisition's commit adds a record (owner, occurrence, fence, start), and its release
-// replaces it with the holder's final record (end, and the Outcome given
-// to SetOutcome), on every node, in the same script calls, so that it
+// replaces it with the holder's final record (end, and a scheduler's run's
+// result, error, tries and start delay), on every node, in the same script calls, so that it
 // costs no round trip. records is at most 10,000; window is 1 m to 400
 // days. A record is a few hundred bytes on every node.
 func WithLedger(records int, window time.Duration) Option {
@@ -273,17 +273,6 @@ func Occurrence(at time.Time) LockOption {
 		if !at.IsZero() {
 			c.occurrence = max(at.UnixMilli(), 1)
 		}
-	}
-}
-
-// Ticket makes the acquisition take a trigger's request: ticket must be in
-// the lock's trigger key on a majority of nodes, and the acquisition's
-// commit takes it there, so that one acquisition at most ever has it;
-// otherwise the acquisition fails (a QuorumError of Op "commit"). The
-// ledger's record of the acquisition carries the ticket. "" means none.
-func Ticket(ticket string) LockOption {
-	return func(c *lockConfig) {
-		c.ticket = ticket
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/parts"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
@@ -170,8 +171,8 @@ func TestPartStateOutlivesItsHold(t *testing.T) {
 		if rc.HGet(ctx, state, "r|job").Val() == "" {
 			continue // not claimed there
 		}
-		if left := rc.PTTL(ctx, state).Val(); left < jobs.MaxHold() {
-			t.Errorf("node %d: the state holding the part's running value expires in %v, before the part's max hold %v", i, left, jobs.MaxHold())
+		if left, hold := rc.PTTL(ctx, state).Val(), lockwire.Of(jobs).MaxHold; left < hold {
+			t.Errorf("node %d: the state holding the part's running value expires in %v, before the part's max hold %v", i, left, hold)
 		}
 	}
 }

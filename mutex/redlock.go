@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/store"
 )
 
@@ -72,43 +73,19 @@ func New(storeNodes []*store.Node, opts ...Option) (*Redlock, error) {
 	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes)), states: &nodeStates{}}, nil
 }
 
-// Nodes returns the nodes, in the order given to New.
-func (r *Redlock) Nodes() []*store.Node {
-	out := make([]*store.Node, len(r.nodes))
-	for i, n := range r.nodes {
-		out[i] = (*store.Node)(n)
-	}
-	return out
-}
-
-// MaxTTL returns the largest TTL a lock may ask for (WithMaxTTL).
-func (r *Redlock) MaxTTL() time.Duration { return r.cfg.maxTTL }
-
-// Ledger returns how many records each lock's ledger keeps and for how
-// long (WithLedger); 0 records means no ledger.
-func (r *Redlock) Ledger() (records int, window time.Duration) {
-	return r.cfg.ledgerCap, r.cfg.ledgerTime
-}
-
-// MaxHold returns how long KeepAlive extends one lock (WithMaxHold).
-func (r *Redlock) MaxHold() time.Duration { return r.cfg.maxHold }
-
-// KeyPrefix returns the prefix of the locks' keys (WithKeyPrefix).
-func (r *Redlock) KeyPrefix() string { return r.keys.Prefix() }
-
 // drift is the clock drift allowance for a TTL: 1 % of it and 2 ms, as the
 // Redlock algorithm suggests.
 func (r *Redlock) drift(ttl time.Duration) time.Duration {
 	return ttl/100 + 2*time.Millisecond
 }
 
-// Check reports whether TryLock and Lock would accept name and ttl, and
+// check reports whether TryLock and Lock would accept name and ttl, and
 // occurrences claimed up to lead before them and up to reach after them,
 // with the error they would return. The lead may be at most the max TTL (a
 // node restarted within it could not vouch for the occurrence); the reach
 // at most the state TTL less the max TTL and 2 s (the mark must still be
 // kept). It does no I/O.
-func (r *Redlock) Check(name string, ttl, lead, reach time.Duration) error {
+func (r *Redlock) check(name string, ttl, lead, reach time.Duration) error {
 	if _, err := r.keys.Lock(name); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
@@ -146,6 +123,7 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
+	lc.ticket = lockwire.Ticket(ctx, name) // a trigger's request, from our own wiring
 	if err := r.checkOwner(name, lc.owner); err != nil {
 		return nil, err
 	}
@@ -161,7 +139,7 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 
 // prepare validates a lock request and applies its options.
 func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (engine.LockKeys, lockConfig, error) {
-	if err := r.Check(name, ttl, 0, 0); err != nil {
+	if err := r.check(name, ttl, 0, 0); err != nil {
 		return engine.LockKeys{}, lockConfig{}, err
 	}
 	keys, _ := r.keys.Lock(name) // checked above

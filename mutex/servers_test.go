@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
@@ -315,10 +316,11 @@ func TestOccurrenceBeyondReach(t *testing.T) {
 		t.Fatalf("an occurrence 8 days old with a 7-day state TTL: %v, want ErrInvalidOption naming WithStateTTL", err)
 	}
 	reach := 7*24*time.Hour - time.Minute - 2*time.Second
-	if err := r.Check("job", time.Second, 0, reach); err != nil {
+	check := lockwire.Of(r).Check
+	if err := check("job", time.Second, 0, reach); err != nil {
 		t.Errorf("Check with the longest reach: %v", err)
 	}
-	if err := r.Check("job", time.Second, 0, reach+time.Millisecond); !errors.Is(err, mutex.ErrInvalidOption) {
+	if err := check("job", time.Second, 0, reach+time.Millisecond); !errors.Is(err, mutex.ErrInvalidOption) {
 		t.Errorf("Check with a reach past the state TTL less the max TTL and 2 s: %v", err)
 	}
 	// A claim further ahead than the max TTL: a node restarted before the
@@ -332,7 +334,7 @@ func TestOccurrenceBeyondReach(t *testing.T) {
 		t.Fatalf("an occurrence an hour ahead: %v, want ErrInvalidOption", err)
 	}
 	// A state TTL that leaves no time to claim an occurrence in.
-	if _, err := mutex.New(r.Nodes(), mutex.WithStateTTL(5*time.Minute), mutex.WithMaxTTL(5*time.Minute)); !errors.Is(err, mutex.ErrInvalidOption) ||
+	if _, err := mutex.New(storeNodes(r), mutex.WithStateTTL(5*time.Minute), mutex.WithMaxTTL(5*time.Minute)); !errors.Is(err, mutex.ErrInvalidOption) ||
 		!strings.Contains(err.Error(), "WithStateTTL") {
 		t.Errorf("New with a state TTL no longer than the max TTL: %v, want ErrInvalidOption naming WithStateTTL", err)
 	}

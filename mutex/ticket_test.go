@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 )
@@ -39,7 +40,7 @@ func TestTicketRestartedNode(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			l, err := r.TryLock(ctx, "job", time.Second, mutex.Ticket(ticket))
+			l, err := r.TryLock(lockwire.WithTickets(ctx, map[string]string{"job": ticket}), "job", time.Second)
 			var qe *mutex.QuorumError
 			if err == nil || !errors.As(err, &qe) || qe.Op == "commit" || time.Now().After(deadline) {
 				return l, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 )
 
 // Request is one lock of a TryLockAll batch.
@@ -34,6 +35,7 @@ func (r *Redlock) TryLockAll(ctx context.Context, reqs []Request) []Result {
 	at := make([]int, 0, len(reqs)) // their places in reqs
 	for j, q := range reqs {
 		keys, lc, err := r.prepare(q.Name, q.TTL, q.Options)
+		lc.ticket = lockwire.Ticket(ctx, q.Name) // a trigger's request, from our own wiring
 		if err == nil {
 			err = r.checkOwner(q.Name, lc.owner)
 		}

@@ -26,7 +26,7 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 	// leave the last node without a call), so that no call below is sent
 	// twice for NOSCRIPT.
 	warm := lockKey(t, r, "warm")
-	for _, sn := range r.Nodes() {
+	for _, sn := range storeNodes(r) {
 		n := (*engine.Node)(sn)
 		if _, err := n.Acquire(ctx, engine.AcquireRequest{Keys: warm, Value: "w", TTL: time.Second}); err != nil {
 			t.Fatal(err)
@@ -46,14 +46,14 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 			Options: []mutex.LockOption{mutex.Occurrence(time.Now())}}
 	}
 	reqs[5].TTL = 0
-	before := make([]engine.Stats, len(r.Nodes()))
-	for i, sn := range r.Nodes() {
+	before := make([]engine.Stats, len(storeNodes(r)))
+	for i, sn := range storeNodes(r) {
 		n := (*engine.Node)(sn)
 		before[i] = n.Stats()
 	}
 	res := r.TryLockAll(ctx, reqs)
 	probe := lockKey(t, r, "probe")
-	for i, sn := range r.Nodes() {
+	for i, sn := range storeNodes(r) {
 		n := (*engine.Node)(sn)
 		// Calls to a node are answered in order: once this one is, the
 		// batch's commit (which waited for a quorum, not this node) is too.
@@ -84,7 +84,7 @@ func TestTryLockAllRoundTrips(t *testing.T) {
 		}
 		// (Calls still queued when a quorum answered are dropped unsent.)
 		held := c.KeyOn(t, lockKey(t, r, reqs[j].Name).Lock)
-		if on := len(held) - len(slices.DeleteFunc(held, func(b bool) bool { return b })); on < len(r.Nodes())/2+1 {
+		if on := len(held) - len(slices.DeleteFunc(held, func(b bool) bool { return b })); on < len(storeNodes(r))/2+1 {
 			t.Fatalf("lock %d is on %v, want a quorum", j, held)
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/redcron/redcron/internal/lockwire"
+	ledgerout "github.com/redcron/redcron/internal/outcome"
 	"github.com/redcron/redcron/mutex"
 )
 
@@ -25,20 +28,21 @@ func NewRedlockLocker(r *mutex.Redlock) Locker {
 	if r == nil {
 		return nil // New refuses a nil Locker
 	}
-	return &redlockLocker{r: r}
+	return &redlockLocker{r: r, check: lockwire.Of(r).Check}
 }
 
 type redlockLocker struct {
-	r *mutex.Redlock
+	r     *mutex.Redlock
+	check func(name string, ttl, lead, reach time.Duration) error // the Redlock's (internal/lockwire)
 }
 
-// Check implements Locker with mutex.Redlock.Check: a name or TTL the
+// Check implements Locker with the Redlock's own check: a name or TTL the
 // Redlock refuses, a lead (WithLockAhead) above its max TTL or a reach
 // (WithMisfireGrace, WithCatchUp) longer than it keeps a tick's mark match
 // ErrInvalidOption and mutex.ErrInvalidOption, since a tick claimed
 // outside that span could run again.
 func (a *redlockLocker) Check(req LockRequest) error {
-	if err := a.r.Check(req.Job, req.TTL, req.Lead, req.Reach); err != nil {
+	if err := a.check(req.Job, req.TTL, req.Lead, req.Reach); err != nil {
 		return fmt.Errorf("%w: %w (WithLockTTL, WithLockAhead, WithMisfireGrace, WithCatchUp)", ErrInvalidOption, err)
 	}
 	return nil
@@ -46,7 +50,7 @@ func (a *redlockLocker) Check(req LockRequest) error {
 
 // Acquire implements Locker.
 func (a *redlockLocker) Acquire(ctx context.Context, req LockRequest) (Lease, error) {
-	l, err := a.r.TryLock(ctx, req.Job, req.TTL, lockOptions(req)...)
+	l, err := a.r.TryLock(withTickets(ctx, req), req.Job, req.TTL, lockOptions(req)...)
 	return leaseOf(l, err, req)
 }
 
@@ -57,7 +61,7 @@ func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 	for i, req := range reqs {
 		mreqs[i] = mutex.Request{Name: req.Job, TTL: req.TTL, Options: lockOptions(req)}
 	}
-	res := a.r.TryLockAll(ctx, mreqs)
+	res := a.r.TryLockAll(withTickets(ctx, reqs...), mreqs)
 	out := make([]LockResult, min(len(res), len(reqs)))
 	for i := range out {
 		out[i].Lease, out[i].Err = leaseOf(res[i].Lock, res[i].Err, reqs[i])
@@ -68,7 +72,25 @@ func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 // lockOptions returns the Redlock options of req: its owner and its tick
 // as the lock's occurrence.
 func lockOptions(req LockRequest) []mutex.LockOption {
-	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick), mutex.Ticket(req.Ticket)}
+	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick)}
+}
+
+// withTickets returns ctx carrying the tickets of the trigger requests reqs
+// take (internal/lockwire), for the Redlock; ctx itself when none does.
+func withTickets(ctx context.Context, reqs ...LockRequest) context.Context {
+	var tickets map[string]string
+	for _, req := range reqs {
+		if req.Ticket != "" {
+			if tickets == nil {
+				tickets = map[string]string{}
+			}
+			tickets[req.Job] = req.Ticket
+		}
+	}
+	if tickets == nil {
+		return ctx
+	}
+	return lockwire.WithTickets(ctx, tickets)
 }
 
 // leaseOf maps the outcome of a Redlock attempt for req to Acquire's.
@@ -185,7 +207,7 @@ func (l *redlockLease) Release(ctx context.Context, o Outcome) error {
 		defer l.cancel(context.Canceled)
 	}
 	if o.RunID != "" {
-		l.l.SetOutcome(mutex.Outcome{Run: o.RunID, Result: o.Result, Err: o.Err, Try: o.Try, Delay: o.Delay})
+		ctx = ledgerout.NewContext(ctx, ledgerout.Outcome{Run: o.RunID, Result: o.Result, Err: o.Err, Try: o.Try, Delay: o.Delay})
 	}
 	err := l.l.Release(ctx)
 	if errors.Is(err, mutex.ErrLost) {

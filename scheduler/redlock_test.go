@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -39,7 +40,7 @@ func TestRedlockLockerHolders(t *testing.T) {
 			job := "job-" + tc.name
 			// The first phase of an acquisition on every node, as left by an
 			// attempt whose answers came too late to be counted.
-			ks, err := engine.NewKeyspace(r.KeyPrefix())
+			ks, err := engine.NewKeyspace(lockwire.Of(r).KeyPrefix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +95,7 @@ func TestRedlockLockerBadInput(t *testing.T) {
 	if len(s.Entries()) != 0 {
 		t.Error("a job was registered anyway")
 	}
-	long, err := mutex.New(redlockOn(t, redistest.Start(t, 1)).Nodes(), mutex.WithStateTTL(32*24*time.Hour))
+	long, err := mutex.New(nodesOf(redlockOn(t, redistest.Start(t, 1))), mutex.WithStateTTL(32*24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestRedlockLockerBadInput(t *testing.T) {
 	}
 	// A lease won further ahead than the max TTL: a node restarted within
 	// the lead could not vouch that the tick was not run.
-	short, err := mutex.New(long.Nodes(), mutex.WithMaxTTL(10*time.Second))
+	short, err := mutex.New(nodesOf(long), mutex.WithMaxTTL(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,4 +179,13 @@ func TestRedlockLockerShutdownLeaseExpiry(t *testing.T) {
 	if e.Result != "canceled" || !errors.Is(e.Err, scheduler.ErrShutdown) {
 		t.Fatalf("run finished %v (%v), want canceled with ErrShutdown", e.Result, e.Err)
 	}
+}
+
+// nodesOf returns r's nodes, as mutex.New takes them.
+func nodesOf(r *mutex.Redlock) []*store.Node {
+	var out []*store.Node
+	for _, n := range lockwire.Of(r).Nodes {
+		out = append(out, (*store.Node)(n))
+	}
+	return out
 }

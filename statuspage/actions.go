@@ -10,10 +10,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redcron/redcron/internal/cluster"
-	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/scheduler"
+)
+
+// The actions as the ledger records them, and as the page's ?done= says
+// which one was done.
+const (
+	actionPaused     = "paused"
+	actionResumed    = "resumed"
+	actionTriggered  = "triggered"
+	actionLeaksFixed = "leaks_fixed"
 )
 
 // Bounds of the actions.
@@ -25,7 +32,7 @@ const (
 
 // serveJobAction serves POST /job/{name}/pause, /resume and /trigger: for
 // a request the hook lets act, on a job this replica or the nodes know.
-func (p *Page) serveJobAction(w http.ResponseWriter, r *http.Request) {
+func (p *statusPage) serveJobAction(w http.ResponseWriter, r *http.Request) {
 	name, action := r.PathValue("name"), r.PathValue("action")
 	if !slices.Contains([]string{"pause", "resume", "trigger"}, action) {
 		p.fail(w, r, http.StatusNotFound, "No such action: "+action+".")
@@ -40,31 +47,38 @@ func (p *Page) serveJobAction(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, r, http.StatusNotFound, fmt.Sprintf("No job %q: neither this replica nor any live replica publishes it.", name))
 		return
 	}
+	c, err := p.as(who)
+	if err != nil {
+		p.fail(w, r, http.StatusInternalServerError, p.hide(err.Error()))
+		return
+	}
 	var (
 		done  string
-		err   error
 		attrs = []slog.Attr{slog.String("job", name), slog.String("who", who)}
 	)
 	switch action {
 	case "trigger":
 		ctx, cancel := context.WithTimeout(r.Context(), triggerTimeout)
 		defer cancel()
-		var tr cluster.Triggered
-		tr, err = p.cl.Trigger(ctx, name, who, triggerTimeout)
-		done = ledger.ActionTriggered
-		attrs = append(attrs, slog.String("replica", tr.Run.Owner), slog.Uint64("fence", tr.Run.Fence))
+		var run admin.Record
+		run, _, err = c.Trigger(ctx, name)
+		done = actionTriggered
+		attrs = append(attrs, slog.String("replica", run.Owner), slog.Uint64("fence", run.Fence))
 	default:
 		ctx, cancel := context.WithTimeout(r.Context(), pauseTimeout)
 		defer cancel()
-		var errs []error
-		errs, err = p.cl.Pause(ctx, name, who, action == "pause")
-		done = map[bool]string{true: ledger.ActionPaused, false: ledger.ActionResumed}[action == "pause"]
-		attrs = append(attrs, slog.Int("nodes", engine.Answered(errs)), slog.Int("of", len(p.cl.Nodes)))
+		act, errs := c.Pause, []error(nil)
+		done = actionPaused
+		if action == "resume" {
+			act, done = c.Resume, actionResumed
+		}
+		errs, err = act(ctx, name)
+		attrs = append(attrs, slog.Int("nodes", answered(errs)), slog.Int("of", len(p.nodes)))
 	}
 	p.forget()
 	if err != nil {
 		msg := p.hide(err.Error())
-		if errors.Is(err, cluster.ErrNotTaken) {
+		if action == "trigger" && errors.Is(err, context.DeadlineExceeded) {
 			msg = "No replica took the trigger within " + triggerTimeout.String() + " (is a replica with the job running?); it was withdrawn."
 		}
 		p.cfg.logger.LogAttrs(r.Context(), slog.LevelWarn, "status page: "+action+" failed", append(attrs, slog.String("error", msg))...)
@@ -78,7 +92,7 @@ func (p *Page) serveJobAction(w http.ResponseWriter, r *http.Request) {
 // serveFix serves POST /leaks/fix: a new scan, and every leaked copy it
 // finds deleted by compare-and-delete, recorded in the ledgers of the jobs
 // whose locks lost a copy.
-func (p *Page) serveFix(w http.ResponseWriter, r *http.Request) {
+func (p *statusPage) serveFix(w http.ResponseWriter, r *http.Request) {
 	who, ok := p.authorized(r)
 	if !ok {
 		p.refuse(w, r, "fix leaks")
@@ -86,27 +100,45 @@ func (p *Page) serveFix(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), fixTimeout)
 	defer cancel()
-	rep, err := p.cl.Scanner().Scan(ctx)
+	c, err := p.as(who)
+	if err != nil {
+		p.fail(w, r, http.StatusInternalServerError, p.hide(err.Error()))
+		return
+	}
+	st, err := c.Status(ctx)
 	if err != nil {
 		p.fail(w, r, http.StatusServiceUnavailable, "The scan failed: "+p.hide(err.Error()))
 		return
 	}
-	deleted := 0
-	for _, res := range p.cl.Fix(ctx, rep, who) {
-		if res.Deleted {
+	fixed, _ := c.FixLeaks(ctx, st.Leaks) // a copy left alone stays a leak the page shows
+	deleted, names := 0, map[[2]string]bool{}
+	for _, l := range fixed {
+		if l.Deleted {
 			deleted++
 		}
+		names[[2]string{l.Name, l.Kind}] = true
 	}
 	p.forget()
 	p.cfg.logger.LogAttrs(r.Context(), slog.LevelInfo, "status page: leaks fixed", slog.String("who", who),
-		slog.Int("leaks", len(rep.Leaks())), slog.Int("copies_deleted", deleted))
-	seeOther(w, "../?done="+ledger.ActionLeaksFixed)
+		slog.Int("leaks", len(names)), slog.Int("copies_deleted", deleted))
+	seeOther(w, "../?done="+actionLeaksFixed)
+}
+
+// answered returns how many nodes went through: errs (one per node) nil.
+func answered(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // knows reports whether this replica or a live replica publishes the job,
 // and whether some node has its pause key (a pause left on a name no
 // replica publishes may still be resumed).
-func (p *Page) knows(ctx context.Context, name string) (published, paused bool) {
+func (p *statusPage) knows(ctx context.Context, name string) (published, paused bool) {
 	if p.cfg.jobs != nil && slices.ContainsFunc(p.cfg.jobs(), func(e scheduler.Entry) bool { return e.Name == name }) {
 		published = true
 	}
@@ -114,7 +146,7 @@ func (p *Page) knows(ctx context.Context, name string) (published, paused bool) 
 	if err != nil {
 		return published, false
 	}
-	i := slices.IndexFunc(st.Jobs, func(j cluster.Job) bool { return j.Name == name })
+	i := slices.IndexFunc(st.Jobs, func(j admin.Job) bool { return j.Name == name })
 	if i < 0 {
 		return published, false
 	}
@@ -122,14 +154,14 @@ func (p *Page) knows(ctx context.Context, name string) (published, paused bool) 
 }
 
 // refuse answers an action the request may not take: 403, logged.
-func (p *Page) refuse(w http.ResponseWriter, r *http.Request, what string) {
+func (p *statusPage) refuse(w http.ResponseWriter, r *http.Request, what string) {
 	p.cfg.logger.LogAttrs(r.Context(), slog.LevelWarn, "status page: action refused: not authorized",
 		slog.String("action", what), slog.String("remote", r.RemoteAddr))
 	p.fail(w, r, http.StatusForbidden, "Not authorized: this page is read-only for you.")
 }
 
 // fail answers with an error page saying msg, and a link back.
-func (p *Page) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+func (p *statusPage) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	p.render(w, status, "error", pageData{Title: "redcron: " + http.StatusText(status), Base: baseOf(r), Now: time.Now(),
 		Main: &mainView{Err: msg}})
 }

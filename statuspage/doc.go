@@ -1,5 +1,5 @@
 // Package statuspage is a status page for a redcron fleet, served by the
-// service itself: a Page is an http.Handler you mount next to /metrics,
+// service itself: New returns an http.Handler you mount next to /metrics,
 // in every replica if you like, with no server of its own.
 //
 // The main page answers "is it running?" first, in a headline over

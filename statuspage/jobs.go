@@ -6,15 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redcron/redcron/internal/cluster"
-	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/scheduler"
 )
 
 // jobsOf returns the jobs of the fleet, by name: this replica's and those
 // the live replicas publish; and, apart, the names the nodes know that no
 // live replica publishes (a ledger, a pause key or a lock left behind).
-func (p *Page) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
+func (p *statusPage) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
 	byName := map[string]*jobView{}
 	if p.cfg.jobs != nil {
 		for _, e := range p.cfg.jobs() {
@@ -35,10 +34,10 @@ func (p *Page) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
 		}
 		v.PausedOn, v.Holder, v.HeldTick, v.HeldOn = j.PausedOn, j.Holder, j.Tick, j.HeldOn
 		switch {
-		case j.PausedOn >= p.cl.Quorum():
-			v.Paused = fmt.Sprintf("paused %d/%d", j.PausedOn, len(p.cl.Nodes))
+		case j.PausedOn >= st.Quorum:
+			v.Paused = fmt.Sprintf("paused %d/%d", j.PausedOn, len(st.Nodes))
 		case j.PausedOn > 0:
-			v.Paused = fmt.Sprintf("partial %d/%d", j.PausedOn, len(p.cl.Nodes))
+			v.Paused = fmt.Sprintf("partial %d/%d", j.PausedOn, len(st.Nodes))
 		}
 	}
 	for name, v := range byName {
@@ -71,9 +70,9 @@ func localJob(e scheduler.Entry) *jobView {
 }
 
 // publishedJob returns the row of a job another live replica publishes:
-// its spec, zone and next tick from the job tables (cluster.Job's, of the
+// its spec, zone and next tick from the job tables (admin.Job's, of the
 // table the most live replicas publish among those listing it).
-func publishedJob(j cluster.Job) *jobView {
+func publishedJob(j admin.Job) *jobView {
 	next := j.Next
 	if loc, err := time.LoadLocation(j.Zone); err == nil && !next.IsZero() {
 		next = next.In(loc)
@@ -83,11 +82,26 @@ func publishedJob(j cluster.Job) *jobView {
 
 // ranAt returns when a run of a ledger record last did something (its
 // end, or its start); zero for a missed tick or an operator's action.
-func ranAt(r ledger.Run) time.Time {
-	if r.State == ledger.StateMissed || r.State == ledger.StateOperator {
+func ranAt(r admin.Record) time.Time {
+	if r.State == stateMissed || r.State == stateOperator {
 		return time.Time{}
 	}
-	return ledger.Time(max(r.Start, r.End, r.Tick+r.Delay))
+	began := r.Tick
+	if !began.IsZero() {
+		began = began.Add(r.Delay)
+	}
+	return latest(r.Start, r.End, began)
+}
+
+// latest returns the latest of ts.
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
 }
 
 // maxSkips bounds the skipped ticks the main page lists.
@@ -98,15 +112,15 @@ const maxSkips = 30
 // newest first, the replicas of one job, tick and reason together.
 func skipsOf(st *snapshot) []skipView {
 	byKey := map[string]*skipView{}
-	for _, owner := range st.Report.Live {
-		for _, sk := range st.Report.Beats[owner].Skips {
-			key := fmt.Sprintf("%s\x00%d\x00%s", sk.Job, sk.Tick, sk.Reason)
+	for _, r := range st.Replicas {
+		for _, sk := range r.Skips {
+			key := fmt.Sprintf("%s\x00%d\x00%s", sk.Job, sk.Tick.UnixMilli(), sk.Result)
 			v := byKey[key]
 			if v == nil {
-				v = &skipView{Job: sk.Job, Link: jobLink(sk.Job), Tick: ledger.Time(sk.Tick), Reason: sk.Reason}
+				v = &skipView{Job: sk.Job, Link: jobLink(sk.Job), Tick: sk.Tick, Reason: sk.Result}
 				byKey[key] = v
 			}
-			v.Replicas = append(v.Replicas, owner)
+			v.Replicas = append(v.Replicas, r.Instance)
 		}
 	}
 	out := make([]skipView, 0, len(byKey))

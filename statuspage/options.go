@@ -1,7 +1,6 @@
 package statuspage
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,9 +8,18 @@ import (
 	"github.com/redcron/redcron/scheduler"
 )
 
-// ErrInvalidOption is matched by the errors of New for a bad option or
-// argument, which they name.
-var ErrInvalidOption = errors.New("statuspage: invalid option")
+// invalidOption is the error of New for a bad option or argument, which it
+// names; it matches scheduler.ErrInvalidOption.
+type invalidOption struct{ err error }
+
+func (e *invalidOption) Error() string   { return "statuspage: " + e.err.Error() }
+func (e *invalidOption) Unwrap() []error { return []error{scheduler.ErrInvalidOption, e.err} }
+
+// invalid returns New's error for a bad option or argument, formatted as
+// fmt.Errorf formats.
+func invalid(format string, args ...any) error {
+	return &invalidOption{fmt.Errorf(format, args...)}
+}
 
 // Option configures New.
 type Option func(*config) error
@@ -33,7 +41,7 @@ type config struct {
 func WithAuthorize(f func(r *http.Request) (who string, ok bool)) Option {
 	return func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("%w: WithAuthorize: nil function", ErrInvalidOption)
+			return invalid("WithAuthorize: nil function")
 		}
 		c.authorize = f
 		return nil
@@ -45,7 +53,7 @@ func WithAuthorize(f func(r *http.Request) (who string, ok bool)) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidOption)
+			return invalid("WithLogger: nil logger")
 		}
 		c.logger = l
 		return nil
@@ -59,7 +67,7 @@ func WithLogger(l *slog.Logger) Option {
 func WithJobs(entries func() []scheduler.Entry) Option {
 	return func(c *config) error {
 		if entries == nil {
-			return fmt.Errorf("%w: WithJobs: nil function", ErrInvalidOption)
+			return invalid("WithJobs: nil function")
 		}
 		c.jobs = entries
 		return nil

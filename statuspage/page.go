@@ -2,8 +2,6 @@ package statuspage
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -11,11 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/redact"
 	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
 )
 
 // Timing of the page's reads.
@@ -27,10 +27,19 @@ const (
 	historyRuns = 50              // the records of a job's page
 )
 
-// Page is the status page of the fleet whose nodes a Redlock reaches. It
-// is an http.Handler, safe for concurrent use; create it with New.
-type Page struct {
-	locks   *mutex.Redlock
+// statusPage is the status page of the fleet whose nodes a Redlock reaches:
+// the http.Handler New returns, safe for concurrent use.
+type statusPage struct {
+	locks    *mutex.Redlock
+	logNodes func(context.Context) // the Redlock's: it notes the nodes' states
+	maxTTL   time.Duration         // the Redlock's: a node warms up for it
+	// admin reads the fleet (its status, a job's history) with opts; an
+	// action acts through a Client of its operator's (as).
+	admin *admin.Client
+	opts  admin.Options
+	nodes []*store.Node
+	// cl makes the reads of the page's own: the newest runs of the jobs a
+	// view shows, and the ticks missed in the last hour.
 	cl      *cluster.Cluster
 	cfg     config
 	tmpl    *template.Template
@@ -54,7 +63,7 @@ type Page struct {
 // history is a job's history as last read, for the views within freshFor.
 type history struct {
 	at   time.Time
-	runs []ledger.Run
+	runs []admin.Record
 	err  error
 }
 
@@ -62,7 +71,7 @@ type history struct {
 const maxHistories = 256
 
 // history returns the job's history, from a read at most freshFor old.
-func (p *Page) history(ctx context.Context, name string) ([]ledger.Run, error) {
+func (p *statusPage) history(ctx context.Context, name string) ([]admin.Record, error) {
 	p.histMu.Lock()
 	defer p.histMu.Unlock()
 	if h, ok := p.hist[name]; ok && time.Since(h.at) < freshFor {
@@ -70,7 +79,7 @@ func (p *Page) history(ctx context.Context, name string) ([]ledger.Run, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 	defer cancel()
-	runs, _, err := p.cl.History(ctx, name, historyRuns)
+	runs, _, err := p.admin.History(ctx, name, historyRuns)
 	if p.hist == nil || len(p.hist) >= maxHistories {
 		p.hist = map[string]history{}
 	}
@@ -84,52 +93,64 @@ type nodeError struct {
 	at   time.Time
 }
 
-// New returns the status page of the nodes of locks, under its key prefix.
-// It does no I/O. Its errors match ErrInvalidOption.
-func New(locks *mutex.Redlock, opts ...Option) (*Page, error) {
+// New returns the status page of the nodes of locks, under its key prefix:
+// an http.Handler, safe for concurrent use, which serves GET / (whether the
+// fleet runs; jobs, skipped ticks, runs, nodes, replicas, leaks), GET
+// /job/{name} (a job's history), GET /login (the sign-in link, with
+// WithAuthorize), and the actions, POST /job/{name}/pause, /resume,
+// /trigger and POST /leaks/fix, each answered with a redirect (303) back to
+// the page it came from. It does no I/O. Its errors, for a bad option or
+// argument, name it and match scheduler.ErrInvalidOption.
+func New(locks *mutex.Redlock, opts ...Option) (http.Handler, error) {
 	if locks == nil {
-		return nil, fmt.Errorf("%w: New: nil Redlock", ErrInvalidOption)
+		return nil, invalid("New: nil Redlock")
 	}
 	cfg := config{logger: slog.New(slog.DiscardHandler)}
 	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+			return nil, invalid("option %d is nil", i)
 		}
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}
 	}
-	keys, err := engine.NewKeyspace(locks.KeyPrefix())
+	// The page checks the names itself (knows: this replica's jobs too),
+	// and reads the jobs' runs for the rows it shows alone (withRuns).
+	w := lockwire.Of(locks)
+	ao := admin.Options{KeyPrefix: w.KeyPrefix, AnyJob: true, NoLastRun: true, MaxAge: w.MaxHold, MaxTTL: w.MaxTTL,
+		LedgerRecords: w.LedgerRecords, LedgerWindow: w.LedgerWindow}
+	if ao.LedgerRecords == 0 {
+		ao.LedgerRecords = -1 // no ledger: nothing to record in
+	}
+	nodes := make([]*store.Node, len(w.Nodes))
+	for i, n := range w.Nodes {
+		nodes[i] = (*store.Node)(n)
+	}
+	ac, err := admin.New(nodes, ao)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		return nil, invalid("%w", err)
 	}
-	cl := &cluster.Cluster{Keys: keys, MaxAge: locks.MaxHold()}
-	if cl.LedgerRecords, cl.LedgerWindow = locks.Ledger(); cl.LedgerRecords == 0 {
-		cl.LedgerRecords = -1 // no ledger: nothing to record in
+	keys, err := engine.NewKeyspace(w.KeyPrefix)
+	if err != nil {
+		return nil, invalid("%w", err)
 	}
-	for _, n := range locks.Nodes() {
-		cl.Nodes = append(cl.Nodes, (*engine.Node)(n))
-	}
+	cl := &cluster.Cluster{Keys: keys, Nodes: w.Nodes}
 	tmpl, err := parseTemplates()
 	if err != nil {
 		return nil, err
 	}
-	p := &Page{locks: locks, cl: cl, cfg: cfg, tmpl: tmpl, hide: redact.New(cl.Nodes).Redact, started: time.Now(),
-		nodeErr: map[string]nodeError{}}
+	p := &statusPage{locks: locks, logNodes: w.LogNodes, maxTTL: w.MaxTTL, admin: ac, opts: ao, nodes: nodes, cl: cl, cfg: cfg, tmpl: tmpl, hide: redact.New(cl.Nodes).Redact,
+		started: time.Now(), nodeErr: map[string]nodeError{}}
 	p.handler = p.routes()
 	return p, nil
 }
 
-// ServeHTTP serves the pages: GET / (whether the fleet runs; jobs, skipped
-// ticks, runs, nodes, replicas, leaks), GET /job/{name} (a job's history),
-// GET /login (the sign-in link, with WithAuthorize), and the actions, POST
-// /job/{name}/pause, /resume, /trigger and POST /leaks/fix, each answered
-// with a redirect (303) back to the page it came from.
-func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.ServeHTTP(w, r) }
+// ServeHTTP serves the pages (see New).
+func (p *statusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.handler.ServeHTTP(w, r) }
 
 // routes returns the page's handler: its routes, behind the protection
 // against cross-origin requests.
-func (p *Page) routes() http.Handler {
+func (p *statusPage) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", p.serveMain)
 	mux.HandleFunc("GET /login", p.serveLogin)
@@ -149,7 +170,7 @@ func (p *Page) routes() http.Handler {
 // replicas publish: Status.Published), and what the page reads besides:
 // the ticks missed in the last hour.
 type snapshot struct {
-	*cluster.Status
+	*admin.Status
 	Missed map[string]int // by job: ticks recorded missed in the last hour
 	At     time.Time      // when the scan ended: the nodes' uptimes are as of then
 	// Seen is each node's state as the Redlock saw it when it had just
@@ -157,9 +178,9 @@ type snapshot struct {
 	// that another owner holds a lock shows it up).
 	Seen map[string]string
 
-	scanned bool                    // the scan read some node: the jobs' runs can be read
-	runsMu  sync.Mutex              // held while runs are read: views of the scan share them
-	runs    map[string][]ledger.Run // each job's newest runs read so far, by name
+	scanned bool                      // the scan read some node: the jobs' runs can be read
+	runsMu  sync.Mutex                // held while runs are read: views of the scan share them
+	runs    map[string][]admin.Record // each job's newest runs read so far, by name
 }
 
 // missedWindow is how far back the headline counts missed ticks.
@@ -168,7 +189,7 @@ const missedWindow = time.Hour
 // status returns the fleet's status, from a scan at most freshFor old: one
 // view scans, the views that come meanwhile wait for it. Its reads are
 // bounded by readTimeout.
-func (p *Page) status(ctx context.Context) (*snapshot, error) {
+func (p *statusPage) status(ctx context.Context) (*snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last != nil && time.Since(p.lastAt) < freshFor {
@@ -179,9 +200,9 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	// Have the Redlock look at the nodes, as its heartbeats do, so that
 	// the nodes' states are as it counts their votes now.
 	var wg sync.WaitGroup
-	wg.Go(func() { p.locks.LogNodes(ctx) })
-	cst, err := p.cl.Status(ctx, 0, p.locks.MaxTTL()) // the runs of the jobs shown alone are read: withRuns
-	st := &snapshot{Status: cst, At: time.Now(), runs: map[string][]ledger.Run{}}
+	wg.Go(func() { p.logNodes(ctx) })
+	ast, err := p.admin.Status(ctx) // the runs of the jobs shown alone are read: withRuns
+	st := &snapshot{Status: ast, At: time.Now(), runs: map[string][]admin.Record{}}
 	wg.Wait()
 	st.Seen = p.locks.NodeStates()
 	for _, state := range st.Seen {
@@ -197,13 +218,13 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 	for _, n := range st.Nodes {
 		// A node that answers but has no INFO (an in-process server) is
 		// up: its INFO error is no error of the node's.
-		if n.Err != nil && (!n.Answered || n.Refused) {
+		if n.Err != nil && (n.State == cluster.NodeDown || n.State == cluster.NodeRefused) {
 			p.nodeErr[n.Name] = nodeError{text: p.hide(n.Err.Error()), at: now}
 		}
 	}
-	for _, e := range st.Report.Errors {
-		if ee := (*engine.Error)(nil); errors.As(e, &ee) {
-			p.nodeErr[ee.Node] = nodeError{text: p.hide(e.Error()), at: now}
+	for _, n := range st.Nodes {
+		if n.ScanErr != nil {
+			p.nodeErr[n.Name] = nodeError{text: p.hide(n.ScanErr.Error()), at: now}
 		}
 	}
 	if err != nil {
@@ -215,7 +236,7 @@ func (p *Page) status(ctx context.Context) (*snapshot, error) {
 
 // readMissed reads the ticks missed in the last hour of the jobs the live
 // replicas publish and of this replica's.
-func (p *Page) readMissed(ctx context.Context, st *snapshot) {
+func (p *statusPage) readMissed(ctx context.Context, st *snapshot) {
 	var names []string
 	seen := map[string]bool{}
 	for _, j := range st.Jobs {
@@ -230,12 +251,25 @@ func (p *Page) readMissed(ctx context.Context, st *snapshot) {
 			}
 		}
 	}
-	st.Missed = p.cl.MissedSince(ctx, st.Report, names, time.Now().Add(-missedWindow))
+	var readable []*engine.Node // the nodes the scan read
+	for i, n := range st.Nodes {
+		if n.ScanErr == nil {
+			readable = append(readable, p.cl.Nodes[i])
+		}
+	}
+	st.Missed = p.cl.MissedSince(ctx, readable, names, time.Now().Add(-missedWindow))
+}
+
+// as returns a Client whose actions are by who.
+func (p *statusPage) as(who string) (*admin.Client, error) {
+	opts := p.opts
+	opts.Operator = who
+	return admin.New(p.nodes, opts)
 }
 
 // forget drops the last scan, so that the next view shows an action's
 // effect.
-func (p *Page) forget() {
+func (p *statusPage) forget() {
 	p.mu.Lock()
 	p.last = nil
 	p.mu.Unlock()
@@ -245,7 +279,7 @@ func (p *Page) forget() {
 }
 
 // lastError returns a node's last error, and when it was seen.
-func (p *Page) lastError(node string) nodeError {
+func (p *statusPage) lastError(node string) nodeError {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.nodeErr[node]

@@ -10,8 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redcron/redcron/internal/cluster"
-	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -24,7 +23,7 @@ const oddName = `a<b>&"c'/x:y.z ü`
 // bigPage returns a page of 250 jobs of this replica's (oddName and
 // job-000 to job-248) and 150 names no live replica publishes (old-000
 // to old-149), from a scan it holds as fresh: its views do no I/O.
-func bigPage(t *testing.T) *Page {
+func bigPage(t *testing.T) *statusPage {
 	t.Helper()
 	redistest.QuietClients() // its nodes are never up
 	var nodes []*store.Node
@@ -44,23 +43,24 @@ func bigPage(t *testing.T) *Page {
 	for i := range 249 {
 		entries = append(entries, scheduler.Entry{Name: fmt.Sprintf("job-%03d", i), Spec: "@daily", Location: time.UTC})
 	}
-	p, err := New(locks, WithJobs(func() []scheduler.Entry { return entries }))
+	h, err := New(locks, WithJobs(func() []scheduler.Entry { return entries }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &cluster.Status{Report: &leaks.Report{}}
+	p := h.(*statusPage)
+	st := &admin.Status{Quorum: len(nodes)/2 + 1}
 	for i := range nodes {
-		st.Nodes = append(st.Nodes, cluster.Node{Name: fmt.Sprintf("127.0.0.1:%d", 1+i), Answered: true, Latency: time.Millisecond, Uptime: time.Hour})
+		st.Nodes = append(st.Nodes, admin.Node{Name: fmt.Sprintf("127.0.0.1:%d", 1+i), State: "up", Latency: time.Millisecond, Uptime: time.Hour})
 	}
 	for i := range 150 {
-		st.Jobs = append(st.Jobs, cluster.Job{Name: fmt.Sprintf("old-%03d", i)})
+		st.Jobs = append(st.Jobs, admin.Job{Name: fmt.Sprintf("old-%03d", i)})
 	}
 	p.last, p.lastAt = &snapshot{Status: st, At: time.Now(), scanned: true}, time.Now().Add(time.Hour) // fresh for the test's length
 	return p
 }
 
 // get returns the body of the page's answer to GET target.
-func get(t *testing.T, p *Page, target string) string {
+func get(t *testing.T, p *statusPage, target string) string {
 	t.Helper()
 	req, err := http.NewRequest("GET", target, nil)
 	if err != nil {

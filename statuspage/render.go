@@ -97,7 +97,7 @@ func why(reason string) string {
 }
 
 // render writes the template name with d, or an error page if it fails.
-func (p *Page) render(w http.ResponseWriter, status int, name string, d pageData) {
+func (p *statusPage) render(w http.ResponseWriter, status int, name string, d pageData) {
 	var buf bytes.Buffer
 	if err := p.tmpl.ExecuteTemplate(&buf, name, d); err != nil {
 		http.Error(w, "statuspage: "+err.Error(), http.StatusInternalServerError)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/ledger"
 )
 
@@ -12,11 +13,11 @@ import (
 // read from the nodes once per scan: the views of one scan share them.
 // Only the jobs a view shows are read, up to 8 at a time, bounded by
 // readTimeout.
-func (p *Page) runsOf(ctx context.Context, st *snapshot, names []string) map[string][]ledger.Run {
+func (p *statusPage) runsOf(ctx context.Context, st *snapshot, names []string) map[string][]admin.Record {
 	st.runsMu.Lock()
 	defer st.runsMu.Unlock()
 	if st.runs == nil {
-		st.runs = map[string][]ledger.Run{}
+		st.runs = map[string][]admin.Record{}
 	}
 	var missing []string
 	for _, name := range names {
@@ -29,10 +30,15 @@ func (p *Page) runsOf(ctx context.Context, st *snapshot, names []string) map[str
 		defer cancel()
 		read := p.cl.RunsOf(ctx, missing, recentRuns)
 		for _, name := range missing {
-			st.runs[name] = read[name]
+			for _, r := range read[name] {
+				st.runs[name] = append(st.runs[name], recordOf(r))
+			}
+			if st.runs[name] == nil {
+				st.runs[name] = []admin.Record{} // read: none
+			}
 		}
 	}
-	out := make(map[string][]ledger.Run, len(names))
+	out := make(map[string][]admin.Record, len(names))
 	for _, name := range names {
 		out[name] = st.runs[name]
 	}
@@ -44,7 +50,7 @@ func (p *Page) runsOf(ctx context.Context, st *snapshot, names []string) map[str
 // newest run and its headline: the per-job reads of a view are of the
 // jobs it shows, whatever the number of jobs. all is the number of jobs
 // and names the view knows: v.Partial when rows hold fewer.
-func (p *Page) withRuns(ctx context.Context, st *snapshot, v *mainView, all int, rows ...[]jobView) {
+func (p *statusPage) withRuns(ctx context.Context, st *snapshot, v *mainView, all int, rows ...[]jobView) {
 	var names []string
 	for _, r := range rows {
 		for _, j := range r {
@@ -71,4 +77,12 @@ func (p *Page) withRuns(ctx context.Context, st *snapshot, v *mainView, all int,
 	slices.SortFunc(v.Recent, func(a, b runView) int { return b.At.Compare(a.At) })
 	v.Recent = v.Recent[:min(len(v.Recent), 25)]
 	v.Headline = judge(v)
+}
+
+// recordOf returns a ledger record as admin.Record, as admin's History
+// returns it.
+func recordOf(r ledger.Run) admin.Record {
+	return admin.Record{Job: r.Job, State: r.State, Result: r.Result, Owner: r.Owner, Run: r.Run, Fence: r.Fence,
+		Tick: ledger.Time(r.Tick), Start: ledger.Time(r.Start), End: ledger.Time(r.End), Delay: time.Duration(r.Delay) * time.Millisecond,
+		Try: r.Try, Error: r.Error, Ticket: r.Ticket, Nodes: r.Nodes}
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/redcron/redcron/internal/ledger"
 )
 
 // jobPage is what a job's page shows.
@@ -22,7 +20,7 @@ type jobPage struct {
 }
 
 // serveMain serves the main page, or with ?fragment its live part.
-func (p *Page) serveMain(w http.ResponseWriter, r *http.Request) {
+func (p *statusPage) serveMain(w http.ResponseWriter, r *http.Request) {
 	st, err := p.status(r.Context())
 	v := p.mainOf(st, err)
 	v.Skips = v.Skips[:min(len(v.Skips), maxSkips)]
@@ -46,7 +44,7 @@ func (p *Page) serveMain(w http.ResponseWriter, r *http.Request) {
 // another is challenged for basic-auth credentials (a browser sends them
 // only once challenged, and then with every request to the page). A
 // service whose hook reads something else mounts its own sign-in there.
-func (p *Page) serveLogin(w http.ResponseWriter, r *http.Request) {
+func (p *statusPage) serveLogin(w http.ResponseWriter, r *http.Request) {
 	if _, ok := p.authorized(r); ok || p.cfg.authorize == nil {
 		seeOther(w, "./")
 		return
@@ -58,7 +56,7 @@ func (p *Page) serveLogin(w http.ResponseWriter, r *http.Request) {
 // serveJob serves a job's page, or with ?fragment its live part: its row
 // and its history, runs, missed ticks and operators' actions. A job
 // neither this replica nor the nodes know is not found (404).
-func (p *Page) serveJob(w http.ResponseWriter, r *http.Request) {
+func (p *statusPage) serveJob(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	st, err := p.status(r.Context())
 	v := p.mainOf(st, err)
@@ -99,7 +97,7 @@ func (p *Page) serveJob(w http.ResponseWriter, r *http.Request) {
 
 // template returns the name of the page's template, or of its live part
 // for a request with ?fragment.
-func (p *Page) template(r *http.Request, page string) string {
+func (p *statusPage) template(r *http.Request, page string) string {
 	if r.URL.Query().Has("fragment") {
 		return page + "-live"
 	}
@@ -107,11 +105,11 @@ func (p *Page) template(r *http.Request, page string) string {
 }
 
 // data returns the page's frame for r.
-func (p *Page) data(r *http.Request, title, base string) pageData {
+func (p *statusPage) data(r *http.Request, title, base string) pageData {
 	who, ok := p.authorized(r)
 	done := r.URL.Query().Get("done")
 	switch done {
-	case ledger.ActionPaused, ledger.ActionResumed, ledger.ActionTriggered, ledger.ActionLeaksFixed:
+	case actionPaused, actionResumed, actionTriggered, actionLeaksFixed:
 	default:
 		done = ""
 	}
@@ -120,7 +118,7 @@ func (p *Page) data(r *http.Request, title, base string) pageData {
 }
 
 // authorized returns who asks, and whether they may act.
-func (p *Page) authorized(r *http.Request) (string, bool) {
+func (p *statusPage) authorized(r *http.Request) (string, bool) {
 	if p.cfg.authorize == nil {
 		return "", false
 	}

@@ -1,16 +1,21 @@
 package statuspage
 
 import (
-	"errors"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/cluster"
-	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/internal/leaks"
-	"github.com/redcron/redcron/internal/ledger"
+)
+
+// The states of a ledger record (admin.Record.State) the page tells apart.
+const (
+	stateStarted  = "started"
+	stateLost     = "lost"
+	stateMissed   = "missed"
+	stateOperator = "operator"
 )
 
 // mainView is what the main page shows.
@@ -125,23 +130,19 @@ type classCount struct {
 
 // mainOf returns the main page's view of st; err is its scan's (no node
 // could be read).
-func (p *Page) mainOf(st *snapshot, err error) mainView {
-	v := mainView{Now: time.Now(), Prefix: p.cl.Keys.Prefix(), Quorum: p.cl.Quorum(), Known: err == nil}
+func (p *statusPage) mainOf(st *snapshot, err error) mainView {
+	v := mainView{Now: time.Now(), Prefix: st.KeyPrefix, Quorum: st.Quorum, Known: err == nil}
 	if err != nil {
 		v.Err = p.hide(err.Error())
 	}
-	for _, e := range st.Report.Errors {
-		name := "?"
-		if ee := (*engine.Error)(nil); errors.As(e, &ee) {
-			name = cluster.NodeName(ee.Node)
+	for _, n := range st.Nodes {
+		if n.ScanErr != nil {
+			v.Unread = append(v.Unread, cluster.NodeName(n.Name))
 		}
-		v.Unread = append(v.Unread, name)
 	}
 	slices.Sort(v.Unread)
 	v.Jobs, v.Unpublished = p.jobsOf(st)
-	if st.Published != nil {
-		v.Unknown = st.Published.Unread()
-	}
+	v.Unknown = st.Unknown
 	v.Skips = skipsOf(st)
 	v.Nodes = p.nodesOf(st)
 	for _, r := range st.Replicas {
@@ -149,8 +150,8 @@ func (p *Page) mainOf(st *snapshot, err error) mainView {
 			Differs: r.TableDiffers, Offset: r.Offset, OffsetKnown: r.OffsetKnown, Sent: r.Sent, Started: r.Started})
 	}
 	v.Tables = st.Tables
-	if rep := st.Report; rep.Counts != nil && v.Known {
-		v.Leaks, v.Counts, v.Leaked = leaksOf(st.Status)
+	if v.Known {
+		v.Leaks, v.Counts, v.Leaked = leaksOf(st.Leaks)
 	}
 	v.Headline = judge(&v)
 	return v
@@ -158,27 +159,27 @@ func (p *Page) mainOf(st *snapshot, err error) mainView {
 
 // runOf returns a ledger record's row; its error text goes through hide
 // (a job's error may carry a connection string).
-func runOf(job string, r ledger.Run, hide func(string) string) runView {
-	v := runView{Job: job, Link: jobLink(job), Kind: "run", At: ledger.Time(r.Tick), Result: r.Result, Replica: r.Owner,
-		Delay: time.Duration(r.Delay) * time.Millisecond, Fence: r.Fence, Error: hide(r.Error), Nodes: r.Nodes}
-	if r.Tick == 0 {
-		v.At, v.Manual = ledger.Time(r.Start), true
+func runOf(job string, r admin.Record, hide func(string) string) runView {
+	v := runView{Job: job, Link: jobLink(job), Kind: "run", At: r.Tick, Result: r.Result, Replica: r.Owner,
+		Delay: r.Delay, Fence: r.Fence, Error: hide(r.Error), Nodes: r.Nodes}
+	if r.Tick.IsZero() {
+		v.At, v.Manual = r.Start, true
 	}
 	began := r.Start
-	if r.Tick != 0 {
-		began = r.Tick + r.Delay
+	if !r.Tick.IsZero() {
+		began = r.Tick.Add(r.Delay)
 	}
-	if v.Ended = r.End >= began && began != 0 && r.End != 0; v.Ended {
-		v.Duration = time.Duration(r.End-began) * time.Millisecond
+	if v.Ended = !r.End.Before(began) && !began.IsZero() && !r.End.IsZero(); v.Ended {
+		v.Duration = r.End.Sub(began)
 	}
 	switch r.State {
-	case ledger.StateMissed:
+	case stateMissed:
 		v.Kind, v.Result, v.Tone = "missed", "missed: "+r.Result, "bad"
-	case ledger.StateOperator:
+	case stateOperator:
 		v.Kind, v.Manual, v.Tone = "operator", false, "info"
-	case ledger.StateLost:
+	case stateLost:
 		v.Result, v.Tone = "lock_lost", "bad"
-	case ledger.StateStarted:
+	case stateStarted:
 		v.Result, v.Tone = "running", "info"
 	default:
 		v.Tone = "bad"
@@ -193,10 +194,10 @@ func runOf(job string, r ledger.Run, hide func(string) string) runView {
 // node the Redlock saw warming up is warming up: its server changed; one
 // it saw up is not, if it has never seen one warming up: it trusts its
 // nodes), and their last errors.
-func (p *Page) nodesOf(st *snapshot) []nodeView {
+func (p *statusPage) nodesOf(st *snapshot) []nodeView {
 	out := make([]nodeView, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
-		v := nodeView{Name: cluster.NodeName(n.Name), State: n.State(), Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil,
+		v := nodeView{Name: cluster.NodeName(n.Name), State: n.State, Latency: n.Latency, Uptime: n.Uptime, Known: n.Err == nil,
 			Answered: n.Latency > 0}
 		switch seen := st.Seen[n.Name]; {
 		case v.State == cluster.NodeUp && seen == cluster.NodeWarming:
@@ -212,7 +213,7 @@ func (p *Page) nodesOf(st *snapshot) []nodeView {
 			// uptime, after the max TTL and a second for the uptime's
 			// whole seconds; rounded up to a second, as the page shows it.
 			v.Started = st.At.Add(-n.Uptime)
-			v.VotesAt = v.Started.Add(p.locks.MaxTTL() + 2*time.Second - 1).Truncate(time.Second)
+			v.VotesAt = v.Started.Add(p.maxTTL + 2*time.Second - 1).Truncate(time.Second)
 		}
 		e := p.lastError(n.Name)
 		v.LastErr, v.LastErrAt = e.text, e.at
@@ -221,28 +222,45 @@ func (p *Page) nodesOf(st *snapshot) []nodeView {
 	return out
 }
 
-// leaksOf returns the leaked locks of the scan, the counts by class and
-// the number of leaks.
-func leaksOf(st *cluster.Status) ([]leakView, []classCount, int) {
-	rep := st.Report
+// leaksOf returns the leaked locks of the scan (admin.Status.Leaks: each
+// copy of a name with a leaked one, by name), the counts by class and the
+// number of leaks.
+func leaksOf(copies []admin.Leak) ([]leakView, []classCount, int) {
 	var out []leakView
-	for _, f := range rep.Leaks() {
-		v := leakView{Name: f.Name, Kind: f.Kind}
-		var classes []string
-		for _, c := range f.Classes {
-			classes = append(classes, c.String())
+	var classes [][]string // of each leak, its copies' classes
+	at := map[[2]string]int{}
+	for _, l := range copies {
+		id := [2]string{l.Name, l.Kind}
+		i, ok := at[id]
+		if !ok {
+			i, at[id] = len(out), len(out)
+			out, classes = append(out, leakView{Name: l.Name, Kind: l.Kind}), append(classes, nil)
 		}
-		v.Classes = strings.Join(classes, ", ")
-		for _, c := range f.Copies {
-			v.Nodes = append(v.Nodes, cluster.NodeName(c.Node))
+		out[i].Nodes = append(out[i].Nodes, cluster.NodeName(l.Node))
+		classes[i] = append(classes[i], l.Classes...)
+	}
+	n := map[string]int{}
+	for i := range out {
+		var names []string
+		for _, c := range classNames() {
+			if slices.Contains(classes[i], c) {
+				names = append(names, c)
+				n[c]++
+			}
 		}
-		out = append(out, v)
+		out[i].Classes = strings.Join(names, ", ")
 	}
 	var counts []classCount
-	for _, c := range leaks.AllClasses() {
-		counts = append(counts, classCount{c.String(), rep.Counts[c.String()]})
+	for _, c := range classNames() {
+		counts = append(counts, classCount{c, n[c]})
 	}
 	return out, counts, len(out)
+}
+
+// classNames returns the classes of leaks, in the order the page lists
+// them.
+func classNames() [5]string {
+	return [...]string{"no_expiry", "orphaned", "minority", "over_age", "unparseable"}
 }
 
 // jobLink returns the relative link from the main page to a job's page.

@@ -13,7 +13,7 @@ import (
 
 // ErrNoMajority is matched by the error of an action that reached fewer
 // than a majority of the nodes, and of a history read from fewer.
-var ErrNoMajority = errors.New("cluster: not a majority of the nodes")
+var ErrNoMajority = errors.New("not a majority of the nodes")
 
 // Defaults of an operator's record's trim: no trim by count, and the
 // default ledger window (mutex.WithLedger), which is also the TTL it gives

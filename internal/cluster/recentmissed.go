@@ -7,17 +7,15 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/internal/ledger"
 )
 
 // MissedSince returns, by job, how many ticks at or after since the jobs'
-// ledgers record as missed, merged over the nodes the scan of rep could
-// read (a tick recorded on several nodes counts once); jobs with none are
+// ledgers record as missed, merged over nodes (those of c a scan could
+// read: a tick recorded on several nodes counts once); jobs with none are
 // left out. It reads the missed records alone (ZSCAN MATCH "m|*"), of each
 // shard's ledger once, up to 8 shards at a time.
-func (c *Cluster) MissedSince(ctx context.Context, rep *leaks.Report, jobs []string, since time.Time) map[string]int {
-	nodes := rep.Readable(c.Nodes)
+func (c *Cluster) MissedSince(ctx context.Context, nodes []*engine.Node, jobs []string, since time.Time) map[string]int {
 	byShard := map[string]map[string]bool{} // ledger key → its jobs asked for
 	for _, job := range jobs {
 		if lk, err := c.Keys.Lock(job); err == nil {

@@ -72,7 +72,7 @@ func TestPublishedAndMissed(t *testing.T) {
 		}
 	}
 	rep := st.Report
-	missed := cl.MissedSince(ctx, rep, []string{"report", "ghost"}, now.Add(-time.Hour))
+	missed := cl.MissedSince(ctx, rep.Readable(cl.Nodes), []string{"report", "ghost"}, now.Add(-time.Hour))
 	if len(missed) != 1 || missed["report"] != 2 {
 		t.Errorf("missed in the last hour: %v; want report's 2", missed)
 	}

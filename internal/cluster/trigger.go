@@ -12,7 +12,7 @@ import (
 
 // ErrNotTaken is matched by the error of a trigger that no replica took in
 // time: the request was withdrawn.
-var ErrNotTaken = errors.New("cluster: no replica took the trigger")
+var ErrNotTaken = errors.New("no replica took the trigger")
 
 // withdrawTime is the time kept, out of the context's, to withdraw a
 // request no replica took.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redcron/redcron/internal/duehook"
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/shard"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
@@ -78,15 +79,15 @@ const goodbyeTimeout = time.Second
 // Replica is a replica's side of the fleet. Make it with New, run it with
 // Run, once.
 type Replica struct {
-	locks  *mutex.Redlock
-	sched  *scheduler.Scheduler
-	scan   *leakscan.Scanner
-	shards *shard.Keeper
-	table  *jobTable     // the digest its heartbeat publishes, the table publishJobTable publishes
-	due    *duehook.Hook // the scheduler's ticks due, once it runs, for the missed-tick check
-	keys   engine.Keyspace
-	nodes  []*engine.Node
-	log    *slog.Logger
+	logNodes func(context.Context) // the Redlock's: logs the nodes' states
+	sched    *scheduler.Scheduler
+	scan     *leakscan.Scanner
+	shards   *shard.Keeper
+	table    *jobTable     // the digest its heartbeat publishes, the table publishJobTable publishes
+	due      *duehook.Hook // the scheduler's ticks due, once it runs, for the missed-tick check
+	keys     engine.Keyspace
+	nodes    []*engine.Node
+	log      *slog.Logger
 
 	tableEvery time.Duration                       // how often it publishes its job table (tests shorten it)
 	tableRound func(start time.Time, errs []error) // if set, called after each round (tests)
@@ -100,15 +101,13 @@ func New(cfg Config) (*Replica, error) {
 	if cfg.Hook == nil || cfg.Hook.scan != nil {
 		return nil, errors.New("fleet: New: the hook is nil or tied to another replica")
 	}
-	keys, err := engine.NewKeyspace(cfg.Locks.KeyPrefix())
+	w := lockwire.Of(cfg.Locks)
+	keys, err := engine.NewKeyspace(w.KeyPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: New: %w", err)
 	}
-	r := &Replica{locks: cfg.Locks, sched: cfg.Scheduler, table: &jobTable{s: cfg.Scheduler}, due: &cfg.Hook.due,
-		keys: keys, log: cfg.Logger, tableEvery: jobTableEvery}
-	for _, n := range cfg.Locks.Nodes() {
-		r.nodes = append(r.nodes, (*engine.Node)(n))
-	}
+	r := &Replica{logNodes: w.LogNodes, sched: cfg.Scheduler, table: &jobTable{s: cfg.Scheduler}, due: &cfg.Hook.due,
+		keys: keys, log: cfg.Logger, tableEvery: jobTableEvery, nodes: w.Nodes}
 	// The heartbeat carries the digest of the scheduler's jobs (its ticks
 	// due and skips come through the hook, in Run's context); the options
 	// given after come after, so that leakscan.WithReplicaInfo(version,
@@ -126,7 +125,7 @@ func New(cfg Config) (*Replica, error) {
 	return r, nil
 }
 
-// Run logs the state of each node (mutex.Redlock.LogNodes), then runs the
+// Run logs the state of each node (the Redlock's LogNodes), then runs the
 // replica's housekeeping while loop, the scheduler's Run, runs with ctx:
 // the heartbeats and the leak scan, the shards, the trigger requests and
 // the job table. The shards stop as the loop does (when ctx is done or
@@ -135,7 +134,7 @@ func New(cfg Config) (*Replica, error) {
 // ended) and returns loop's error. Call Goodbye once the releases are
 // flushed.
 func (r *Replica) Run(ctx context.Context, loop func(context.Context) error) error {
-	r.locks.LogNodes(ctx)
+	r.logNodes(ctx)
 	keepCtx, stopKeeping := context.WithCancel(context.WithoutCancel(ctx))
 	shardCtx, stopShards := context.WithCancel(ctx) // its shards go as the loop stops, not after the runs
 	defer stopShards()

@@ -5,9 +5,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/internal/shard"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
+	"github.com/redcron/redcron/store"
 )
 
 // shardTTL is the TTL of a shard's lease: how long a crashed replica's
@@ -32,16 +34,22 @@ const shardHold = 100 * 365 * 24 * time.Hour
 // owner check (the heartbeat, the clock) lets it claim ticks. It fails
 // when no TTL up to the max TTL suits the node timeout.
 func newShards(jobs *mutex.Redlock, lockOpts []mutex.Option, gate *shard.Gate, self string, table *jobTable, scan *leakscan.Scanner, log *slog.Logger) (*shard.Keeper, error) {
+	jw := lockwire.Of(jobs)
 	opts := append(slices.Clip(lockOpts), mutex.WithLedger(0, 0), mutex.WithLogger(slog.New(slog.DiscardHandler)),
-		mutex.WithKeyPrefix(jobs.KeyPrefix()+"~shards"), mutex.WithMaxHold(shardHold))
-	locks, err := mutex.New(jobs.Nodes(), opts...)
+		mutex.WithKeyPrefix(jw.KeyPrefix+"~shards"), mutex.WithMaxHold(shardHold))
+	nodes := make([]*store.Node, len(jw.Nodes))
+	for i, n := range jw.Nodes {
+		nodes[i] = (*store.Node)(n)
+	}
+	locks, err := mutex.New(nodes, opts...)
 	if err != nil {
 		return nil, err
 	}
-	ttl := min(locks.MaxTTL(), shardTTL)
-	if locks.Check(shard.Name(0), ttl, 0, 0) != nil {
-		ttl = locks.MaxTTL()
+	w := lockwire.Of(locks)
+	ttl := min(w.MaxTTL, shardTTL)
+	if w.Check(shard.Name(0), ttl, 0, 0) != nil {
+		ttl = w.MaxTTL
 	}
 	check := func() error { return scan.Check(self, false) }
-	return shard.NewKeeper(gate, locks, jobs.KeyPrefix(), self, ttl, table.jobs, check, log)
+	return shard.NewKeeper(gate, locks, jw.KeyPrefix, self, ttl, table.jobs, check, log)
 }

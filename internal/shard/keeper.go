@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/mutex"
 )
 
@@ -95,13 +96,11 @@ func NewKeeper(gate *Gate, locks *mutex.Redlock, prefix, self string, ttl time.D
 	if err != nil {
 		return nil, err
 	}
-	if err := locks.Check(Name(0), ttl, 0, 0); err != nil {
+	w := lockwire.Of(locks)
+	if err := w.Check(Name(0), ttl, 0, 0); err != nil {
 		return nil, fmt.Errorf("shard leases: %w", err)
 	}
-	nodes := make([]*engine.Node, len(locks.Nodes()))
-	for i, n := range locks.Nodes() {
-		nodes[i] = (*engine.Node)(n)
-	}
+	nodes := w.Nodes
 	return &Keeper{gate: gate, locks: locks, nodes: nodes, quorum: len(nodes)/2 + 1, key: keys.Replicas(), keys: keys,
 		self: self, ttl: ttl, table: table, check: check, log: log, tables: map[string]map[string]engine.JobSpec{}}, nil
 }

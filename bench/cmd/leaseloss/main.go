@@ -36,6 +36,7 @@ import (
 	"github.com/redcron/redcron/bench/internal/stats"
 	"github.com/redcron/redcron/bench/internal/table"
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redis/go-redis/v9"
 )
@@ -97,12 +98,12 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	majority := cl.Servers[:len(rl.Nodes())/2+1]
+	majority := cl.Servers[:len(lockwire.Of(rl).Nodes)/2+1]
 
 	var del, pause []sample
 	for i := range cfg.reps {
 		s, err := once(ctx, rl, cfg, fmt.Sprintf("del-%d", i), func(name string) (time.Time, error) {
-			return deleteOn(ctx, rl, admin[:len(rl.Nodes())/2+1], name)
+			return deleteOn(ctx, rl, admin[:len(lockwire.Of(rl).Nodes)/2+1], name)
 		}, func(*mutex.Lock) {})
 		if err != nil {
 			return fmt.Errorf("del %d: %w", i, err)
@@ -204,7 +205,7 @@ func once(ctx context.Context, rl *mutex.Redlock, cfg config, name string, break
 // deleteOn deletes the lock's key through the given clients, in parallel,
 // and returns the instant the last DEL was answered.
 func deleteOn(ctx context.Context, rl *mutex.Redlock, clients []*redis.Client, name string) (time.Time, error) {
-	ks, err := engine.NewKeyspace(rl.KeyPrefix())
+	ks, err := engine.NewKeyspace(lockwire.Of(rl).KeyPrefix)
 	if err != nil {
 		return time.Time{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redcron/redcron/bench/internal/locks"
 	"github.com/redcron/redcron/bench/internal/redisnode"
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -174,7 +175,7 @@ func (r *replica) close() {
 // nodeStats returns the lock traffic of the replica's nodes, summed.
 func (r *replica) nodeStats() engine.Stats {
 	var sum engine.Stats
-	for _, n := range r.rl.Nodes() {
+	for _, n := range lockwire.Of(r.rl).Nodes {
 		s := (*engine.Node)(n).Stats()
 		sum.Calls += s.Calls
 		sum.Pipelines += s.Pipelines

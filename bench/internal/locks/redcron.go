@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
@@ -73,8 +74,8 @@ func (l redcronLocker) Flush(ctx context.Context) error { return l.r.Flush(ctx) 
 
 // NodeStats implements NodeStatser.
 func (l redcronLocker) NodeStats() []engine.Stats {
-	stats := make([]engine.Stats, len(l.r.Nodes()))
-	for i, n := range l.r.Nodes() {
+	stats := make([]engine.Stats, len(lockwire.Of(l.r).Nodes))
+	for i, n := range lockwire.Of(l.r).Nodes {
 		stats[i] = (*engine.Node)(n).Stats()
 	}
 	return stats

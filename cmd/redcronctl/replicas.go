@@ -7,8 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redcron/redcron/internal/cluster"
-	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/admin"
 )
 
 // replicaStatus is a live replica as its latest heartbeat describes it.
@@ -25,15 +24,13 @@ type replicaStatus struct {
 	LastBeatAgeMS *int64  `json:"last_beat_age_ms"`  // by this command's clock
 }
 
-// replicasOf returns the live replicas of rep as status prints them (see
-// cluster.Replicas), with the job table most of them publish and the
-// number of distinct tables; ages are measured from now, by this command's
-// clock.
-func replicasOf(rep *leaks.Report, now time.Time) (out []replicaStatus, common string, tables int) {
-	replicas, common, tables := cluster.Replicas(rep)
-	out = []replicaStatus{}
+// replicasOf returns the live replicas as status prints them; ages are
+// measured from now, by this command's clock.
+func replicasOf(replicas []admin.Replica, now time.Time) []replicaStatus {
+	out := []replicaStatus{}
 	for _, r := range replicas {
-		rs := replicaStatus{Instance: r.Instance, Version: r.Version, JobTable: r.JobTable, TableDiffers: r.TableDiffers}
+		rs := replicaStatus{Instance: r.Instance, Version: r.Version, JobTable: r.JobTable, TableDiffers: r.TableDiffers,
+			SharesNoJob: r.SharesNoJob}
 		if r.OffsetKnown {
 			ms := r.Offset.Milliseconds()
 			rs.OffsetMS = &ms
@@ -48,7 +45,7 @@ func replicasOf(rep *leaks.Report, now time.Time) (out []replicaStatus, common s
 		}
 		out = append(out, rs)
 	}
-	return out, common, tables
+	return out
 }
 
 // writeReplicas prints the replicas' table: instance, version, job table

@@ -1,4 +1,10 @@
-// Command redcronctl is the admin command of a redcron fleet. It finds, and with -fix removes, leaked redcron locks on
+// Command redcronctl is the admin command of a redcron fleet, a shell over
+// package admin (github.com/redcron/redcron/admin), which any Go program
+// can use to do the same. Install it with
+//
+//	go install github.com/redcron/redcron/cmd/redcronctl@latest
+//
+// It finds, and with -fix removes, leaked redcron locks on
 // the independent Redis masters a fleet of schedulers shares. It runs the
 // replicas' leak scan: every node is read with SCAN (never KEYS) under the key
 // prefix, and each copy of a lock is classified, by its own value, as
@@ -143,7 +149,7 @@
 //
 // From cron, alerting on leaks and on errors:
 //
-//	*/10 * * * * leakscan -addrs redis-a:6379,redis-b:6379,redis-c:6379 -json > /var/log/leakscan.json || alert
+//	*/10 * * * * redcronctl -addrs redis-a:6379,redis-b:6379,redis-c:6379 -json > /var/log/redcron-leaks.json || alert
 package main
 
 import (

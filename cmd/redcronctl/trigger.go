@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
-	"github.com/redcron/redcron/internal/cluster"
-	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/scheduler"
 )
 
 // trigger runs trigger JOB: it places a request (a ticket naming the
@@ -17,24 +15,28 @@ import (
 // about a second and runs once, under the job's lock; and it waits, within
 // -timeout, for the run's record in the job's ledger, and prints it. A
 // request no replica took in time is withdrawn. It needs a majority of the
-// nodes to place the request. See cluster.Cluster.Trigger; the job's
-// ledger records the trigger, by who.
-func trigger(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stderr io.Writer, hide func(string) string) int {
-	tr, err := cl.Trigger(ctx, cfg.job, who(), cfg.timeout)
+// nodes to place the request. See admin.Client.Trigger; the job's ledger
+// records the trigger, by the operator.
+func (a *cmd) trigger(ctx context.Context) int {
+	cfg, stdout, stderr, hide := a.cfg, a.stdout, a.stderr, a.hide
+	run, errs, err := a.c.Trigger(ctx, cfg.job)
+	if a.noSuchJob(err) {
+		return exitError
+	}
 	placed := 0
-	for i, e := range tr.Placed {
+	for i, e := range errs {
 		if e != nil {
-			fmt.Fprintf(stderr, "redcronctl: trigger on node %s: %s\n", hide(cl.Nodes[i].Name()), hide(e.Error()))
+			fmt.Fprintf(stderr, "redcronctl: trigger on node %s: %s\n", hide(cfg.addrs[i]), hide(errors.Unwrap(e).Error()))
 			continue
 		}
 		placed++
 	}
 	switch {
-	case errors.Is(err, cluster.ErrNoMajority):
+	case errors.Is(err, scheduler.ErrNoQuorum):
 		fmt.Fprintf(stderr, "redcronctl: trigger %s reached %d of %s, not a majority (withdrawn): run it again\n", cfg.job, placed,
-			plural(len(cl.Nodes), "node", "nodes"))
+			plural(len(cfg.addrs), "node", "nodes"))
 		return exitError
-	case errors.Is(err, cluster.ErrNotTaken):
+	case errors.Is(err, context.DeadlineExceeded):
 		fmt.Fprintf(stderr, "redcronctl: no replica took the trigger of %s within -timeout %v (is a replica with the job running?); withdrawn\n",
 			cfg.job, cfg.timeout)
 		return exitError
@@ -42,7 +44,6 @@ func trigger(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
-	run := tr.Run
 	if cfg.json {
 		doc := struct {
 			Job     string `json:"job"`
@@ -50,7 +51,7 @@ func trigger(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 			Replica string `json:"replica"`
 			Fence   uint64 `json:"fence"`
 			Start   string `json:"start"`
-		}{cfg.job, tr.Ticket, run.Owner, run.Fence, ledger.Time(run.Start).UTC().Format(time.RFC3339Nano)}
+		}{cfg.job, run.Ticket, run.Owner, run.Fence, run.Start.UTC().Format(time.RFC3339Nano)}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if enc.Encode(doc) != nil {

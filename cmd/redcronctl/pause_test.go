@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"os/user"
 	"strings"
 	"sync"
 	"testing"
@@ -176,4 +178,14 @@ func TestPauseInHistory(t *testing.T) {
 	if o := exe(t, bin, nil, "-addrs", addrs, "-force", "history", "nightly"); o.code != 0 || !strings.Contains(o.stdout, "operator: paused") {
 		t.Errorf("history table: %s", o)
 	}
+}
+
+// who is the operator the command records by default: user@host.
+func who() string {
+	name := "?"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/admin"
 )
 
 // jobStatus is one job's lock as the nodes hold it.
@@ -32,23 +31,28 @@ type jobStatus struct {
 // status prints every job's lock, and the replicas with a live heartbeat:
 // each one's version, job table, clock offset and last heartbeat. It exits
 // 2 when no node could be scanned, naming the nodes that failed.
-func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stderr io.Writer, hide func(string) string) int {
-	st, err := cl.Status(ctx, 1, warmUp)
-	rep := st.Report
-	for _, e := range rep.Errors {
-		fmt.Fprintf(stderr, "redcronctl: node not scanned: %s\n", hide(e.Error()))
+func (a *cmd) status(ctx context.Context) int {
+	stdout := a.stdout
+	st, err := a.c.Status(ctx)
+	for _, n := range st.Nodes {
+		if n.ScanErr != nil {
+			fmt.Fprintf(a.stderr, "redcronctl: node not scanned: %s\n", a.hide(n.ScanErr.Error()))
+		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "redcronctl: no node could be scanned; nothing to report\n")
+		fmt.Fprintf(a.stderr, "redcronctl: no node could be scanned; nothing to report\n")
 		return exitError
 	}
-	jobs := jobsOf(st.Jobs, hide)
-	nodes := nodeStatuses(st.Nodes, hide)
-	replicas, common, tables := replicasOf(rep, time.Now())
-	for i := range replicas { // in the same order, by instance id
-		replicas[i].SharesNoJob = st.Replicas[i].SharesNoJob
+	jobs := jobsOf(st.Jobs, a.hide)
+	nodes := nodeStatuses(st.Nodes, a.hide)
+	replicas := replicasOf(st.Replicas, time.Now())
+	scanned := 0
+	for _, n := range st.Nodes {
+		if n.ScanErr == nil {
+			scanned++
+		}
 	}
-	if cfg.json {
+	if a.cfg.json {
 		doc := struct {
 			Prefix     string          `json:"prefix"`
 			Nodes      int             `json:"nodes"`
@@ -58,7 +62,7 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 			Heartbeats []replicaStatus `json:"heartbeats"` // the replicas, as their heartbeats describe them
 			JobTables  int             `json:"job_tables"` // distinct job tables among them
 			NodeList   []nodeStatus    `json:"node_list"`  // each node: up, latency, uptime, warming up
-		}{rep.Prefix, rep.Nodes, rep.Nodes - len(rep.Errors), jobs, append([]string{}, rep.Live...), replicas, tables, nodes}
+		}{st.KeyPrefix, len(st.Nodes), scanned, jobs, liveOwners(st), replicas, st.Tables, nodes}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(doc); err != nil {
@@ -71,13 +75,13 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 	for _, j := range jobs {
 		paused, holder, tick, on := "no", "-", "-", "-"
 		switch {
-		case j.PausedOn >= rep.Quorum:
-			paused = fmt.Sprintf("yes (%d/%d)", j.PausedOn, rep.Nodes)
+		case j.PausedOn >= st.Quorum:
+			paused = fmt.Sprintf("yes (%d/%d)", j.PausedOn, len(st.Nodes))
 		case j.PausedOn > 0: // not in effect, but those nodes refuse its ticks
-			paused = fmt.Sprintf("partial (%d/%d)", j.PausedOn, rep.Nodes)
+			paused = fmt.Sprintf("partial (%d/%d)", j.PausedOn, len(st.Nodes))
 		}
 		if j.HeldOn > 0 {
-			holder, on = printable(j.Holder), fmt.Sprintf("%d/%d", j.HeldOn, rep.Nodes)
+			holder, on = printable(j.Holder), fmt.Sprintf("%d/%d", j.HeldOn, len(st.Nodes))
 		}
 		if !j.Tick.IsZero() {
 			tick = j.Tick.UTC().Format(time.RFC3339)
@@ -98,8 +102,8 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 		return exitError
 	}
 	fmt.Fprintf(stdout, "%s under prefix %q on %d/%s; live replicas: %v\n",
-		plural(len(jobs), "job", "jobs"), rep.Prefix, rep.Nodes-len(rep.Errors), plural(rep.Nodes, "node", "nodes"), rep.Live)
-	if err := writeReplicas(stdout, replicas, common, tables); err != nil {
+		plural(len(jobs), "job", "jobs"), st.KeyPrefix, scanned, plural(len(st.Nodes), "node", "nodes"), liveOwners(st))
+	if err := writeReplicas(stdout, replicas, st.CommonTable, st.Tables); err != nil {
 		return exitError
 	}
 	if err := writeNodes(stdout, nodes); err != nil {
@@ -110,13 +114,13 @@ func status(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stder
 
 // jobsOf returns the jobs as status prints them, each with its last run
 // or missed tick.
-func jobsOf(jobs []cluster.Job, hide func(string) string) []jobStatus {
+func jobsOf(jobs []admin.Job, hide func(string) string) []jobStatus {
 	out := make([]jobStatus, len(jobs))
 	for i, j := range jobs {
 		out[i] = jobStatus{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, PublishedBy: j.Publishers, Phantom: j.Phantom,
 			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
-		if len(j.Runs) > 0 {
-			r := historyRunOf(j.Runs[0], hide)
+		if j.LastRun != nil {
+			r := historyRunOf(*j.LastRun, hide)
 			out[i].LastRun = &r
 		}
 	}

@@ -1,19 +1,17 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
-	"github.com/redcron/redcron/internal/cluster"
-	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/redact"
+	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,11 +39,11 @@ const (
 // result is what run found and did, ready to be printed. Every error
 // text in it has been redacted.
 type result struct {
-	rep        *leaks.Report
-	addrs      []string // the nodes, in -addrs order: the order of copies and errors
-	nodeErrors []nodeError
-	fixRan     bool                // -fix was given
-	fixed      []fixOutcome        // one per copy of each leak, with -fix
+	st         *admin.Status
+	found      []finding   // the leaks, by name
+	nodeErrors []nodeError // in -addrs order
+	fixRan     bool        // -fix was given
+	fixed      []fixOutcome
 	now        time.Time           // when the scan ended; ages are measured from it
 	hide       func(string) string // for the nodes' names in the copies
 }
@@ -93,73 +91,83 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
-	hide = redact.New(nodes, cfg.password).Redact
-	keys, err := engine.NewKeyspace(cfg.prefix)
+	c, err := admin.New(nodes, admin.Options{KeyPrefix: cfg.prefix, AnyJob: cfg.force, MaxAge: cfg.maxAge})
 	if err != nil {
 		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
 		return exitError
 	}
-	cl := &cluster.Cluster{Nodes: nodes, Keys: keys, MaxAge: cfg.maxAge}
-	if cfg.job != "" && !cfg.force {
-		if err := cl.CheckJob(ctx, cfg.job); err != nil {
-			anyway := cfg.command + " it anyway"
-			if cfg.command == "history" {
-				anyway = "show its history anyway"
-			}
-			fmt.Fprintf(stderr, "redcronctl: %s (-force: %s)\n", hide(err.Error()), anyway)
-			return exitError
-		}
-	}
+	a := &cmd{cfg: cfg, c: c, stdout: stdout, stderr: stderr, hide: hide}
 	switch cfg.command {
 	case "pause", "resume":
-		return pause(ctx, cfg, cl, stdout, stderr, hide)
+		return a.pause(ctx)
 	case "status":
-		return status(ctx, cfg, cl, stdout, stderr, hide)
+		return a.status(ctx)
 	case "history":
-		return history(ctx, cfg, cl, stdout, stderr, hide)
+		return a.history(ctx)
 	case "trigger":
-		return trigger(ctx, cfg, cl, stdout, stderr, hide)
+		return a.trigger(ctx)
 	}
-	rep, scanErr := cl.Scanner().Scan(ctx)
-	res := &result{rep: rep, addrs: cfg.addrs, now: time.Now(), fixRan: cfg.fix, hide: hide}
-	for _, e := range rep.Errors {
-		ne := nodeError{Err: hide(e.Error())}
-		if se := (*engine.Error)(nil); errors.As(e, &se) {
-			ne.Node = hide(se.Node)
+	return a.leaks(ctx)
+}
+
+// cmd is a run of a command over its client.
+type cmd struct {
+	cfg            *config
+	c              *admin.Client
+	stdout, stderr io.Writer
+	hide           func(string) string
+}
+
+// noSuchJob prints the error of an action refused for a name no live
+// replica publishes, or that could not tell, and reports whether it did.
+func (a *cmd) noSuchJob(err error) bool {
+	if !errors.Is(err, scheduler.ErrUnknownJob) {
+		return false
+	}
+	anyway := a.cfg.command + " it anyway"
+	if a.cfg.command == "history" {
+		anyway = "show its history anyway"
+	}
+	fmt.Fprintf(a.stderr, "redcronctl: %s (-force: %s)\n", a.hide(err.Error()), anyway)
+	return true
+}
+
+// leaks scans the nodes for leaks, fixes them with -fix, and prints the
+// report.
+func (a *cmd) leaks(ctx context.Context) int {
+	cfg := a.cfg
+	st, scanErr := a.c.Status(ctx)
+	res := &result{st: st, found: findings(st.Leaks), now: time.Now(), fixRan: cfg.fix, hide: a.hide}
+	for _, n := range st.Nodes { // in -addrs order
+		if n.ScanErr != nil {
+			res.nodeErrors = append(res.nodeErrors, nodeError{Node: a.hide(n.Name), Err: a.hide(n.ScanErr.Error())})
 		}
-		res.nodeErrors = append(res.nodeErrors, ne)
 	}
-	// In the order of -addrs, not of completion.
-	slices.SortStableFunc(res.nodeErrors, func(a, b nodeError) int {
-		return cmp.Compare(slices.Index(cfg.addrs, a.Node), slices.Index(cfg.addrs, b.Node))
-	})
 	for _, ne := range res.nodeErrors {
-		fmt.Fprintf(stderr, "redcronctl: node %s not scanned: %s\n", ne.Node, ne.Err)
+		fmt.Fprintf(a.stderr, "redcronctl: node %s not scanned: %s\n", ne.Node, ne.Err)
 	}
 	if scanErr != nil {
-		fmt.Fprintf(stderr, "redcronctl: no node could be scanned (%s configured); nothing to report\n", plural(len(nodes), "node", "nodes"))
+		fmt.Fprintf(a.stderr, "redcronctl: no node could be scanned (%s configured); nothing to report\n", plural(len(st.Nodes), "node", "nodes"))
 		return exitError
 	}
-
-	found := rep.Leaks()
-	if cfg.fix && len(found) > 0 {
-		res.fixed = fix(ctx, cl, rep, hide)
+	if cfg.fix && len(res.found) > 0 {
+		res.fixed = a.fix(ctx, st.Leaks)
 	}
-
+	var err error
 	if cfg.json {
-		err = writeJSON(stdout, res)
+		err = writeJSON(a.stdout, res)
 	} else {
-		err = writeTable(stdout, res)
+		err = writeTable(a.stdout, res)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "redcronctl: writing the report: %s\n", hide(err.Error()))
+		fmt.Fprintf(a.stderr, "redcronctl: writing the report: %s\n", a.hide(err.Error()))
 		return exitError
 	}
 	switch {
-	case len(found) > 0:
+	case len(res.found) > 0:
 		return exitLeaks
-	case len(rep.Errors) > 0:
-		fmt.Fprintf(stderr, "redcronctl: %d of %s not scanned: the scan is incomplete\n", len(rep.Errors), plural(rep.Nodes, "node", "nodes"))
+	case len(res.nodeErrors) > 0:
+		fmt.Fprintf(a.stderr, "redcronctl: %d of %s not scanned: the scan is incomplete\n", len(res.nodeErrors), plural(len(st.Nodes), "node", "nodes"))
 		return exitError
 	}
 	return exitClean
@@ -167,14 +175,14 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 
 // dial returns a node per address, each over its own client, and a
 // function that closes the clients (also when dial fails).
-func dial(cfg *config) ([]*engine.Node, func(), error) {
+func dial(cfg *config) ([]*store.Node, func(), error) {
 	var clients []*redis.Client
 	closeAll := func() {
 		for _, c := range clients {
 			_ = c.Close()
 		}
 	}
-	nodes := make([]*engine.Node, 0, len(cfg.addrs))
+	nodes := make([]*store.Node, 0, len(cfg.addrs))
 	for _, addr := range cfg.addrs {
 		opt := &redis.Options{
 			Addr:                  addr,
@@ -193,7 +201,7 @@ func dial(cfg *config) ([]*engine.Node, func(), error) {
 		}
 		c := redis.NewClient(opt)
 		clients = append(clients, c)
-		n, err := engine.NewNode(addr, c)
+		n, err := store.NewNode(addr, c)
 		if err != nil {
 			return nil, closeAll, err
 		}
@@ -202,30 +210,16 @@ func dial(cfg *config) ([]*engine.Node, func(), error) {
 	return nodes, closeAll, nil
 }
 
-// fix deletes the copies of the report's leaks by compare-and-delete and
-// says, for each copy left alone, why; each job whose lock or state lost a
-// copy has the fix in its ledger, by the operator.
-func fix(ctx context.Context, cl *cluster.Cluster, rep *leaks.Report, hide func(string) string) []fixOutcome {
-	type nodeKey struct{ node, key string }
-	types := map[nodeKey]string{}
-	for _, f := range rep.Leaks() {
-		for _, c := range f.Copies {
-			types[nodeKey{c.Node, c.Key}] = c.Type
-		}
-	}
-	results := cl.Fix(ctx, rep, who())
-	out := make([]fixOutcome, 0, len(results))
-	for _, r := range results {
-		o := fixOutcome{Node: hide(r.Node), Key: r.Key, Deleted: r.Deleted}
-		switch {
-		case r.Err != nil:
-			o.Reason, o.Err = reasonError, hide(r.Err.Error())
-		case r.Deleted:
-		case types[nodeKey{r.Node, r.Key}] != "string" && types[nodeKey{r.Node, r.Key}] != "none":
-			// "none": the key vanished between SCAN and the read.
-			o.Reason = reasonNotString
-		default:
-			o.Reason = reasonChanged
+// fix deletes the leaked copies by compare-and-delete and says, for each
+// copy left alone, why; each job whose lock or state lost a copy has the
+// fix in its ledger, by the operator.
+func (a *cmd) fix(ctx context.Context, found []admin.Leak) []fixOutcome {
+	fixed, _ := a.c.FixLeaks(ctx, found) // each node's error is in its copy's outcome
+	out := make([]fixOutcome, 0, len(fixed))
+	for _, l := range fixed {
+		o := fixOutcome{Node: a.hide(l.Node), Key: l.Key, Deleted: l.Deleted, Reason: l.Reason}
+		if l.Err != nil {
+			o.Err = a.hide(l.Err.Error())
 		}
 		out = append(out, o)
 	}

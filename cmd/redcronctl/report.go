@@ -12,58 +12,100 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/redcron/redcron/internal/leaks"
+	"github.com/redcron/redcron/admin"
 )
 
 // acquiredLayout is RFC 3339 with milliseconds, the precision of a lock
 // value's acquisition time.
 const acquiredLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// sortedLeaks returns the report's leaks ordered by name, kind and first
-// key, so that the output does not depend on the scan's map order, each
-// with its copies in the order of addrs.
-func sortedLeaks(rep *leaks.Report, addrs []string) []leaks.Finding {
-	found := rep.Leaks()
-	for i := range found {
-		copies := slices.Clone(found[i].Copies)
-		slices.SortStableFunc(copies, func(a, b leaks.Copy) int {
-			return cmp.Compare(slices.Index(addrs, a.Node), slices.Index(addrs, b.Node))
-		})
-		found[i].Copies = copies
-	}
-	slices.SortStableFunc(found, func(a, b leaks.Finding) int {
-		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind),
-			strings.Compare(firstKey(a), firstKey(b)))
-	})
-	return found
+// classNames returns the leak classes, in the order reports list them.
+func classNames() [5]string {
+	return [...]string{"no_expiry", "orphaned", "minority", "over_age", "unparseable"}
 }
 
-func firstKey(f leaks.Finding) string {
-	if len(f.Copies) == 0 {
-		return ""
+// finding is a name with leaked copies: its copies (each node's, in
+// -addrs order) and the union of their classes, in class order.
+type finding struct {
+	Name, Kind string
+	Classes    []string
+	Copies     []admin.Leak
+}
+
+// findings groups leaked copies (admin.Status.Leaks: by name, then in the
+// nodes' order) by name and kind, ordered by name, kind and first key, so
+// that the output does not depend on the scan's order.
+func findings(copies []admin.Leak) []finding {
+	var out []finding
+	at := map[[2]string]int{}
+	for _, l := range copies {
+		id := [2]string{l.Name, l.Kind}
+		if l.Kind != "lock" {
+			id[0] = l.Key // a key of its own
+		}
+		i, ok := at[id]
+		if !ok {
+			i, at[id] = len(out), len(out)
+			out = append(out, finding{Name: l.Name, Kind: l.Kind})
+		}
+		out[i].Copies = append(out[i].Copies, l)
 	}
-	return f.Copies[0].Key
+	for i := range out {
+		for _, c := range classNames() {
+			if slices.ContainsFunc(out[i].Copies, func(l admin.Leak) bool { return slices.Contains(l.Classes, c) }) {
+				out[i].Classes = append(out[i].Classes, c)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b finding) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind),
+			strings.Compare(a.Copies[0].Key, b.Copies[0].Key))
+	})
+	return out
+}
+
+// counts returns the number of findings in each class, every class
+// present: a finding in two classes counts in both.
+func counts(found []finding) map[string]int {
+	out := map[string]int{}
+	for _, c := range classNames() {
+		out[c] = 0
+	}
+	for _, f := range found {
+		for _, c := range f.Classes {
+			out[c]++
+		}
+	}
+	return out
+}
+
+// liveOwners returns the owners with a live heartbeat: the replicas.
+func liveOwners(st *admin.Status) []string {
+	out := []string{}
+	for _, r := range st.Replicas {
+		out = append(out, r.Instance)
+	}
+	return out
 }
 
 // writeTable prints the human report: a row per leak, a summary line,
 // and, with -fix, what was deleted and what was left alone.
 func writeTable(w io.Writer, res *result) error {
-	rep := res.rep
-	found := sortedLeaks(rep, res.addrs)
+	st := res.st
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	if len(found) == 0 {
-		fmt.Fprintf(tw, "no leaks under prefix %q\n", rep.Prefix)
+	if len(res.found) == 0 {
+		fmt.Fprintf(tw, "no leaks under prefix %q\n", st.KeyPrefix)
 	} else {
 		fmt.Fprintln(tw, "NAME\tKIND\tCLASSES\tNODES\tTTL\tOWNER\tAGE")
-		for _, f := range found {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(f.Name), f.Kind, classNames(f.Classes, ","),
-				res.hide(nodesCell(f, rep.Nodes)), ttlCell(f), ownerCell(f), ageCell(f, res.now))
+		for _, f := range res.found {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(f.Name), f.Kind, strings.Join(f.Classes, ","),
+				res.hide(nodesCell(f, len(st.Nodes))), ttlCell(f), ownerCell(f), ageCell(f, res.now))
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(w, summary(res, len(found))); err != nil {
+	if _, err := fmt.Fprintln(w, summary(res)); err != nil {
 		return err
 	}
 	if !res.fixRan {
@@ -73,22 +115,23 @@ func writeTable(w io.Writer, res *result) error {
 }
 
 // summary is the one-line summary of the human report.
-func summary(res *result, leaked int) string {
-	rep := res.rep
+func summary(res *result) string {
+	st := res.st
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s scanned on %d/%s (%d failed) in %s; ", plural(rep.Scanned, "key", "keys"),
-		rep.Nodes-len(res.nodeErrors), plural(rep.Nodes, "node", "nodes"), len(res.nodeErrors), short(rep.Took))
-	fmt.Fprintf(&b, "%d leaked", leaked)
+	fmt.Fprintf(&b, "%s scanned on %d/%s (%d failed) in %s; ", plural(st.Scanned, "key", "keys"),
+		len(st.Nodes)-len(res.nodeErrors), plural(len(st.Nodes), "node", "nodes"), len(res.nodeErrors), short(st.Took))
+	fmt.Fprintf(&b, "%d leaked", len(res.found))
 	var parts []string
-	for _, c := range leaks.AllClasses() {
-		if n := rep.Counts[c.String()]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%d", c, n))
+	n := counts(res.found)
+	for _, c := range classNames() {
+		if n[c] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", c, n[c]))
 		}
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(parts, " "))
 	}
-	fmt.Fprintf(&b, "; live owners: %d", len(rep.Live))
+	fmt.Fprintf(&b, "; live owners: %d", len(st.Replicas))
 	return b.String()
 }
 
@@ -122,16 +165,8 @@ func writeFixes(w io.Writer, fixed []fixOutcome) error {
 	return tw.Flush()
 }
 
-func classNames(cs []leaks.Class, sep string) string {
-	names := make([]string, len(cs))
-	for i, c := range cs {
-		names[i] = c.String()
-	}
-	return strings.Join(names, sep)
-}
-
 // nodesCell is "seen/total: node,node".
-func nodesCell(f leaks.Finding, total int) string {
+func nodesCell(f finding, total int) string {
 	var names []string
 	for _, c := range f.Copies {
 		if !slices.Contains(names, c.Node) {
@@ -143,7 +178,7 @@ func nodesCell(f leaks.Finding, total int) string {
 
 // ttlCell is the copies' TTL, "min-max" when they differ; "none" is no
 // expiry, "gone" a key that vanished during the scan.
-func ttlCell(f leaks.Finding) string {
+func ttlCell(f finding) string {
 	var ttls []time.Duration
 	for _, c := range f.Copies {
 		ttls = append(ttls, c.TTL)
@@ -178,7 +213,7 @@ func ttlText(d time.Duration) string {
 
 // ownerCell lists the distinct owners of the copies that hold lock
 // values ("" shown as "(none)"); "-" when no copy does.
-func ownerCell(f leaks.Finding) string {
+func ownerCell(f finding) string {
 	var owners []string
 	for _, c := range f.Copies {
 		if c.Acquired.IsZero() {
@@ -202,7 +237,7 @@ func ownerCell(f leaks.Finding) string {
 
 // ageCell is how long ago the oldest copy was acquired, by the owner's
 // clock; "-" when no copy holds a lock value.
-func ageCell(f leaks.Finding, now time.Time) string {
+func ageCell(f finding, now time.Time) string {
 	var oldest time.Time
 	for _, c := range f.Copies {
 		if !c.Acquired.IsZero() && (oldest.IsZero() || c.Acquired.Before(oldest)) {
@@ -291,31 +326,22 @@ type (
 
 // writeJSON prints the JSON document.
 func writeJSON(w io.Writer, res *result) error {
-	rep := res.rep
+	st := res.st
 	doc := jsonReport{
-		Prefix:     rep.Prefix,
-		Nodes:      rep.Nodes,
-		Quorum:     rep.Quorum,
-		Scanned:    rep.Scanned,
-		LiveOwners: append([]string{}, rep.Live...),
+		Prefix:     st.KeyPrefix,
+		Nodes:      len(st.Nodes),
+		Quorum:     st.Quorum,
+		Scanned:    st.Scanned,
+		LiveOwners: liveOwners(st),
 		NodeErrors: []jsonNodeError{},
 		Leaks:      []jsonLeak{},
-		Counts:     map[string]int{},
+		Counts:     counts(res.found),
 	}
 	for _, e := range res.nodeErrors {
 		doc.NodeErrors = append(doc.NodeErrors, jsonNodeError{Node: e.Node, Error: e.Err})
 	}
-	for _, c := range leaks.AllClasses() {
-		doc.Counts[c.String()] = 0
-	}
-	for name, n := range rep.Counts {
-		doc.Counts[name] = n
-	}
-	for _, f := range sortedLeaks(rep, res.addrs) {
-		l := jsonLeak{Name: f.Name, Kind: f.Kind, Classes: []string{}, Copies: []jsonCopy{}}
-		for _, c := range f.Classes {
-			l.Classes = append(l.Classes, c.String())
-		}
+	for _, f := range res.found {
+		l := jsonLeak{Name: f.Name, Kind: f.Kind, Classes: append([]string{}, f.Classes...), Copies: []jsonCopy{}}
 		for _, c := range f.Copies {
 			c.Node = res.hide(c.Node)
 			l.Copies = append(l.Copies, copyJSON(c))
@@ -334,11 +360,8 @@ func writeJSON(w io.Writer, res *result) error {
 	return enc.Encode(doc)
 }
 
-func copyJSON(c leaks.Copy) jsonCopy {
-	jc := jsonCopy{Node: c.Node, Key: c.Key, Type: c.Type, TTLms: c.TTL.Milliseconds(), Classes: []string{}}
-	for _, k := range c.Classes {
-		jc.Classes = append(jc.Classes, k.String())
-	}
+func copyJSON(c admin.Leak) jsonCopy {
+	jc := jsonCopy{Node: c.Node, Key: c.Key, Type: c.Type, TTLms: c.TTL.Milliseconds(), Classes: append([]string{}, c.Classes...)}
 	switch {
 	case c.TTL == -1:
 		jc.TTLms = -1

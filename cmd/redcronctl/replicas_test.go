@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/scheduler"
@@ -161,35 +161,21 @@ func TestStatusReplicas(t *testing.T) {
 	}
 }
 
-// TestReplicasOf: a replica's send and start times are taken back to the
-// nodes' clock by its offset; with two tables tied for the most common,
-// every replica with a table is marked.
+// TestReplicasOf: a replica's age is measured from its heartbeat's send
+// time (by the nodes' clock) to now; what is unknown is null.
 func TestReplicasOf(t *testing.T) {
 	now := time.Now()
-	ahead := int64(1500)
-	rep := &leaks.Report{Live: []string{"a", "b", "c"}, Beats: map[string]engine.Beat{
-		"a": {Format: engine.BeatFormat, JobTable: "x", OffsetMS: &ahead, SentMS: now.Add(500 * time.Millisecond).UnixMilli(),
-			StartMS: now.Add(-time.Hour).UnixMilli()},
-		"b": {Format: engine.BeatFormat, JobTable: "y", SentMS: now.Add(-2 * time.Second).UnixMilli()},
-		"c": {SentMS: now.Add(-3 * time.Second).UnixMilli()},
-	}}
-	got, common, tables := replicasOf(rep, now)
-	if common != "" || tables != 2 || len(got) != 3 || !got[0].TableDiffers || !got[1].TableDiffers || got[2].TableDiffers {
-		t.Fatalf("replicasOf = %+v, %q, %d: want two tables, none the most common, a and b marked", got, common, tables)
+	got := replicasOf([]admin.Replica{
+		{Instance: "a", JobTable: "x", TableDiffers: true, Offset: 1500 * time.Millisecond, OffsetKnown: true,
+			Sent: now.Add(-time.Second), Started: now.Add(-time.Hour)},
+		{Instance: "c"},
+	}, now)
+	if len(got) != 2 || *got[0].LastBeatAgeMS != 1000 || *got[0].OffsetMS != 1500 || !got[0].TableDiffers ||
+		*got[0].Started != now.Add(-time.Hour).UTC().Format(acquiredLayout) {
+		t.Errorf("replicasOf(a) = %+v", got[0])
 	}
-	if age := *got[0].LastBeatAgeMS; age != 1000 {
-		t.Errorf("age of a heartbeat sent 0.5 s ahead by a clock 1.5 s ahead: %d ms, want 1000", age)
-	}
-	if want := now.Add(-time.Hour - 1500*time.Millisecond).UTC().Format(acquiredLayout); *got[0].Started != want {
-		t.Errorf("start %s, want %s", *got[0].Started, want)
-	}
-	if *got[1].LastBeatAgeMS != 2000 || *got[2].LastBeatAgeMS != 3000 || got[1].OffsetMS != nil {
-		t.Errorf("b %+v, c %+v", got[1], got[2])
-	}
-	rep.Live = append(rep.Live, "d")
-	rep.Beats["d"] = engine.Beat{Format: engine.BeatFormat, JobTable: "x"}
-	if got, common, _ := replicasOf(rep, now); common != "x" || got[0].TableDiffers || !got[1].TableDiffers || got[3].TableDiffers {
-		t.Errorf("replicasOf with x the most common: %+v, %q", got, common)
+	if c := got[1]; c.LastBeatAgeMS != nil || c.OffsetMS != nil || c.Started != nil {
+		t.Errorf("replicasOf(c), an older release's = %+v, want its unknowns null", c)
 	}
 }
 

@@ -5,12 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/redcron/redcron/internal/cluster"
-	"github.com/redcron/redcron/internal/ledger"
+	"github.com/redcron/redcron/admin"
+	"github.com/redcron/redcron/scheduler"
+)
+
+// The states of a record (admin.Record.State).
+const (
+	stateReleased = "released"
+	stateLost     = "lost"
+	stateMissed   = "missed"
+	stateOperator = "operator"
 )
 
 // historyRun is one run of history's JSON document.
@@ -32,19 +39,23 @@ type historyRun struct {
 // history prints the job's ledger, merged over the nodes, newest first:
 // a table, or with -json a document. It exits 2 when fewer than a majority
 // of the nodes could be read (the history could miss runs).
-func history(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stderr io.Writer, hide func(string) string) int {
-	runs, errs, err := cl.History(ctx, cfg.job, cfg.last)
+func (a *cmd) history(ctx context.Context) int {
+	cfg, stdout, stderr, hide := a.cfg, a.stdout, a.stderr, a.hide
+	runs, errs, err := a.c.History(ctx, cfg.job, cfg.last)
+	if a.noSuchJob(err) {
+		return exitError
+	}
 	read := 0
 	for i, err := range errs {
 		if err != nil {
-			fmt.Fprintf(stderr, "redcronctl: node %s not read: %s\n", hide(cl.Nodes[i].Name()), hide(err.Error()))
+			fmt.Fprintf(stderr, "redcronctl: node %s not read: %s\n", hide(cfg.addrs[i]), hide(errors.Unwrap(err).Error()))
 			continue
 		}
 		read++
 	}
 	switch {
-	case errors.Is(err, cluster.ErrNoMajority):
-		fmt.Fprintf(stderr, "redcronctl: %d of %s read, not a majority: the history could miss runs\n", read, plural(len(cl.Nodes), "node", "nodes"))
+	case errors.Is(err, scheduler.ErrNoQuorum):
+		fmt.Fprintf(stderr, "redcronctl: %d of %s read, not a majority: the history could miss runs\n", read, plural(len(cfg.addrs), "node", "nodes"))
 		return exitError
 	case err != nil:
 		fmt.Fprintf(stderr, "redcronctl: %s\n", hide(err.Error()))
@@ -73,7 +84,7 @@ func history(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 		switch {
 		case !r.Tick.IsZero():
 			tick = r.Tick.UTC().Format(time.RFC3339)
-		case r.State == ledger.StateOperator: // when the operator acted
+		case r.State == stateOperator: // when the operator acted
 			tick = r.Start.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\t%s\n", tick, resultText(r), printable(orDash(r.Replica)), r.Fence,
@@ -82,7 +93,7 @@ func history(ctx context.Context, cfg *config, cl *cluster.Cluster, stdout, stde
 	if err := tw.Flush(); err != nil {
 		return exitError
 	}
-	fmt.Fprintf(stdout, "%s of %q on %d/%s\n", plural(len(out), "record", "records"), cfg.job, read, plural(len(cl.Nodes), "node", "nodes"))
+	fmt.Fprintf(stdout, "%s of %q on %d/%s\n", plural(len(out), "record", "records"), cfg.job, read, plural(len(cfg.addrs), "node", "nodes"))
 	return exitClean
 }
 
@@ -104,7 +115,7 @@ func durationText(r historyRun) string {
 // operator's action), "<1ms" within the tick's millisecond.
 func delayText(r historyRun) string {
 	switch {
-	case r.Tick.IsZero() || r.State == ledger.StateMissed || r.State == ledger.StateOperator:
+	case r.Tick.IsZero() || r.State == stateMissed || r.State == stateOperator:
 		return "-"
 	case r.DelayMS <= 0:
 		return "<1ms"
@@ -122,15 +133,15 @@ func orDash(s string) string {
 
 // historyRunOf returns the record r as history prints it, its error
 // through hide.
-func historyRunOf(r ledger.Run, hide func(string) string) historyRun {
-	h := historyRun{Tick: ledger.Time(r.Tick), State: r.State, Result: r.Result, Replica: r.Owner, RunID: r.Run,
-		Fence: r.Fence, Start: ledger.Time(r.Start), DelayMS: r.Delay, Try: r.Try, Error: hide(r.Error), Nodes: r.Nodes}
+func historyRunOf(r admin.Record, hide func(string) string) historyRun {
+	h := historyRun{Tick: r.Tick, State: r.State, Result: r.Result, Replica: r.Owner, RunID: r.Run,
+		Fence: r.Fence, Start: r.Start, DelayMS: r.Delay.Milliseconds(), Try: r.Try, Error: hide(r.Error), Nodes: r.Nodes}
 	began := r.Start // a manual run starts with its lease
-	if r.Tick != 0 {
-		began = r.Tick + r.Delay
+	if !r.Tick.IsZero() {
+		began = r.Tick.Add(r.Delay)
 	}
-	if r.End != 0 && began != 0 && r.End >= began {
-		d := float64(r.End-began) / 1000
+	if !r.End.IsZero() && !began.IsZero() && !r.End.Before(began) {
+		d := float64(r.End.Sub(began).Milliseconds()) / 1000
 		h.Duration = &d
 	}
 	return h
@@ -141,13 +152,13 @@ func historyRunOf(r ledger.Run, hide func(string) string) historyRun {
 // operator).
 func resultText(r historyRun) string {
 	switch {
-	case r.State == ledger.StateOperator:
+	case r.State == stateOperator:
 		return "operator: " + r.Result
-	case r.State == ledger.StateMissed:
+	case r.State == stateMissed:
 		return "missed: " + r.Result
-	case r.State == ledger.StateLost:
+	case r.State == stateLost:
 		return "lock_lost"
-	case r.State != ledger.StateReleased || r.Result == "":
+	case r.State != stateReleased || r.Result == "":
 		return r.State
 	}
 	return r.Result

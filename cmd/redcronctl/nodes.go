@@ -7,12 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/admin"
 )
-
-// warmUp is how long after its start a node's vote does not count with the
-// default max TTL (mutex.WithMaxTTL, 1m), without trusted nodes.
-const warmUp = time.Minute
 
 // nodeStatus is one node as status sees it.
 type nodeStatus struct {
@@ -25,8 +21,9 @@ type nodeStatus struct {
 }
 
 // nodeStatuses returns the nodes' health as status prints it: a node is up
-// when it answered INFO.
-func nodeStatuses(nodes []cluster.Node, hide func(string) string) []nodeStatus {
+// when it answered INFO; it is warming up for the default max TTL
+// (mutex.WithMaxTTL, 1m) after its server's start, without trusted nodes.
+func nodeStatuses(nodes []admin.Node, hide func(string) string) []nodeStatus {
 	out := make([]nodeStatus, len(nodes))
 	for i, n := range nodes {
 		out[i] = nodeStatus{Node: hide(n.Name), Up: n.Err == nil}
@@ -36,7 +33,7 @@ func nodeStatuses(nodes []cluster.Node, hide func(string) string) []nodeStatus {
 		}
 		out[i].LatencyMS = float64(n.Latency.Microseconds()) / 1000
 		out[i].UptimeS = int64(n.Uptime.Seconds())
-		out[i].WarmingUp = n.WarmingUp
+		out[i].WarmingUp = n.State == "warming_up"
 	}
 	return out
 }
