@@ -49,7 +49,7 @@ type Lock struct {
 	// the lock is given back there (heal).
 	nodeLost []time.Time
 	released bool
-	keep      *keeper // the running KeepAlive, if any
+	keep     *keeper // the running KeepAlive, if any
 }
 
 // Name returns the lock's name.
@@ -71,8 +71,7 @@ func (l *Lock) Fence() uint64 { return l.fence }
 // at most the max hold from its claim.
 func (l *Lock) Until() time.Time {
 	if l.parent != nil {
-		on, servers := l.claim.nodes(l.at)
-		until := l.parent.heldOn(on, servers, l.acquired)
+		until := l.parent.heldFor(l.claim, l.at, l.acquired)
 		if end := l.acquired.Add(l.r.cfg.maxHold); end.Before(until) {
 			return end // a part's hold is bounded from its own claim
 		}

@@ -148,8 +148,7 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 		if count(votes[j], voteYes) >= r.quorum {
 			// Won, if its parent still holds on a quorum of the nodes that
 			// claimed it: elsewhere the part is not running.
-			on, servers := claim.nodes(j)
-			if until := p.heldOn(on, servers, start); time.Now().Before(until) {
+			if until := p.heldFor(claim, j, start); time.Now().Before(until) {
 				out[j].Lock = &Lock{r: r, keys: q.keys, value: values[j], token: q.token, fence: fence, occurrence: q.lc.occurrence,
 					owner: q.lc.owner, ttl: p.ttl, acquired: start, until: until, record: records[j], started: started[j],
 					parent: p, right: rights[j], running: creqs[j].Running, claim: claim, at: j}

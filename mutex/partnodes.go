@@ -52,6 +52,12 @@ func (c *claimed) nodes(j int) ([]bool, []string) {
 	return slices.Clone(c.on[j]), slices.Clone(c.server)
 }
 
+// heldFor is heldOn for part j of claim c, claimed at claimedAt.
+func (l *Lock) heldFor(c *claimed, j int, claimedAt time.Time) time.Time {
+	on, servers := c.nodes(j)
+	return l.heldOn(on, servers, claimedAt)
+}
+
 // heldOn returns until when l holds on a quorum of the nodes on (their
 // servers counted once each), for a part claimed on those nodes at
 // claimed: it runs while its parent, l, holds on a quorum of them
