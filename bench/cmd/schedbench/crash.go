@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redcron/redcron/bench/internal/stats"
@@ -42,6 +43,10 @@ type crashStats struct {
 	stall    time.Duration
 	// recovered reports that the window's last tick missed no job.
 	recovered bool
+	// byTick is the job-ticks missed at each window tick from first on:
+	// the killed replica's jobs stall together until its leases expire,
+	// while an overloaded survivor misses ticks of any job, at any time.
+	byTick []int
 	// The survivors' runs of ticks from first on, and their start delays.
 	runs     int
 	p99, max time.Duration
@@ -80,6 +85,8 @@ func analyzeCrash(col *collector, jobs, ticks int) crashStats {
 			own[i]++
 		}
 	}
+	from := max(c.first, col.w0)
+	c.byTick = make([]int, max(col.w1-from, 0))
 	killedJob := make([]bool, jobs)
 	missedJob := make([]bool, jobs)
 	for i := range ev {
@@ -92,10 +99,11 @@ func analyzeCrash(col *collector, jobs, ticks int) crashStats {
 			continue
 		}
 		c.missed++
+		c.byTick[tick-from]++
 		missedJob[job] = true
 		c.lastMiss = max(c.lastMiss, tick)
 	}
-	c.after = jobs * int(max(col.w1-max(c.first, col.w0), 0))
+	c.after = jobs * len(c.byTick)
 	for j := range jobs {
 		if killedJob[j] {
 			c.killedJobs++
@@ -156,6 +164,14 @@ func writeCrash(w io.Writer, cfg config, results []result, sums []summary) {
 		}
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "missed by tick, from the first tick at or after the crash (n×k: k ticks in a row with n missed):")
+	for _, su := range cfg.setups() {
+		for _, r := range results {
+			if r.setup() == su && r.crash.on {
+				fmt.Fprintf(w, "  %s, round %d: %s\n", su, r.round+1, runLengths(r.crash.byTick))
+			}
+		}
+	}
 	fmt.Fprintln(w, "\nmedians over rounds (missed, others' jobs missed, twice: sums; stall: median, and the longest; max: the largest):")
 	tw = table.New(w)
 	fmt.Fprintln(tw, "setup\trounds\tmissed\tjobs missed\tkilled's jobs\tothers' jobs missed\tstall\tlongest\tsurvivors' start p99\tmax\ttwice")
@@ -245,4 +261,22 @@ func writeGoal30Crash(w io.Writer, cfg config, sums []summary) {
 		fmt.Fprintf(w, "  jobs missed after it %s (the killed replica's %s; others' %d), stall %.1f s (median; longest %.1f s%s), %d twice, %d rounds: %s\n",
 			pct(missed), pct(killed), others, stall, longest.Seconds(), rec, twice, len(rs), metStr(all))
 	}
+}
+
+// runLengths formats ns with each run of k ≥ 2 equal values as "n×k".
+func runLengths(ns []int) string {
+	var parts []string
+	for i := 0; i < len(ns); {
+		k := 1
+		for i+k < len(ns) && ns[i+k] == ns[i] {
+			k++
+		}
+		if k > 1 {
+			parts = append(parts, fmt.Sprintf("%d×%d", ns[i], k))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d", ns[i]))
+		}
+		i += k
+	}
+	return strings.Join(parts, " ")
 }

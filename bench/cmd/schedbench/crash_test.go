@@ -65,6 +65,9 @@ func TestAnalyzeCrash(t *testing.T) {
 	if c.missed != 11 || c.missedJobs != 2 || c.killedJobs != 2 || c.othersMissed != 0 {
 		t.Errorf("missed %d job-ticks of %d jobs (the killed replica's %d, others' %d); want 11 of 2 (2, 0)", c.missed, c.missedJobs, c.killedJobs, c.othersMissed)
 	}
+	if got := runLengths(c.byTick); got != "2×5 1 0×3" {
+		t.Errorf("missed by tick %v (%s), want 2×5 1 0×3", c.byTick, got)
+	}
 	if c.lastMiss != 1_800_000_008 || c.stall != 5500*time.Millisecond || !c.recovered {
 		t.Errorf("last miss %d, stall %v, recovered %v; want 1800000008, 5.5s, true", c.lastMiss, c.stall, c.recovered)
 	}
@@ -138,6 +141,7 @@ func TestCrashReport(t *testing.T) {
 	writeReport(&b, machine.Machine{}, cfg, results)
 	reportHas(t, b.String(),
 		"6 jobs  1      +2.500 s  54               11 (20 %)  2 (33 %)     2 (33 %)       0                    5.5 s",
+		"6 jobs, round 2: 2×5 1 0×3",
 		"issue 30 goal 4 (crash), 6 jobs: a crash stalls at most the killed replica's share, for at most the lease TTL 10s, 0 twice:",
 		"jobs missed after it 33 % (the killed replica's 33 %; others' 0), stall 5.5 s (median; longest 5.5 s), 0 twice, 3 rounds: met",
 	)
