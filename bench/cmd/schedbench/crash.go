@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redcron/redcron/bench/internal/stats"
 	"github.com/redcron/redcron/bench/internal/table"
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // crashKilled is the replica -crash kills in each round.
@@ -30,12 +32,15 @@ type crashStats struct {
 	missed int           // of those, run by no survivor (by the events or by the jobs' own records)
 	// missedJobs is the number of jobs with a tick missed from first on.
 	missedJobs int
-	// killedJobs is the number of jobs the killed replica ran before the
-	// crash, as far as the survivors' records tell: those with a window
-	// tick before the crash that no survivor ran. othersMissed is the
-	// number of missed jobs that are not among them (the survivors ran
-	// every one of their ticks before the crash): a stall beyond the
-	// killed replica's share.
+	// killedJobs is the number of jobs the killed replica claimed when it
+	// crashed, as far as the survivors' records tell: those of the shards
+	// (engine.ShardOf, as the replicas' gates hash them) none of whose jobs
+	// a survivor ran at the last window tick before the crash. A shard
+	// rather than each job, and that tick rather than every one before
+	// the crash, so that a survivor's own misses (overload, the window's
+	// first ticks) do not count as the killed replica's. othersMissed is
+	// the number of missed jobs that are not among them: a stall beyond
+	// the killed replica's share.
 	killedJobs, othersMissed int
 	// lastMiss is the last tick (unix seconds) at which a job was missed,
 	// 0 without one; stall is the time from the crash to it (0 without).
@@ -87,15 +92,24 @@ func analyzeCrash(col *collector, jobs, ticks int) crashStats {
 	}
 	from := max(c.first, col.w0)
 	c.byTick = make([]int, max(col.w1-from, 0))
+	shardOf := make([]int, jobs)
+	var survivorsRan [engine.Shards]bool // at the last tick before the crash
+	for j := range jobs {
+		shardOf[j] = engine.ShardOf("j" + strconv.Itoa(j))
+		if last := from - 1 - col.w0; last >= 0 && last < int64(ticks) {
+			if i := int(last)*jobs + j; min(ev[i], own[i]) > 0 {
+				survivorsRan[shardOf[j]] = true
+			}
+		}
+	}
 	killedJob := make([]bool, jobs)
+	for j := range jobs {
+		killedJob[j] = from > col.w0 && !survivorsRan[shardOf[j]]
+	}
 	missedJob := make([]bool, jobs)
 	for i := range ev {
-		if min(ev[i], own[i]) > 0 {
-			continue
-		}
 		tick, job := col.w0+int64(i/jobs), i%jobs
-		if col.beforeCrash(tick) {
-			killedJob[job] = true
+		if min(ev[i], own[i]) > 0 || col.beforeCrash(tick) {
 			continue
 		}
 		c.missed++
@@ -203,8 +217,9 @@ func writeCrash(w io.Writer, cfg config, results []result, sums []summary) {
 	fmt.Fprintln(w, `crash at: when the SIGKILL was sent, from the window's first tick; job-ticks after: those of the window's ticks at or
 after it (earlier ones may have been the killed replica's, whose records died with it: not counted as missed). missed:
 those run by no survivor (by the events or the jobs' own records); jobs missed: jobs with such a tick, of all jobs;
-killed's jobs: jobs with a window tick before the crash run by no survivor (the killed replica's, as far as the
-survivors' records tell); others' jobs missed: missed jobs not among those (a stall beyond the killed replica's share).
+killed's jobs: the jobs of the shards none of whose jobs a survivor ran at the last tick before the crash (the killed
+replica's, as far as the survivors' records tell); others' jobs missed: missed jobs not among those (a stall beyond the
+killed replica's share).
 stall: from the crash to the last tick at which a job was missed ("≥" if that is the window's last tick).
 survivors' start p99, max: of their runs of the ticks at or after the crash. twice: job-ticks of the window run twice
 by the survivors. With -crash, the other tables count the survivors alone: "ran", the replica shares, calls and
