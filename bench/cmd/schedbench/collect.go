@@ -29,6 +29,10 @@ type record struct {
 // in the benchmark's, those of every replica, merged.
 type collector struct {
 	w0, w1 int64 // the measured window of ticks, [w0, w1) in unix seconds
+	// In the benchmark's, with -crash: when replica killed was killed,
+	// unix milliseconds (0: no crash). Its records died with it.
+	crashMs int64
+	killed  int8
 
 	recs   buffer[record]   // scheduler events
 	inJobs buffer[record]   // the start delays the jobs themselves saw

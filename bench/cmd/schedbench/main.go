@@ -17,14 +17,15 @@
 // every node votes); -lock-ttl, -max-ttl and -job-sleep set the jobs' lock
 // TTL, the max TTL and how long each run sleeps; -shape midnight is issue
 // 30's reproduction. -rush makes all jobs due at one instant (a daily
-// spec), then idle.
+// spec), then idle. -crash kills replica 0 in each round's window and
+// reports how long and how many of its jobs stalled (crash.go).
 //
 // Usage:
 //
 //	go run ./cmd/schedbench [-jobs 1,100,1000,5000] [-ahead 0,400ms] [-ledger on,off] [-replicas 3] [-nodes 5]
 //	    [-warmup 3s] [-measure 8s] [-min-samples 200] [-rounds 3] [-settle 10s]
 //	    [-wiring scheduler|redcron] [-lock-ttl d] [-max-ttl d] [-job-sleep d] [-shape midnight]
-//	    [-rush [-rush-lead 20s] [-idle 10s]]
+//	    [-rush [-rush-lead 20s] [-idle 10s]] [-crash 5s]
 //	    [-per-tick] [-cpuprofile file [-profile-jobs 1000]]   (writes file.0, file.1, ...: one per replica)
 package main
 
@@ -68,6 +69,7 @@ type config struct {
 	cpuProfile  string
 	profileJobs int
 	perTick     bool
+	crash       time.Duration // SIGKILL replica 0 this long after each round's window starts; 0: no crash
 }
 
 func main() {
@@ -104,6 +106,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.rushLead, "rush-lead", 20*time.Second, "with -rush: from the replicas' start to the tick, at least; it must cover their start-up and the registration of the jobs")
 	fs.StringVar(&c.baseline, "baseline", "", "also run every setup with replicas from this schedbench executable, built at another library commit (the baseline), interleaved, and compare")
 	fs.DurationVar(&c.idle, "idle", 10*time.Second, "with -rush: the measured time after the tick")
+	fs.DurationVar(&c.crash, "crash", 0, "in each round, SIGKILL replica 0 this long after the window's first tick (at least 1s; not with -rush), and report the stall: "+
+		"the jobs that missed ticks after it and until when; -measure must be at least this + 2 × the lease TTL + 3s (the lease TTL: the shard leases' and the replica anchors', "+
+		"min(max TTL, 10s), with -wiring "+wiringRedcron+"; the jobs' lock TTL with -wiring "+wiringScheduler+"), so that the window shows the recovery")
 	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
 	}
@@ -142,6 +147,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, errors.New("-rush-lead at least 2s, -idle at least 1s")
 	}
 	c.rushLead, c.idle = c.rushLead.Round(time.Second), c.idle.Round(time.Second)
+	if err := c.checkCrash(); err != nil {
+		return config{}, err
+	}
 	if c.baseline != "" {
 		if c.baseline, err = exec.LookPath(c.baseline); err != nil {
 			return config{}, fmt.Errorf("-baseline: %w", err)
@@ -168,6 +176,56 @@ func (c config) effectiveMaxTTL() time.Duration {
 		return libraryMaxTTL
 	}
 	return c.maxTTL
+}
+
+// fleetLeaseTTL is the TTL of the shard leases and of the replica anchors
+// of a replica built by redcron.NewWithClients, unless the max TTL is
+// lower: internal/fleet's shardTTL (newShards), which both take
+// (internal/shard's Keeper). A crashed replica's shards stay held, and the
+// runs claimed under its anchor look running, until these expire.
+const fleetLeaseTTL = 10 * time.Second
+
+// leaseTTL returns the TTL that bounds how long a crashed replica's jobs
+// stall: with -wiring redcron, that of the shard leases and the replica
+// anchors (fleetLeaseTTL, at most the max TTL); with -wiring scheduler,
+// where every replica claims every tick, the jobs' lock TTL (a run's lock
+// left by the crashed replica is held until it expires).
+func (c config) leaseTTL() time.Duration {
+	if c.wiring == wiringRedcron {
+		return min(fleetLeaseTTL, c.effectiveMaxTTL())
+	}
+	if c.lockTTL == 0 {
+		return libraryLockTTL
+	}
+	return c.lockTTL
+}
+
+// libraryLockTTL is the scheduler's default lock TTL, which -lock-ttl 0
+// leaves.
+const libraryLockTTL = 30 * time.Second
+
+// crashMargin is how much longer than the crash and two lease TTLs the
+// window must last (-crash): a stall up to the lease TTL is followed by at
+// least a lease TTL and this of ticks run in full.
+const crashMargin = 3 * time.Second
+
+// checkCrash checks -crash against the other flags.
+func (c config) checkCrash() error {
+	switch {
+	case c.crash == 0:
+		return nil
+	case c.crash < time.Second:
+		return fmt.Errorf("-crash: %v is below 1s (the window's first tick must run before the crash)", c.crash)
+	case c.rush:
+		return errors.New("-crash: not with -rush (the crash is measured on jobs due every second)")
+	case c.replicas < 2:
+		return fmt.Errorf("-crash: -replicas %d leaves no replica to take over", c.replicas)
+	}
+	if need := c.crash + 2*c.leaseTTL() + crashMargin; c.measure < need {
+		return fmt.Errorf("-crash %v: -measure %v is too short: the window must cover the crash, two lease TTLs (%v) and %v, at least %v",
+			c.crash, c.measure, c.leaseTTL(), crashMargin, need)
+	}
+	return nil
 }
 
 // shapeMidnight is issue 30's reproduction: 5 redis-servers without

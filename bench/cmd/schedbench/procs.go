@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"sync"
+	"time"
 )
 
 // replicaProcs is the replica processes of one run.
@@ -16,6 +17,9 @@ type replicaProcs struct {
 	cmds []*exec.Cmd
 	ins  []io.WriteCloser // their standard inputs: the spec, then the start
 	decs []*gob.Decoder   // of their standard outputs: ready, then the output
+	// killed is set for the replicas killed on purpose (killOne): their
+	// output and exit status are not waited for.
+	killed []bool
 }
 
 // startReplicas starts n replica processes of the executable exe (this
@@ -47,6 +51,7 @@ func startReplicas(ctx context.Context, exe string, n int, spec replicaSpec, pro
 			return nil, fmt.Errorf("replica %d: %w", i, err)
 		}
 		p.cmds, p.ins, p.decs = append(p.cmds, cmd), append(p.ins, in), append(p.decs, gob.NewDecoder(out))
+		p.killed = append(p.killed, false)
 		if err := json.NewEncoder(in).Encode(spec); err != nil {
 			p.kill()
 			return nil, fmt.Errorf("replica %d: sending its spec: %w", i, err)
@@ -55,15 +60,19 @@ func startReplicas(ctx context.Context, exe string, n int, spec replicaSpec, pro
 	return p, nil
 }
 
-// decodeAll decodes one value from every replica's standard output, in
-// parallel (a replica blocks on a full pipe until it is read); what names
-// the value in errors. On an error it kills the replicas, and the error
+// decodeAll decodes one value from the standard output of every replica
+// not killed on purpose, in parallel (a replica blocks on a full pipe
+// until it is read); what names the value in errors. A killed replica's
+// value is left zero. On an error it kills the replicas, and the error
 // includes their exit status.
 func decodeAll[T any](p *replicaProcs, what string) ([]T, error) {
 	vs := make([]T, len(p.decs))
 	errs := make([]error, len(p.decs))
 	var wg sync.WaitGroup
 	for i, d := range p.decs {
+		if p.killed[i] {
+			continue
+		}
 		wg.Go(func() {
 			if err := d.Decode(&vs[i]); err != nil {
 				errs[i] = fmt.Errorf("replica %d: reading its %s: %w", i, what, err)
@@ -96,20 +105,42 @@ func (p *replicaProcs) start(g replicaGo) error {
 	return nil
 }
 
+// killOne kills replica i (SIGKILL, Process.Kill), as a crash, and returns the
+// instant just before: from then on, it reports nothing. wait then
+// expects neither its output nor a successful exit.
+func (p *replicaProcs) killOne(i int) (time.Time, error) {
+	p.killed[i] = true
+	at := time.Now()
+	if err := p.cmds[i].Process.Kill(); err != nil {
+		return at, fmt.Errorf("replica %d: killing it: %w", i, err)
+	}
+	return at, nil
+}
+
 // wait waits for every replica process to report and exit, and returns
-// their outputs.
+// the outputs of those not killed on purpose (killOne), in order; a
+// killed one must have died of its signal.
 func (p *replicaProcs) wait() ([]replicaOutput, error) {
 	outs, err := decodeAll[replicaOutput](p, "output")
 	if err != nil {
 		return nil, err
 	}
 	var errs []error
+	var live []replicaOutput
 	for i, cmd := range p.cmds {
-		if err := cmd.Wait(); err != nil {
-			errs = append(errs, fmt.Errorf("replica %d: %w", i, err))
+		err := cmd.Wait()
+		if !p.killed[i] {
+			live = append(live, outs[i])
+			if err != nil {
+				errs = append(errs, fmt.Errorf("replica %d: %w", i, err))
+			}
+			continue
+		}
+		if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.Exited() {
+			errs = append(errs, fmt.Errorf("replica %d, killed: it did not die of the signal: %v", i, err))
 		}
 	}
-	return outs, errors.Join(errs...)
+	return live, errors.Join(errs...)
 }
 
 // kill kills the replica processes started, waits for them and returns

@@ -210,6 +210,9 @@ func writeReport(w io.Writer, m machine.Machine, cfg config, results []result) {
 	writeRun(w, cfg)
 	sums := summarize(cfg, results)
 	writeFigures(w, cfg, results, sums)
+	if cfg.crash > 0 {
+		writeCrash(w, cfg, results, sums)
+	}
 	fmt.Fprintln(w, "\nin detail:")
 
 	tw := table.New(w)
@@ -292,6 +295,11 @@ window (redis: used_cpu_user+sys of all servers; replicas: getrusage of each rep
 	writeBaseline(w, sums)
 
 	fmt.Fprintln(w, "\ngoals:")
+	if cfg.crash > 0 {
+		fmt.Fprintln(w, " (the others are not evaluated with -crash: a replica is killed in every round)")
+		writeGoal30Crash(w, cfg, sums)
+		return
+	}
 	if !cfg.rush {
 		for _, ahead := range cfg.aheads {
 			for _, on := range cfg.ledgerModes() {

@@ -104,6 +104,8 @@ type result struct {
 	// For each window tick with runs: its runs by replica and their start
 	// delays (the -per-tick lines, and the busiest replica's share).
 	perTick []tickStat
+	// With -crash: the stall of the killed replica's jobs (crash.go).
+	crash crashStats
 
 	// Failed lock acquisitions during the window (mutex observers).
 	lockFails     map[string]int // by reason, of attempts stamped with a window tick (lockObserver)
@@ -262,8 +264,14 @@ func runOnce(ctx context.Context, cfg config, exe string, servers []*redisproc.S
 		time.Unix(g.W0, 0).UTC().Format(time.TimeOnly), time.Unix(g.W1, 0).UTC().Format(time.TimeOnly))
 
 	var a, b snapshot
+	var crashed time.Time // when replica crashKilled was killed (-crash)
 	if sleepUntil(ctx, g.SnapA) {
 		a, err = serverSnapshot(ctx, admin)
+	}
+	if cfg.crash > 0 && err == nil && sleepUntil(ctx, time.Unix(g.W0, 0).Add(cfg.crash)) {
+		crashed, err = procs.killOne(crashKilled)
+		fmt.Fprintf(progress, "  replica %d killed at %s (+%v in the window)\n", crashKilled,
+			crashed.UTC().Format("15:04:05.000"), crashed.Sub(time.Unix(g.W0, 0)).Round(time.Millisecond))
 	}
 	if err == nil && sleepUntil(ctx, g.SnapB) {
 		b, err = serverSnapshot(ctx, admin)
@@ -294,6 +302,9 @@ func runOnce(ctx context.Context, cfg config, exe string, servers []*redisproc.S
 		b.addReplica(o.B)
 	}
 	col := &collector{w0: g.W0, w1: g.W1}
+	if !crashed.IsZero() {
+		col.crashMs, col.killed = crashed.UnixMilli(), crashKilled
+	}
 	col.recs.set(recs)
 	col.inJobs.set(inJobs)
 	col.fails.set(fails)
@@ -330,6 +341,14 @@ func runOnce(ctx context.Context, cfg config, exe string, servers []*redisproc.S
 // analyze tallies the events of the window's ticks.
 func analyze(col *collector, jobs, replicas, ticks int) result {
 	res := result{jobs: jobs, ticks: ticks, skips: map[string]int{}, failedRuns: map[string]int{}, perReplica: make([]int, replicas)}
+	// Each pair is to have an outcome from every replica, but one killed
+	// on purpose, whose runs before its crash are unknown: a pair of a tick
+	// before the crash that no other replica ran is not a miss.
+	expect := replicas
+	if col.crashMs != 0 {
+		expect--
+		res.crash = analyzeCrash(col, jobs, ticks)
+	}
 	runs := make([]uint8, jobs*ticks)
 	outcomes := make([]uint8, jobs*ticks) // run_started + skipped, over replicas
 	var delays, first, retried []time.Duration
@@ -438,7 +457,7 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 		}
 		// A pair counts as missed if either account saw no run, and as
 		// duplicated if either saw more than one.
-		if min(ev, own) == 0 {
+		if min(ev, own) == 0 && !col.beforeCrash(col.w0+int64(i/jobs)) {
 			res.misses++
 			switch {
 			case ev > 0:
@@ -462,8 +481,8 @@ func analyze(col *collector, jobs, replicas, ticks int) result {
 			res.duplicates++
 			res.extraRuns += hi - 1
 		}
-		if int(outcomes[i]) < replicas {
-			res.unhandled += replicas - int(outcomes[i])
+		if int(outcomes[i]) < expect {
+			res.unhandled += expect - int(outcomes[i])
 		}
 	}
 	slices.Sort(inJob)
