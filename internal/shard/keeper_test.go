@@ -104,18 +104,7 @@ func TestPresenceUnderLatency(t *testing.T) {
 // when none were known.
 func TestShare(t *testing.T) {
 	c := redistest.Start(t, 3)
-	var nodes []*store.Node
-	for _, s := range c.Nodes() {
-		n, err := store.NewNode(s.Addr(), s.Client(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	locks, err := mutex.New(nodes, mutex.WithTrustedNodes(), mutex.WithLedger(0, 0), mutex.WithKeyPrefix("t~shards"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	locks, _ := shardLocks(t, c)
 	own := map[string]engine.JobSpec{
 		"a": {Spec: "* * * * * *", Zone: "UTC", CatchUp: time.Minute},
 		"b": {Spec: "* * * * * *", Zone: "UTC"},
@@ -204,20 +193,7 @@ func TestShare(t *testing.T) {
 // the claims of any shard whose lease holds elsewhere without a quorum.
 func TestAnchorWonAgainEverywhere(t *testing.T) {
 	c := redistest.Start(t, 5)
-	var nodes []*store.Node
-	clients := make([]*redis.Client, 0, 5)
-	for _, s := range c.Nodes() {
-		cl := s.Client(t)
-		n, err := store.NewNode(s.Addr(), cl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes, clients = append(nodes, n), append(clients, cl)
-	}
-	locks, err := mutex.New(nodes, mutex.WithTrustedNodes(), mutex.WithLedger(0, 0), mutex.WithKeyPrefix("t~shards"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	locks, clients := shardLocks(t, c)
 	table := func() (string, map[string]engine.JobSpec) { return "digest", nil }
 	const ttl = 9 * time.Second // extended every 3 s
 	k, err := NewKeeper(NewGate(&countingLocker{}), locks, "t", "self", ttl, table, func() error { return nil }, slog.New(slog.DiscardHandler))
@@ -269,4 +245,25 @@ func TestAnchorWonAgainEverywhere(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polls the nodes; nothing to wait on
 	}
+}
+
+// shardLocks returns a Redlock for shard leases over c's nodes (trusted,
+// no ledger), and a client of each node.
+func shardLocks(t *testing.T, c *redistest.Cluster) (*mutex.Redlock, []*redis.Client) {
+	t.Helper()
+	var nodes []*store.Node
+	var clients []*redis.Client
+	for _, s := range c.Nodes() {
+		cl := s.Client(t)
+		n, err := store.NewNode(s.Addr(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, clients = append(nodes, n), append(clients, cl)
+	}
+	locks, err := mutex.New(nodes, mutex.WithTrustedNodes(), mutex.WithLedger(0, 0), mutex.WithKeyPrefix("t~shards"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return locks, clients
 }
