@@ -78,9 +78,6 @@ type Gate struct {
 	// won: a held shard's ticks are claimed as parts with them.
 	lease  [Count]atomic.Pointer[mutex.Lock]
 	anchor atomic.Pointer[mutex.Lock]
-	// won is, by shard, closed when this replica wins the shard's lease:
-	// a tick of a shard it is to hold waits on it (awaitWon).
-	won [Count]atomic.Pointer[chan struct{}]
 	// partOf is parts' Of for this gate (made once).
 	partOf parts.Of
 	flow   flow
@@ -130,9 +127,6 @@ func (g *Gate) verdict(req scheduler.LockRequest) (held bool, err error) {
 // in flight here waits for it, and goes with the next.
 func (g *Gate) Acquire(ctx context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
 	held, err := g.verdict(req)
-	if err != nil && err == errNotYet[Of(req.Job)] && g.awaitWon(ctx, Of(req.Job)) {
-		held, err = g.verdict(req)
-	}
 	switch {
 	case err != nil:
 		return nil, err
@@ -140,43 +134,6 @@ func (g *Gate) Acquire(ctx context.Context, req scheduler.LockRequest) (schedule
 		return g.acquireGated(ctx, Of(req.Job), req)
 	}
 	return g.inner.Acquire(g.parted(ctx), req)
-}
-
-// awaitWon waits until this replica holds shard k's lease, and reports
-// whether it does, or until ctx is done: a tick of a shard it is to hold
-// but has not won (at its start, or while the lease of a replica gone
-// runs out) waits for the win in one parked call rather than asking again
-// every few milliseconds, which, for a third of a fleet's ticks at
-// thousands of jobs, left the replica's own ticks no time to run.
-func (g *Gate) awaitWon(ctx context.Context, k int) bool {
-	ch := g.won[k].Load()
-	for ch == nil {
-		fresh := make(chan struct{})
-		if g.won[k].CompareAndSwap(nil, &fresh) {
-			ch = &fresh
-		} else {
-			ch = g.won[k].Load()
-		}
-	}
-	if g.held[k].Load() { // won before the channel was taken
-		return true
-	}
-	select {
-	case <-*ch:
-		return g.held[k].Load()
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// hold marks shard k's lease, won, as held here, and wakes the ticks
-// waiting for it.
-func (g *Gate) hold(k int, lease *mutex.Lock) {
-	g.lease[k].Store(lease)
-	g.held[k].Store(true)
-	if ch := g.won[k].Swap(nil); ch != nil {
-		close(*ch)
-	}
 }
 
 // AcquireAll asks the inner Locker, in one call, for the leases of the

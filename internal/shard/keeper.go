@@ -299,7 +299,8 @@ func (k *Keeper) win(ctx context.Context, s int, lost *mutex.Lock) {
 	lctx, stop := lock.KeepAlive(context.WithoutCancel(ctx))
 	k.leases[s] = &lease{lock: lock, ctx: lctx, stop: stop}
 	k.notUs[s] = 0
-	k.gate.hold(s, lock)
+	k.gate.lease[s].Store(lock)
+	k.gate.held[s].Store(true)
 	k.log.LogAttrs(ctx, slog.LevelDebug, "shard lease won", slog.Int("shard", s))
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/redcron/redcron/scheduler"
@@ -107,45 +106,4 @@ func TestTargets(t *testing.T) {
 	if got := targets(nil); got[0] != "" {
 		t.Errorf("targets of no fleet: %q", got[0])
 	}
-}
-
-// TestGateWaitsForWin: a tick of a shard this replica is to hold but has
-// not won waits in Acquire until the shard is won, and then goes to the
-// inner Locker, rather than being answered "not yet" at once (and asked
-// again every few milliseconds); one whose wait ends first is answered
-// "not yet".
-func TestGateWaitsForWin(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		inner := &countingLocker{}
-		g := NewGate(inner)
-		g.on.Store(true)
-		g.want[2].Store(true)
-		req := scheduler.LockRequest{Job: jobIn(2), Tick: time.Unix(1000, 0)}
-
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := g.Acquire(ctx, req)
-		cancel()
-		if !errors.Is(err, scheduler.ErrNoQuorum) || len(inner.asked) != 0 {
-			t.Fatalf("not won within the wait: %v, asked %v; want ErrNoQuorum, nothing asked", err, inner.asked)
-		}
-
-		errc := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_, err := g.Acquire(ctx, req)
-			errc <- err
-		}()
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		select {
-		case err := <-errc:
-			t.Fatalf("Acquire returned %v before the shard was won", err)
-		default:
-		}
-		g.hold(2, nil)
-		if err := <-errc; !errors.Is(err, scheduler.ErrAlreadyRun) || fmt.Sprint(inner.asked) != fmt.Sprint([]string{req.Job}) {
-			t.Errorf("after the win: %v, asked %v; want the inner Locker's answer for the job", err, inner.asked)
-		}
-	})
 }
