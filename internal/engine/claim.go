@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -153,27 +154,38 @@ func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, value string,
 	for _, k := range mine {
 		ledgerCap, window = max(ledgerCap, ends[k].Ledger.Cap), max(window, ends[k].Ledger.Window)
 	}
-	// The ends' running values, each sent once: the parts of one claim
-	// share one.
-	runnings := map[string]int{}
+	// The ends' claims (running value and started records' rest), each
+	// sent once: the parts of one claim share them.
+	type endClaim struct{ running, rest string }
+	claims := map[endClaim]int{}
 	var distinct []any
-	for _, k := range mine {
-		if _, ok := runnings[ends[k].Running]; !ok {
-			distinct = append(distinct, ends[k].Running)
-			runnings[ends[k].Running] = len(distinct)
-		}
-	}
-	args := make([]any, 0, 11+len(distinct)+5*len(mine)+2*len(part))
-	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value,
-		value, first.Occurrence, first.Fence, len(distinct))
-	args = append(args, distinct...)
+	endArgs := make([]any, 0, 5*len(mine))
 	for _, k := range mine {
 		e := ends[k]
-		args = append(args, e.Keys.Name, runnings[e.Running], member(RecordStarted, e.Ledger.Old), e.Ledger.New, e.Ledger.Score)
+		m, rest := startedArg(e.Keys.Name, e.Ledger.Old)
+		c := endClaim{e.Running, rest}
+		if _, ok := claims[c]; !ok {
+			distinct = append(distinct, c.running, c.rest)
+			claims[c] = len(claims) + 1
+		}
+		endArgs = append(endArgs, e.Keys.Name, claims[c], m, e.Ledger.New, e.Ledger.Score)
 	}
+	_, rest := startedArg(first.Keys.Name, first.Ledger.New)
+	args := make([]any, 0, 12+len(distinct)+len(endArgs)+2*len(part))
+	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value,
+		value, first.Occurrence, first.Fence, rest, len(claims))
+	args = append(args, distinct...)
+	args = append(args, endArgs...)
 	for _, i := range part {
 		r := reqs[i]
-		args = append(args, r.Keys.Name, member(RecordStarted, r.Ledger.New))
+		m, mrest := startedArg(r.Keys.Name, r.Ledger.New)
+		if mrest != rest { // not of the claim's records: the whole member
+			m = member(RecordStarted, r.Ledger.New)
+			if m == "" {
+				m = "-"
+			}
+		}
+		args = append(args, r.Keys.Name, m)
 	}
 	return &call{ctx: ctx, script: claimScript, keys: keys, args: args, items: len(part), done: func(cmd *redis.Cmd) {
 		res, err := claimScript.answer(cmd, len(part))
@@ -211,6 +223,28 @@ type FreeRequest struct {
 	// (unix ms): where its claim set the mark, the mark goes back below
 	// it, so that the tick can be claimed again. 0 for a part won.
 	Occurrence int64
+}
+
+// startedArg returns how a claim call sends the started record text of
+// the part called name (see lua/claim.lua): the rest its claim's records
+// share and m, "" for the name as it is, the escaped name, "-" for no
+// record, or the whole member ("s|" .. text, rest "") for a text that does
+// not open with the name.
+func startedArg(name, text string) (m, rest string) {
+	if text == "" {
+		return "-", ""
+	}
+	esc, after, ok := strings.Cut(text, ",")
+	if body, isJob := strings.CutPrefix(esc, `{"job":`); isJob && ok {
+		var got string
+		if json.Unmarshal([]byte(body), &got) == nil && got == name && strings.HasPrefix(body, `"`) && strings.HasSuffix(body, `"`) {
+			if body == `"`+name+`"` {
+				return "", after
+			}
+			return body, after
+		}
+	}
+	return member(RecordStarted, text), ""
 }
 
 // member returns a record's ledger member in state (its prefix and text),

@@ -14,9 +14,15 @@
 -- ARGV[4] and ARGV[5] the ledger's cap and window (ms), ARGV[6] the number
 -- of ends (below), ARGV[7] the parent's value; ARGV[8], ARGV[9] and
 -- ARGV[10] the parts' value, occurrence (unix ms) and fence; ARGV[11] the
--- number of distinct running values of the ends, which follow. Part i's
--- name and started ledger member ("s|" .. record, or "" for none) are the
--- last arguments, two per part, after the ends.
+-- rest of their started records (below); ARGV[12] the number of the ends'
+-- claims, each a running value and the rest of its started records, which
+-- follow. Part i's name and started record (m) are the last arguments,
+-- two per part, after the ends.
+-- A started record is a JSON object that opens with the job's name,
+-- {"job":<name>,<rest>, and the parts of one claim share the rest: m ""
+-- stands for the record of the part's name as it is (quoted), m "-" for
+-- none, an m that opens with a quote for the part's name so escaped, any
+-- other m for the whole ledger member.
 -- While the right holds its value and the parent its own, a part is
 -- claimed unless its occurrence is at or below its mark, it is paused, its
 -- lock is held, another part of it still runs, or its fence counter is at
@@ -26,12 +32,12 @@
 -- parts' keys are read together (MGET, one HMGET) and written together
 -- (one HSET, one ZADD).
 -- Whatever the right: the ends are parts of the shard to end (frees, see
--- free.lua), each with its name, the index of its running value among the
--- runnings (from 1), its old member ("s|" .. record, or ""), record and
--- score. The end of a part whose job is claimed again in the call (its
--- next tick) is read with the claim's fields and its field written over;
--- the others are read and deleted first. The ends' and the claims' records
--- share the ledger's commands.
+-- free.lua), each with its name, the index of its claim among the ends'
+-- claims (from 1), its old member (as a part's m, with its claim's rest),
+-- final record and score. The end of a part whose job is claimed again in
+-- the call (its next tick) is read with the claim's fields and its field
+-- written over; the others are read and deleted first. The ends' and the
+-- claims' records share the ledger's commands.
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, ...}: the statuses
 -- of acquire (1 claimed, 0 held by detail, 2 already run, 3 paused, -1
 -- error), 4 when the fence counter is at or above the fence (detail: the
@@ -51,22 +57,39 @@ out[1], out[2] = uptime, runid
 local o = 2 -- the answers' length
 
 local right, state, ledger, pkey, pvalue = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[7]
-local value, occ, fence = ARGV[8], ARGV[9], ARGV[10]
+local value, occ, fence, rest = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local parents, olds, adds, score = {}, {}, {}, 0
 local ends = tonumber(ARGV[6])
-local head = 11 + tonumber(ARGV[11]) -- the ends' arguments follow
+local head = 12 + 2 * tonumber(ARGV[12]) -- the ends' arguments follow
 local base = head + 5 * ends -- and the parts' follow theirs
 local n = (#ARGV - base) / 2
 local tag = string.sub(state, 1, -6) -- the state key less "state": the shard's keys begin so
 
--- endArg returns argument j (0 name, 1 running, 2 old, 3 record, 4 score)
--- of end k.
-local function endArg(k, j)
-  local a = ARGV[head + 5 * (k - 1) + 1 + j]
-  if j == 1 then
-    return ARGV[11 + tonumber(a)]
+-- started returns the ledger member of the started record m stands for
+-- (see above) of the part called name, whose claim's records end in rest.
+local function started(name, m, rest)
+  if m == "" then
+    return rest ~= "" and ('s|{"job":"' .. name .. '",' .. rest) or ""
+  elseif m == "-" then
+    return ""
+  elseif string.byte(m) == 34 then -- a quote: the name, escaped
+    return 's|{"job":' .. m .. "," .. rest
   end
-  return a
+  return m
+end
+
+-- endArg returns argument j (0 name, 1 running value, 2 old member, 3
+-- record, 4 score) of end k.
+local function endArg(k, j)
+  local a = head + 5 * (k - 1) + 1
+  if j == 1 or j == 2 then
+    local c = 11 + 2 * tonumber(ARGV[a + 1]) -- its claim's running value, then rest
+    if j == 1 then
+      return ARGV[c]
+    end
+    return started(ARGV[a], ARGV[a + 2], ARGV[c + 1])
+  end
+  return ARGV[a + j]
 end
 
 -- endRecord notes end k's ledger record: its started member replaced by its
@@ -179,7 +202,8 @@ local set, dels, trim = {}, {}, false
 local running = prefix .. value -- every part's running value
 local occn = tonumber(occ)
 for i = 1, n do
-  local name, member = ARGV[base + 2 * i - 1], ARGV[base + 2 * i]
+  local name = ARGV[base + 2 * i - 1]
+  local member = started(name, ARGV[base + 2 * i], rest)
   local f, m, r = st[3 * i - 2], st[3 * i - 1], st[3 * i]
   local bad, fn, mn = badState(state, name, f, m)
   local k = mine[name]
