@@ -168,6 +168,7 @@ type jobConfig struct {
 	backoff      time.Duration // before the second try, doubling after
 	overlap      OverlapPolicy // WithOverlap
 	observers    []func(Event) // WithJobObserver
+	tags         []string      // WithTags: sorted, each once
 }
 
 func defaultJobConfig() jobConfig {

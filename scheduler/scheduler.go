@@ -103,6 +103,8 @@ type Entry struct {
 	CatchUp      time.Duration
 	Attempts     int
 	Backoff      time.Duration
+	// Tags are the job's tags (WithTags), sorted; nil for none.
+	Tags []string
 	// Next is the next tick not yet handled; zero if the schedule has none
 	// within five years. With WithLockAhead, a tick is handled from its
 	// lock-ahead on, so Next is then the tick after it.
@@ -300,6 +302,7 @@ func (s *Scheduler) Entries() []Entry {
 			CatchUp:      e.cfg.catchUp,
 			Attempts:     e.cfg.attempts,
 			Backoff:      e.cfg.backoff,
+			Tags:         slices.Clone(e.cfg.tags),
 			Next:         e.next,
 			Prev:         e.prev,
 			Running:      e.running.Load() > 0,

@@ -8,7 +8,7 @@ import (
 	"github.com/redcron/redcron/scheduler"
 )
 
-// specs sets each job's Spec, Zone and Next from the live replicas' job
+// specs sets each job's Spec, Zone, Tags and Next from the live replicas' job
 // tables (t.Spec: the most published table that lists it), and its
 // Publishers and Phantom. Jobs no table lists keep no spec.
 func specs(t *Tables, jobs []Job, now time.Time) {
@@ -19,7 +19,7 @@ func specs(t *Tables, jobs []Job, now time.Time) {
 		if !ok {
 			continue
 		}
-		jobs[i].Spec, jobs[i].Zone = js.Spec, js.Zone
+		jobs[i].Spec, jobs[i].Zone, jobs[i].Tags = js.Spec, js.Zone, js.Tags
 		jobs[i].Next = NextTick(js, now)
 	}
 }
