@@ -220,4 +220,3 @@ func TestSemaphoreNoQuorum(t *testing.T) {
 		t.Errorf("no majority: %v; want ErrNoQuorum", err)
 	}
 }
-
