@@ -79,3 +79,22 @@ func ExampleRedlock_TryLock() {
 		fmt.Println("ours, fence", l.Fence())
 	}
 }
+
+// At most two report exports at once in the fleet: each holder takes a
+// permit of the semaphore, keeps it alive while it works, and releases it.
+func ExampleRedlock_Semaphore() {
+	ctx := context.Background()
+	locks := connect()
+	sem, err := locks.Semaphore("report-export", 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	permit, err := sem.Acquire(ctx, 30*time.Second) // waits for a free permit
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, mutex.ErrHeld): all held until ctx ended
+	}
+	defer permit.Release(context.Background())
+	work, stop := permit.KeepAlive(ctx)
+	defer stop()
+	_ = writeInvoices(work, permit.Fence())
+}
