@@ -75,14 +75,25 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 		s.releaseUnused(rn, name, time.Time{}, lease)
 		return RunInfo{}, removed
 	}
+	failed := make(chan error, 1)
 	rn.wg.Go(func() {
 		defer sl.free() // if the run was abandoned
-		r := s.startRun(rn, e, lease, attempts, sl)
+		r, err := s.startRun(rn, e, lease, attempts, sl)
+		if err != nil {
+			s.releaseUnused(rn, name, time.Time{}, lease) // the run never started
+			failed <- err
+			return
+		}
 		started <- r.info
 		s.finishRun(rn, r)
 	})
 	s.mu.Unlock()
-	return <-started, nil
+	select {
+	case info := <-started:
+		return info, nil
+	case err := <-failed:
+		return RunInfo{}, fmt.Errorf("scheduler: trigger job %q: %w", name, err)
+	}
 }
 
 // triggerable waits for Run, if the job called name exists, and returns
