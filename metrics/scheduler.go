@@ -21,7 +21,7 @@ func allResults() []string {
 func allSkipReasons() []string {
 	return []string{
 		"held", "already_run", "overlap",
-		"misfire", "no_quorum", "lease_lost", "paused", "max_runs", "overload",
+		"misfire", "no_quorum", "lease_lost", "paused", "max_runs", "cluster_limit", "overload",
 	}
 }
 

@@ -108,13 +108,14 @@ const (
 // The reasons a tick was skipped (Event.Skip, Entry.LastSkip); each is the
 // value of the reason label of the skip metrics.
 const (
-	skipHeld       = "held"        // another replica holds the lock for this tick
-	skipAlreadyRun = "already_run" // the tick, or a later one, was already run
-	skipOverlap    = "overlap"     // the previous run of the job is still going
-	skipMisfire    = "misfire"     // noticed later than the misfire grace
-	skipNoQuorum   = "no_quorum"   // no lock attempt reached a decision in time
-	skipLeaseLost  = "lease_lost"  // the lease was lost before the run started
-	skipPaused     = "paused"      // the job is paused cluster-wide
-	skipMaxRuns    = "max_runs"    // every run slot of this replica was taken
-	skipOverload   = "overload"    // this replica's claims of the job's shard were behind
+	skipHeld       = "held"          // another replica holds the lock for this tick
+	skipAlreadyRun = "already_run"   // the tick, or a later one, was already run
+	skipOverlap    = "overlap"       // the previous run of the job is still going
+	skipMisfire    = "misfire"       // noticed later than the misfire grace
+	skipNoQuorum   = "no_quorum"     // no lock attempt reached a decision in time
+	skipLeaseLost  = "lease_lost"    // the lease was lost before the run started
+	skipPaused     = "paused"        // the job is paused cluster-wide
+	skipMaxRuns    = "max_runs"      // every run slot of this replica was taken
+	skipLimit      = "cluster_limit" // no permit of the job's cluster limit came free in time (WithClusterLimit)
+	skipOverload   = "overload"      // this replica's claims of the job's shard were behind
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redcron/redcron/mutex"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -54,6 +55,7 @@ type run struct {
 	ended    atomic.Bool             // the run no longer counts as running (see end)
 	tries    atomic.Int32            // tries of the job so far (WithRetry)
 	slot     *slot                   // the run slot it frees when it ends, or nil
+	permit   *mutex.Lock             // its permit of its job's cluster limit (WithClusterLimit), or nil
 	triesMu  sync.Mutex
 	tryErrs  []string // the errors of the tries tried again, for the ledger
 }
@@ -129,13 +131,16 @@ func (s *Scheduler) newRun(e *entry, lease Lease, tick, idTime time.Time, attemp
 }
 
 // startRun starts a manual run of e under lease at once, in run slot sl,
-// and returns it.
-func (s *Scheduler) startRun(rn *session, e *entry, lease Lease, attempts int, sl *slot) *run {
+// and returns it, or why it did not start (no permit of its job's cluster
+// limit in time).
+func (s *Scheduler) startRun(rn *session, e *entry, lease Lease, attempts int, sl *slot) (*run, error) {
 	r := s.newRun(e, lease, time.Time{}, s.cfg.clock(), attempts)
 	r.slot = sl
 	s.launch(rn, r, lease.Keep(rn.jobCtx), nil)
-	<-r.started // there is no ready to fail
-	return r
+	if err := r.awaitStart(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // launch starts r's goroutine, which closes r.started once r's job has
@@ -156,20 +161,24 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 		if r.cancel != nil {
 			defer r.cancel(nil)
 		}
+		var err error
 		if ready != nil {
-			err := ready()
-			if err == nil {
+			if err = ready(); err == nil {
 				err = outlived(kept)
 			}
-			if err != nil {
-				if err == errWithdrawn { // its handler has dealt with it
-					return
-				}
-				r.failed <- err
-				r.batch.done()
+		}
+		if err == nil {
+			err = s.takePermit(r, kept)
+		}
+		if err != nil {
+			if err == errWithdrawn { // its handler has dealt with it
 				return
 			}
+			r.failed <- err
+			r.batch.done()
+			return
 		}
+		base, unwatch := withPermit(r, base)
 		s.markStart(rn, r, base)
 		close(r.started) // wakes no handler waiting for its group
 		r.batch.done()
@@ -177,6 +186,8 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 		defer func() {
 			out.cause, out.returned = context.Cause(r.ctx), time.Now()
 			r.stopCtx()
+			unwatch()
+			r.releasePermit()
 			s.end(r, out, nil, false)
 			r.done <- out
 		}()

@@ -245,6 +245,11 @@ func (s *Scheduler) runWon(rn *session, d dueTick, lease Lease, total int, start
 	case err == nil:
 		s.finishRun(rn, r)
 		return true, nil
+	case errors.Is(err, errClusterLimit):
+		s.skip(d.e, d.tick, skipLimit, total, err)
+		s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: no permit of its job's cluster limit came free in time",
+			tickAttrs(d.e.name, d.tick, slog.Any("error", err))...)
+		return true, nil
 	case abandoned(d) || errors.Is(err, errRemoved):
 		s.lockFailed(rn, d, total, err)
 		return true, nil
