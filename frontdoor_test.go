@@ -269,6 +269,29 @@ func TestFrontDoorBadInput(t *testing.T) {
 	}
 }
 
+// TestFrontDoorAddChecksTheLocks: Add refuses, naming the job, a job whose
+// lock the Redlock would refuse at every tick (a TTL above its max TTL, a
+// catch-up window longer than it keeps a tick's mark), though the
+// front door's Locker is the shard gate over the Redlock adapter.
+func TestFrontDoorAddChecksTheLocks(t *testing.T) {
+	s, err := redcron.New([]string{"a:1"}, redcron.WithLockOptions(mutex.WithMaxTTL(time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Shutdown(context.Background()) }()
+	nop := func(context.Context, scheduler.RunInfo) error { return nil }
+	if err := s.Add("long", "@hourly", nop, scheduler.WithLockTTL(2*time.Minute)); !errors.Is(err, mutex.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), `"long"`) {
+		t.Errorf("Add with a lock TTL above the max TTL = %v, want mutex.ErrInvalidOption naming the job", err)
+	}
+	if err := s.Add("monthly", "@monthly", nop, scheduler.WithCatchUp(31*24*time.Hour)); !errors.Is(err, mutex.ErrInvalidOption) {
+		t.Errorf("Add with a catch-up window past the state TTL = %v, want mutex.ErrInvalidOption", err)
+	}
+	if err := s.Add("fine", "@hourly", nop, scheduler.WithLockTTL(30*time.Second)); err != nil {
+		t.Errorf("Add of a job the Redlock takes: %v", err)
+	}
+}
+
 // TestFrontDoorRetry: a job that fails its first two tries succeeds on its
 // third, within its tick, under the lease and fence of its first try, on
 // real servers.

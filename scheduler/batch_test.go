@@ -43,6 +43,9 @@ func (b *batchLocker) Acquire(ctx context.Context, req scheduler.LockRequest) (s
 }
 
 func (b *batchLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) == 0 { // New's call, which asks for the inner Locker's check
+		return b.Locker.AcquireAll(ctx, nil)
+	}
 	deadline, _ := ctx.Deadline()
 	b.mu.Lock()
 	b.batches = append(b.batches, slices.Clone(reqs))

@@ -26,7 +26,6 @@ func (l outlivedLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 	}
 	return out
 }
-func (outlivedLocker) Check(LockRequest) error { return nil }
 
 func (outlivedLease) Fence() uint64 { return 1 }
 func (l outlivedLease) Keep(ctx context.Context) context.Context {

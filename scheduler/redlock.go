@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redcron/redcron/internal/lockcheck"
 	"github.com/redcron/redcron/internal/lockwire"
 	ledgerout "github.com/redcron/redcron/internal/outcome"
 	"github.com/redcron/redcron/mutex"
@@ -16,7 +17,7 @@ import (
 // occurrence (mutex.Occurrence), so no two replicas ever win the same tick
 // and a tick at or before one already run is refused; the scheduler's
 // instance id is stored as the lock's owner. AcquireAll makes its attempts
-// in one mutex.Redlock.TryLockAll; Check refuses what the Redlock would.
+// in one mutex.Redlock.TryLockAll; Add refuses what the Redlock would.
 // It returns nil for a nil Redlock, which New refuses.
 //
 // The instance id is the owner of every lock: run a leak scanner for it
@@ -36,7 +37,8 @@ type redlockLocker struct {
 	check func(name string, ttl, lead, reach time.Duration) error // the Redlock's (internal/lockwire)
 }
 
-// Check implements Locker with the Redlock's own check: a name or TTL the
+// Check is the check the adapter offers Add (internal/lockcheck), the
+// Redlock's own: a name or TTL the
 // Redlock refuses, a lead (WithLockAhead) above its max TTL or a reach
 // (WithMisfireGrace, WithCatchUp) longer than it keeps a tick's mark match
 // ErrInvalidOption and mutex.ErrInvalidOption, since a tick claimed
@@ -55,8 +57,13 @@ func (a *redlockLocker) Acquire(ctx context.Context, req LockRequest) (Lease, er
 }
 
 // AcquireAll implements Locker with one TryLockAll, which makes one
-// attempt at every lock at once.
+// attempt at every lock at once. With no requests (New's call), it offers
+// its check (internal/lockcheck).
 func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []LockResult {
+	if len(reqs) == 0 {
+		lockcheck.Offer(ctx, a.Check)
+		return nil
+	}
 	mreqs := make([]mutex.Request, len(reqs))
 	for i, req := range reqs {
 		mreqs[i] = mutex.Request{Name: req.Job, TTL: req.TTL, Options: lockOptions(req)}

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/redcron/redcron/internal/lockcheck"
 )
 
 // maxNameLen is the longest job name or instance id, in bytes.
@@ -27,8 +29,11 @@ const maxNameLen = 200
 // or Shutdown has been called the Scheduler is closed.
 type Scheduler struct {
 	locker Locker
-	cfg    config
-	log    *slog.Logger
+	// check is the Locker's check of a job's requests, if it offers one
+	// (a Locker of ours: internal/lockcheck); Add calls it.
+	check func(LockRequest) error
+	cfg   config
+	log   *slog.Logger
 
 	wake    chan struct{} // capacity 1: the job table changed
 	started chan struct{} // closed when Run starts
@@ -125,7 +130,8 @@ type Entry struct {
 }
 
 // New returns a Scheduler that elects the replica running each tick through l.
-// It starts no goroutines and does no I/O; see Run.
+// It starts no goroutines and does no I/O; see Run. It calls l's AcquireAll
+// once with no requests (see Locker).
 func New(l Locker, opts ...Option) (*Scheduler, error) {
 	if l == nil {
 		return nil, errors.New("scheduler: nil Locker")
@@ -146,6 +152,7 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 	return &Scheduler{
 		limit:   limit,
 		locker:  l,
+		check:   lockcheck.Of(l.AcquireAll),
 		cfg:     cfg,
 		log:     cfg.logger.With(slog.String("instance", cfg.instanceID)),
 		wake:    make(chan struct{}, 1),
@@ -179,7 +186,7 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // ones). A replica registering it, or starting, after t runs it at once
 // if t is past by no more than its misfire grace or catch-up window, unless
 // it ran; past that, never. Its time may lie at most as far back as the
-// Locker keeps a tick's mark (Add asks the Locker's Check); afterwards,
+// Locker keeps a tick's mark (Add asks the Locker); afterwards,
 // remove the job from the code.
 //
 // Add returns an error matching ErrInvalidJob for a name that is not valid
@@ -187,8 +194,9 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // @at time further back than the Locker keeps a mark),
 // ErrDuplicateJob if the name is taken,
 // ErrInvalidOption for a bad JobOption, and ErrClosed once the Scheduler
-// is closed. Add also returns the error of the Locker's Check for the job's
-// name, lock TTL and reach (the Redlock adapter's matches ErrInvalidOption
+// is closed. Add also returns the refusal of the Locker's check of the
+// job's name, lock TTL and reach, when the Locker is one of redcron's (see
+// Locker): the Redlock adapter's matches ErrInvalidOption
 // for a TTL out of the Redlock's range, a lock-ahead longer than its max
 // TTL, or a misfire grace or catch-up window longer than it keeps a tick's
 // mark).
@@ -220,7 +228,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	if err := s.checkPastAt(req, spec, sched, now); err != nil {
 		return err
 	}
-	if err := s.locker.Check(req); err != nil {
+	if err := s.checkRequest(req); err != nil {
 		return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
 	}
 	e := &entry{name: name, spec: spec, sched: sched, loc: loc, job: job, cfg: cfg}

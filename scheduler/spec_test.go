@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redcron/redcron/internal/lockcheck"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -230,7 +231,16 @@ type pickyLocker struct{ scheduler.Locker }
 
 var errPicky = errors.New("picky: name refused")
 
-func (pickyLocker) Check(req scheduler.LockRequest) error {
+// AcquireAll offers, with no requests (New's call), check.
+func (l pickyLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) == 0 {
+		lockcheck.Offer(ctx, l.check)
+		return nil
+	}
+	return l.Locker.AcquireAll(ctx, reqs)
+}
+
+func (pickyLocker) check(req scheduler.LockRequest) error {
 	if strings.HasPrefix(req.Job, "bad") {
 		return errPicky
 	}

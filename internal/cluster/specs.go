@@ -69,5 +69,3 @@ func (nopLocker) AcquireAll(_ context.Context, reqs []scheduler.LockRequest) []s
 	}
 	return out
 }
-
-func (nopLocker) Check(scheduler.LockRequest) error { return nil }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redcron/redcron/internal/lockcheck"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -74,8 +75,9 @@ func NewLocker() *Locker {
 	return &Locker{jobs: make(map[string]*jobState)}
 }
 
-// Check implements scheduler.Locker: it refuses an empty job
-// name and a TTL that is not positive, as Acquire does.
+// Check refuses an empty job name and a TTL that is not positive, as
+// Acquire does; AcquireAll offers it to the scheduler's Add
+// (internal/lockcheck).
 func (l *Locker) Check(req scheduler.LockRequest) error {
 	switch {
 	case req.Job == "":
@@ -101,8 +103,13 @@ func (l *Locker) Acquire(ctx context.Context, req scheduler.LockRequest) (schedu
 
 // AcquireAll implements scheduler.Locker: it makes one attempt at each
 // request, in order, as Acquire would, and counts the call (see
-// AcquireAllCalls). Each request is one attempt for FailNext.
+// AcquireAllCalls). Each request is one attempt for FailNext. With no
+// requests (the scheduler's New), it offers Check and counts nothing.
 func (l *Locker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) == 0 {
+		lockcheck.Offer(ctx, l.Check)
+		return nil
+	}
 	out := make([]scheduler.LockResult, len(reqs))
 	l.mu.Lock()
 	defer l.mu.Unlock()

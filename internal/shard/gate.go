@@ -142,6 +142,9 @@ func (g *Gate) Acquire(ctx context.Context, req scheduler.LockRequest) (schedule
 // of a shard's ticks in one claim, with errBusy (asked again by the
 // scheduler, through Acquire).
 func (g *Gate) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) == 0 { // the scheduler's New, asking for the inner Locker's check
+		return g.inner.AcquireAll(ctx, nil)
+	}
 	out := make([]scheduler.LockResult, len(reqs))
 	var pass []scheduler.LockRequest
 	var at, shards []int
@@ -197,6 +200,3 @@ func (g *Gate) acquireAll(ctx context.Context, reqs []scheduler.LockRequest) []s
 	}
 	return out
 }
-
-// Check is the inner Locker's.
-func (g *Gate) Check(req scheduler.LockRequest) error { return g.inner.Check(req) }

@@ -27,8 +27,6 @@ func (c *countingLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockRe
 	return out
 }
 
-func (c *countingLocker) Check(scheduler.LockRequest) error { return nil }
-
 // jobIn returns a job name in shard k.
 func jobIn(k int) string {
 	for i := 0; ; i++ {
