@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -20,7 +21,7 @@ import (
 // jobs undecided, or hold AcquireAll until a gate opens.
 type batchLocker struct {
 	*schedulertest.Locker
-	undecided map[string]bool // jobs whose batched attempt fails with ErrNoQuorum
+	undecided map[string]bool // jobs whose batched attempt fails with mutex.ErrNoQuorum
 	gate      chan struct{}   // if not nil, AcquireAll returns once it is closed
 
 	mu       sync.Mutex
@@ -59,7 +60,7 @@ func (b *batchLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockReque
 	)
 	for i, req := range reqs {
 		if b.undecided[req.Job] {
-			out[i].Err = fmt.Errorf("test: job %q: split vote: %w", req.Job, scheduler.ErrNoQuorum)
+			out[i].Err = fmt.Errorf("test: job %q: split vote: %w", req.Job, mutex.ErrNoQuorum)
 			continue
 		}
 		sent = append(sent, req)
@@ -213,8 +214,8 @@ func TestBatchedLocking(t *testing.T) {
 			}
 		}
 		retries := obs.of("lock_retry")
-		if len(retries) != 1 || retries[0].Job != "undecided" || retries[0].Attempts != 1 || !errors.Is(retries[0].Err, scheduler.ErrNoQuorum) {
-			t.Errorf("lock retries %+v, want one of undecided after attempt 1 with ErrNoQuorum", retries)
+		if len(retries) != 1 || retries[0].Job != "undecided" || retries[0].Attempts != 1 || !errors.Is(retries[0].Err, mutex.ErrNoQuorum) {
+			t.Errorf("lock retries %+v, want one of undecided after attempt 1 with mutex.ErrNoQuorum", retries)
 		}
 
 		type skip struct {

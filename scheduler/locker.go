@@ -39,14 +39,14 @@ type LockRequest struct {
 //
 // Acquire makes one attempt at a lease and returns it, or an error that
 // matches (errors.Is) one of:
-//   - ErrHeld: another replica holds the job's lock for this very tick;
+//   - mutex.ErrHeld: another replica holds the job's lock for this very tick;
 //   - ErrOverlap: the job's lock is held for an earlier tick, that is, the
 //     previous run is still going;
-//   - ErrAlreadyRun: the tick (or a later one) was already run;
-//   - ErrNoQuorum: no decision could be reached (split vote, nodes down);
+//   - mutex.ErrAlreadyRun: the tick (or a later one) was already run;
+//   - mutex.ErrNoQuorum: no decision could be reached (split vote, nodes down);
 //     a later attempt may succeed.
 //
-// Any other error is treated like ErrNoQuorum and reported. The scheduler
+// Any other error is treated like mutex.ErrNoQuorum and reported. The scheduler
 // decides itself whether to retry.
 //
 // AcquireAll makes the first attempt at many leases in one call (ticks of

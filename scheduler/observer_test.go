@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -157,7 +158,7 @@ func TestJobObserverPanics(t *testing.T) {
 func TestJobObserverNil(t *testing.T) {
 	s := newScheduler(t, locker())
 	err := s.Add("job", "@hourly", func(context.Context, scheduler.RunInfo) error { return nil }, scheduler.WithJobObserver(nil))
-	if !errors.Is(err, scheduler.ErrInvalidOption) || !strings.Contains(err.Error(), "WithJobObserver") {
-		t.Errorf("Add with WithJobObserver(nil) = %v, want ErrInvalidOption naming the option", err)
+	if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), "WithJobObserver") {
+		t.Errorf("Add with WithJobObserver(nil) = %v, want mutex.ErrInvalidOption naming the option", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redcron/redcron/internal/lockcheck"
+	"github.com/redcron/redcron/mutex"
 )
 
 // maxNameLen is the longest job name or instance id, in bytes.
@@ -139,10 +140,10 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+			return nil, fmt.Errorf("%w: nil Option", mutex.ErrInvalidOption)
 		}
 		if err := o(&cfg); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+			return nil, fmt.Errorf("%w: %w", mutex.ErrInvalidOption, err)
 		}
 	}
 	var limit *limiter
@@ -193,10 +194,10 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // or a spec it cannot parse or that has no tick within five years (or an
 // @at time further back than the Locker keeps a mark),
 // ErrDuplicateJob if the name is taken,
-// ErrInvalidOption for a bad JobOption, and ErrClosed once the Scheduler
+// mutex.ErrInvalidOption for a bad JobOption, and ErrClosed once the Scheduler
 // is closed. Add also returns the refusal of the Locker's check of the
 // job's name, lock TTL and reach, when the Locker is one of redcron's (see
-// Locker): the Redlock adapter's matches ErrInvalidOption
+// Locker): the Redlock adapter's matches mutex.ErrInvalidOption
 // for a TTL out of the Redlock's range, a lock-ahead longer than its max
 // TTL, or a misfire grace or catch-up window longer than it keeps a tick's
 // mark).
@@ -218,10 +219,10 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	cfg := defaultJobConfig()
 	for _, o := range opts {
 		if o == nil {
-			return fmt.Errorf("%w: job %q: nil JobOption", ErrInvalidOption, name)
+			return fmt.Errorf("%w: job %q: nil JobOption", mutex.ErrInvalidOption, name)
 		}
 		if err := o(&cfg); err != nil {
-			return fmt.Errorf("%w: job %q: %w", ErrInvalidOption, name, err)
+			return fmt.Errorf("%w: job %q: %w", mutex.ErrInvalidOption, name, err)
 		}
 	}
 	req := LockRequest{Job: name, TTL: cfg.lockTTL, Owner: s.cfg.instanceID, Lead: s.cfg.lockAhead, Reach: cfg.lateLimit()}

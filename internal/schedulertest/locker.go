@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/lockcheck"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -139,7 +140,7 @@ func (l *Locker) AcquireAllCalls() int {
 func (l *Locker) acquireLocked(req scheduler.LockRequest) (scheduler.Lease, error) {
 	if l.failNext > 0 {
 		l.failNext--
-		return nil, fmt.Errorf("schedulertest: job %q: injected failure: %w", req.Job, scheduler.ErrNoQuorum)
+		return nil, fmt.Errorf("schedulertest: job %q: injected failure: %w", req.Job, mutex.ErrNoQuorum)
 	}
 	now := time.Now()
 	st := l.job(req.Job)
@@ -149,11 +150,11 @@ func (l *Locker) acquireLocked(req scheduler.LockRequest) (scheduler.Lease, erro
 				req.Job, h.owner, formatTick(h.tick), scheduler.ErrOverlap)
 		}
 		return nil, fmt.Errorf("schedulertest: job %q: held by %s for tick %s: %w",
-			req.Job, h.owner, formatTick(h.tick), scheduler.ErrHeld)
+			req.Job, h.owner, formatTick(h.tick), mutex.ErrHeld)
 	}
 	if !req.Tick.IsZero() && !req.Tick.After(st.mark) {
 		return nil, fmt.Errorf("schedulertest: job %q: tick %s not after %s: %w",
-			req.Job, formatTick(req.Tick), formatTick(st.mark), scheduler.ErrAlreadyRun)
+			req.Job, formatTick(req.Tick), formatTick(st.mark), mutex.ErrAlreadyRun)
 	}
 	st.fence++
 	if !req.Tick.IsZero() {
@@ -176,7 +177,7 @@ func (l *Locker) acquireLocked(req scheduler.LockRequest) (scheduler.Lease, erro
 }
 
 // FailNext makes the next n lock attempts (calls of Acquire, or requests of
-// AcquireAll, in order) fail with an error matching scheduler.ErrNoQuorum,
+// AcquireAll, in order) fail with an error matching mutex.ErrNoQuorum,
 // as if no quorum of nodes could be reached. It replaces any previous
 // count; FailNext(0) ends the failures.
 func (l *Locker) FailNext(n int) {

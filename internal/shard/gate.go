@@ -47,8 +47,8 @@ func Of(job string) int { return engine.ShardOf(job) }
 // The gate's answers for a shard, made once: a refusal costs no
 // allocation.
 var (
-	errNotYet  = shardErrors(scheduler.ErrNoQuorum, "its lease is not won here yet")
-	errAnother = shardErrors(scheduler.ErrHeld, "another replica asks for its ticks")
+	errNotYet  = shardErrors(mutex.ErrNoQuorum, "its lease is not won here yet")
+	errAnother = shardErrors(mutex.ErrHeld, "another replica asks for its ticks")
 )
 
 func shardErrors(sentinel error, why string) [Count]error {
@@ -196,7 +196,7 @@ func (g *Gate) acquireAll(ctx context.Context, reqs []scheduler.LockRequest) []s
 	out := make([]scheduler.LockResult, len(reqs))
 	n := copy(out, results)
 	for j := n; j < len(out); j++ {
-		out[j].Err = fmt.Errorf("%w: the locker returned %d results for %d requests", scheduler.ErrNoQuorum, len(results), len(reqs))
+		out[j].Err = fmt.Errorf("%w: the locker returned %d results for %d requests", mutex.ErrNoQuorum, len(results), len(reqs))
 	}
 	return out
 }
