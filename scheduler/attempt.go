@@ -86,7 +86,7 @@ func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, dead
 		if ctx.Err() != nil || time.Until(retryUntil) < delay {
 			return nil, attempt, lastErr
 		}
-		s.emit(e, Event{Kind: eventLockRetry, Job: e.name, Tick: req.Tick, Attempts: attempt, Err: err})
+		s.emit(e, Event{Kind: KindLockRetry, Job: e.name, Tick: req.Tick, Attempts: attempt, Err: err})
 		s.log.LogAttrs(ctx, slog.LevelDebug, "lock attempt undecided; retrying",
 			tickAttrs(e.name, req.Tick, slog.Int("attempt", attempt), slog.Duration("delay", delay), slog.Any("error", err))...)
 		if !sleep(ctx, delay) {

@@ -90,7 +90,7 @@ func (b *batchLocker) recorded() (batches [][]scheduler.LockRequest, timeouts []
 
 // byJob returns the events of the given kind for tick, by job; it fails
 // the test if a job has more than one.
-func byJob(t *testing.T, obs *recorder, kind string, tick time.Time) map[string]scheduler.Event {
+func byJob(t *testing.T, obs *recorder, kind scheduler.Kind, tick time.Time) map[string]scheduler.Event {
 	t.Helper()
 	out := make(map[string]scheduler.Event)
 	for _, ev := range obs.of(kind) {

@@ -392,11 +392,11 @@ func TestRemove(t *testing.T) {
 				t.Errorf("run of %v: %s", ev.Tick, ev.Result)
 			}
 		}
-		var kinds []string
+		var kinds []scheduler.Kind
 		for _, ev := range obs.of("job_added", "job_removed") {
 			kinds = append(kinds, ev.Kind)
 		}
-		if want := []string{"job_added", "job_removed", "job_added"}; !slices.Equal(kinds, want) {
+		if want := []scheduler.Kind{"job_added", "job_removed", "job_added"}; !slices.Equal(kinds, want) {
 			t.Errorf("job events %v, want %v", kinds, want)
 		}
 	})

@@ -20,7 +20,7 @@ import (
 // TestObserversCompose: every observer given receives every event, so an
 // audit observer added next to the metrics one does not silence it.
 func TestObserversCompose(t *testing.T) {
-	var first, second []string
+	var first, second []scheduler.Kind
 	s := newScheduler(t, schedulertest.NewLocker(),
 		scheduler.WithObserver(func(e scheduler.Event) { first = append(first, e.Kind) }),
 		scheduler.WithObserver(func(e scheduler.Event) { second = append(second, e.Kind) }))

@@ -41,7 +41,7 @@ func TestOutlivedLeaseDoesNotStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var skips []Event
 		s, err := New(outlivedLocker{}, WithSeconds(), WithObserver(func(e Event) {
-			if e.Kind == eventSkipped {
+			if e.Kind == KindSkipped {
 				skips = append(skips, e)
 			}
 		}))

@@ -252,7 +252,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	}
 	// Reported before the loop can see the job, so that observers know it
 	// before any of its other events.
-	s.emit(e, Event{Kind: eventJobAdded, Job: name})
+	s.emit(e, Event{Kind: KindJobAdded, Job: name})
 	s.jobs[name] = e
 	s.mu.Unlock()
 
@@ -281,7 +281,7 @@ func (s *Scheduler) Remove(name string) error {
 	}
 	// Reported under the lock, as Add reports, so that an Add of the same
 	// name that follows is reported after it.
-	s.emit(e, Event{Kind: eventJobRemoved, Job: name})
+	s.emit(e, Event{Kind: KindJobRemoved, Job: name})
 	s.mu.Unlock()
 
 	s.notify()
@@ -363,7 +363,7 @@ func (s *Scheduler) observeJob(o func(Event), ev Event) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.LogAttrs(context.Background(), slog.LevelError, "job observer panicked",
-				tickAttrs(ev.Job, ev.Tick, slog.String("event", ev.Kind), slog.Any("panic", v),
+				tickAttrs(ev.Job, ev.Tick, slog.String("event", string(ev.Kind)), slog.Any("panic", v),
 					slog.String("stack", string(debug.Stack())))...)
 		}
 	}()

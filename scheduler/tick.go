@@ -360,7 +360,7 @@ func (s *Scheduler) skip(e *entry, tick time.Time, reason string, attempts int, 
 		return
 	}
 	e.lastResult, e.lastSkip, e.lastErr = "", reason, err
-	s.emit(e, Event{Kind: eventSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
+	s.emit(e, Event{Kind: KindSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
 }
 
 // tickAttrs returns the log attributes naming a tick of a job.
