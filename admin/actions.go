@@ -21,7 +21,7 @@ import (
 // where the key was set), in the order given to New, and records the
 // pause in the job's ledger. Its error names the job: it matches
 // scheduler.ErrUnknownJob for a name no live replica publishes (see
-// Options.AnyJob), and scheduler.ErrNoQuorum when fewer than a majority of
+// Options.AnyJob), and mutex.ErrNoQuorum when fewer than a majority of
 // the nodes took it; the pause is then taken back where it was set.
 func (c *Client) Pause(ctx context.Context, job string) ([]error, error) {
 	return c.pause(ctx, job, true)
@@ -30,7 +30,7 @@ func (c *Client) Pause(ctx context.Context, job string) ([]error, error) {
 // Resume resumes a paused job: it deletes the job's pause key on every
 // node. It returns each node's error (nil where the key is gone), in the
 // order given to New, and records the resume in the job's ledger. Its
-// error matches scheduler.ErrUnknownJob and scheduler.ErrNoQuorum as
+// error matches scheduler.ErrUnknownJob and mutex.ErrNoQuorum as
 // Pause's does. A node that missed it refuses the job's ticks until it is
 // resumed there too: run it again once the node is back.
 func (c *Client) Resume(ctx context.Context, job string) ([]error, error) {
@@ -58,7 +58,7 @@ func (c *Client) pause(ctx context.Context, job string, on bool) ([]error, error
 // each node's error placing it (nil where it was placed), in the order
 // given to New, and records the trigger in the job's ledger. Its error
 // names the job: it matches scheduler.ErrUnknownJob for a name no live
-// replica publishes (see Options.AnyJob), scheduler.ErrNoQuorum when
+// replica publishes (see Options.AnyJob), mutex.ErrNoQuorum when
 // fewer than a majority of the nodes took the request, and
 // context.DeadlineExceeded (or ctx's error) when no replica took it in
 // time (no replica has the job, or none is running).

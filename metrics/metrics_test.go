@@ -16,6 +16,7 @@ import (
 	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -278,8 +279,8 @@ func TestOptions(t *testing.T) {
 		{nil, "nil Option"},
 	} {
 		m, err := metrics.New(tc.opt)
-		if !errors.Is(err, metrics.ErrInvalidOption) || !strings.Contains(err.Error(), tc.name) || m != nil {
-			t.Errorf("%s: New returned %v, %v; want an ErrInvalidOption naming it", tc.name, m, err)
+		if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), tc.name) || m != nil {
+			t.Errorf("%s: New returned %v, %v; want an mutex.ErrInvalidOption naming it", tc.name, m, err)
 		}
 	}
 

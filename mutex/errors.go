@@ -41,8 +41,10 @@ var (
 	// ErrReleased: the lock was already released by this handle.
 	ErrReleased = errors.New("mutex: lock already released")
 	// ErrInvalidOption is matched by errors about option values and
-	// arguments.
-	ErrInvalidOption = errors.New("mutex: invalid option")
+	// arguments, of this package and of every package above it (the
+	// scheduler, the leak scan, the metrics, the status page, the admin
+	// API and the front door): one error for all of them.
+	ErrInvalidOption = errors.New("redcron: invalid option")
 )
 
 // errPaused is the reason of a claim refused by a quorum of nodes on

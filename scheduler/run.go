@@ -231,7 +231,7 @@ func (s *Scheduler) markStart(rn *session, r *run, base context.Context) {
 		startDelay = wall.Sub(tick)
 	}
 	r.delay = startDelay
-	s.emit(e, Event{Kind: eventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
+	s.emit(e, Event{Kind: KindRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
 		StartDelay: startDelay, Attempts: r.attempts})
 	if s.log.Enabled(rn.jobCtx, slog.LevelDebug) {
 		s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
@@ -274,7 +274,7 @@ func (s *Scheduler) finishRun(rn *session, r *run) {
 	relErr := s.release(rn, r.lease, Outcome{RunID: r.info.RunID, Result: ledger, Err: r.ledgerErr(ledgerErr), Try: int(r.tries.Load()), Delay: r.delay},
 		func() []slog.Attr { return r.attrs() })
 	result, err := s.end(r, out, relErr, true)
-	s.emit(r.e, Event{Kind: eventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
+	s.emit(r.e, Event{Kind: KindRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
 		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Try: int(r.tries.Load()), Err: err})
 
 	s.logRun(context.WithoutCancel(rn.jobCtx), r, result, duration, err)

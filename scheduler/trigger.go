@@ -20,7 +20,7 @@ import (
 //
 // Errors: ErrUnknownJob at once for a name no job has (or one removed
 // meanwhile); ErrOverlap if this replica runs the job or holds its lock;
-// ErrHeld if another replica holds it; ErrNoQuorum if no decision was
+// mutex.ErrHeld if another replica holds it; mutex.ErrNoQuorum if no decision was
 // reached (or, for a request of the admin command's, which the front door
 // takes, the request was taken by another replica or withdrawn); ErrClosed
 // once the Scheduler is closed.

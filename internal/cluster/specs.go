@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -59,15 +60,13 @@ func NextTick(js engine.JobSpec, now time.Time) time.Time {
 type nopLocker struct{}
 
 func (nopLocker) Acquire(context.Context, scheduler.LockRequest) (scheduler.Lease, error) {
-	return nil, scheduler.ErrNoQuorum
+	return nil, mutex.ErrNoQuorum
 }
 
 func (nopLocker) AcquireAll(_ context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
 	out := make([]scheduler.LockResult, len(reqs))
 	for i := range out {
-		out[i].Err = scheduler.ErrNoQuorum
+		out[i].Err = mutex.ErrNoQuorum
 	}
 	return out
 }
-
-func (nopLocker) Check(scheduler.LockRequest) error { return nil }

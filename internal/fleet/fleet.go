@@ -43,7 +43,7 @@ func (h *Hook) Check(owner string, extending bool) error {
 
 // Observe hands the scheduler's skips to the replica's heartbeat.
 func (h *Hook) Observe(e scheduler.Event) {
-	if e.Kind == "skipped" {
+	if e.Kind == scheduler.KindSkipped {
 		h.due.Skipped(e.Job, e.Tick, e.Skip)
 	}
 }
