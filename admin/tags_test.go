@@ -36,7 +36,7 @@ func (l *tagLog) observe(ev scheduler.Event) {
 
 // since returns the events of kind of job reported after from, whose
 // tick is after tick.
-func (l *tagLog) since(from, tick time.Time, kind, job string) []scheduler.Event {
+func (l *tagLog) since(from, tick time.Time, kind scheduler.Kind, job string) []scheduler.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []scheduler.Event

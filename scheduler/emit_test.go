@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -17,7 +18,7 @@ func TestEmitAllocatesNothing(t *testing.T) {
 	e := &entry{name: "job", cfg: defaultJobConfig()}
 	tick := time.Now()
 	if n := testing.AllocsPerRun(100, func() {
-		s.emit(e, Event{Kind: eventSkipped, Job: e.name, Tick: tick, Skip: skipHeld, Attempts: 1})
+		s.emit(e, Event{Kind: KindSkipped, Job: e.name, Tick: tick, Skip: skipHeld, Attempts: 1})
 	}); n != 0 || seen == 0 {
 		t.Errorf("emit: %v allocations per event, %d events seen; want 0 and some", n, seen)
 	}
@@ -26,4 +27,4 @@ func TestEmitAllocatesNothing(t *testing.T) {
 // nopLocker is a Locker that is never asked for a lock.
 type nopLocker struct{ Locker }
 
-func (nopLocker) Check(LockRequest) error { return nil }
+func (nopLocker) AcquireAll(context.Context, []LockRequest) []LockResult { return nil }

@@ -64,7 +64,7 @@ func TestJobObserverFleet(t *testing.T) {
 				heard = append(heard, listened{id, name, ev})
 			}
 			if name == "loud-obs" {
-				listen = func(ev scheduler.Event) { panic("observer of " + ev.Job + ": " + ev.Kind) }
+				listen = func(ev scheduler.Event) { panic("observer of " + ev.Job + ": " + string(ev.Kind)) }
 			}
 			mustAdd(t, s, name, "* * * * * *", func(_ context.Context, info scheduler.RunInfo) error {
 				mu.Lock()

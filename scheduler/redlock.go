@@ -38,11 +38,10 @@ type redlockLocker struct {
 }
 
 // Check is the check the adapter offers Add (internal/lockcheck), the
-// Redlock's own: a name or TTL the
-// Redlock refuses, a lead (WithLockAhead) above its max TTL or a reach
-// (WithMisfireGrace, WithCatchUp) longer than it keeps a tick's mark match
-// mutex.ErrInvalidOption and mutex.ErrInvalidOption, since a tick claimed
-// outside that span could run again.
+// Redlock's own: a name or TTL the Redlock refuses, a lead (WithLockAhead)
+// above its max TTL or a reach (WithMisfireGrace, WithCatchUp) longer than
+// it keeps a tick's mark match mutex.ErrInvalidOption, since a tick
+// claimed outside that span could run again.
 func (a *redlockLocker) Check(req LockRequest) error {
 	if err := a.check(req.Job, req.TTL, req.Lead, req.Reach); err != nil {
 		return fmt.Errorf("%w (WithLockTTL, WithLockAhead, WithMisfireGrace, WithCatchUp)", err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -45,7 +46,7 @@ func TestTags(t *testing.T) {
 		{many, "17 tags, more than 16"},
 	} {
 		err := s.Add("bad", "@hourly", nop, scheduler.WithTags(tc.tags...))
-		if !errors.Is(err, scheduler.ErrInvalidOption) || !strings.Contains(err.Error(), `job "bad": WithTags: `+tc.want) {
+		if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), `job "bad": WithTags: `+tc.want) {
 			t.Errorf("Add with WithTags(%q) = %v, want ErrInvalidOption naming the job and %q", tc.tags, err, tc.want)
 		}
 	}
