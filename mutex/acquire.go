@@ -68,6 +68,9 @@ func (r *Redlock) newRound(reqs []attemptReq) *round {
 	for j, q := range reqs {
 		value := engine.Value{Token: q.token, Acquired: rd.start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
 		rd.areqs[j] = engine.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: true}
+		if r.fencing1(q.lc) {
+			rd.areqs[j].FenceFloor, rd.areqs[j].StateTTL = uint64(rd.start.UnixMicro()), r.cfg.stateTTL
+		}
 		rd.strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
 		if q.lc.ticket != "" {
 			rd.ticketAt[j] = -1
@@ -117,15 +120,19 @@ func (rd *round) commit(ctx context.Context) {
 			}
 			continue
 		}
+		fused := rd.areqs[j].FenceFloor != 0
 		if r.cfg.fencing {
 			var seen uint64
 			for _, res := range rd.votes[j] {
 				seen = max(seen, res.fence)
 			}
 			rd.fences[j] = max(seen+1, uint64(time.Now().UnixMicro()))
+			if fused {
+				rd.fences[j] = seen // raised by the vote itself
+			}
 		}
 		rd.records[j], rd.started[j] = r.startRecord(q.keys.Name, q.lc, rd.fences[j], rd.start)
-		if rd.fences[j] != 0 || q.lc.occurrence != 0 || q.lc.ticket != "" {
+		if rd.fences[j] != 0 && !fused || q.lc.occurrence != 0 || q.lc.ticket != "" {
 			// A commit may write the started record on some nodes and
 			// still fail: the attempt's releases take it back.
 			rd.strags[j].ledger = r.ledgerWrite(rd.records[j], rd.started[j], "")

@@ -268,6 +268,9 @@ func (r *Redlock) unanswered() []NodeResult {
 // blocks others; Flush waits for them. Nodes not targeted get no vote.
 func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys engine.LockKeys, value string, occurrence int64, ttl time.Duration, w engine.LedgerWrite, decided decider) []NodeResult {
 	rctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(ttl))
+	if len(r.nodes) == 1 {
+		rctx = engine.MayBlock(rctx) // as fanout does for the other calls
+	}
 	var left atomic.Int32
 	left.Store(int32(len(r.nodes)))
 	return r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *engine.Node, deliver func(NodeResult)) {

@@ -56,6 +56,12 @@ type AcquireRequest struct {
 	// WantInfo asks the node for its run id and uptime, for the restart
 	// check.
 	WantInfo bool
+	// FenceFloor, unless 0, commits the fence with the vote (a lock on one
+	// node): once the lock is set, its fence counter is raised to the
+	// larger of the counter + 1 and FenceFloor, the state then kept for
+	// StateTTL, and the reply's Fence is the raised counter.
+	FenceFloor uint64
+	StateTTL   time.Duration
 }
 
 // AcquireReply is a node's answer to an AcquireRequest.
@@ -109,13 +115,17 @@ func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done 
 	at := byShard(len(reqs), func(i int) string { return reqs[i].Keys.State })
 	reqs = permute(reqs, at)
 	out := make([]AcquireResult, len(reqs))
-	n.submitAll(ctx, acquireScript, len(reqs), func(lo, hi int) ([]string, []any) {
+	var plain *plainAcquire
+	if plainEligible(n, reqs) {
+		plain = &plainAcquire{req: reqs[0]}
+	}
+	n.submitPlain(ctx, acquireScript, len(reqs), plain, func(lo, hi int) ([]string, []any) {
 		keys := make([]string, 0, 3*(hi-lo))
-		args := make([]any, 1, 1+4*(hi-lo))
+		args := make([]any, 1, 1+6*(hi-lo))
 		args[0] = "0"
 		for _, r := range reqs[lo:hi] {
 			keys = append(keys, r.Keys.Lock, r.Keys.State, r.Keys.Pause)
-			args = append(args, r.Keys.Name, r.Value, millis(r.TTL), r.Occurrence)
+			args = append(args, r.Keys.Name, r.Value, millis(r.TTL), r.Occurrence, r.FenceFloor, millis(r.StateTTL))
 			if r.WantInfo {
 				args[0] = "1"
 			}
@@ -315,7 +325,7 @@ func (n *Node) DeleteIfValue(ctx context.Context, key, value string) (bool, erro
 // boolCall queues a compare-and-act script on one lock, whose answer is 1
 // or 0; a cleanup call is sent even while the node backs off.
 func (n *Node) boolCall(ctx context.Context, op string, cleanup bool, s *script, keys []string, args []any, done func(bool, error)) {
-	n.batch.submit(&call{ctx: ctx, script: s, keys: keys, args: args, items: 1, cleanup: cleanup, done: func(cmd *redis.Cmd) {
+	n.batch.submit(mayBlock(ctx), &call{ctx: ctx, script: s, keys: keys, args: args, items: 1, cleanup: cleanup, done: func(cmd *redis.Cmd) {
 		if done == nil {
 			return
 		}

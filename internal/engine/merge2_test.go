@@ -54,7 +54,7 @@ func TestMergedAcquireSameLock(t *testing.T) {
 		answers[i] = make(chan ans, 1)
 		value := []string{"v1", "v2"}[i]
 		calls[i] = &call{ctx: ctx, script: acquireScript, keys: []string{k.Lock, k.State, k.Pause},
-			args: []any{"0", k.Name, value, int64(60000), int64(1000)}, items: 1, done: func(cmd *redis.Cmd) {
+			args: []any{"0", k.Name, value, int64(60000), int64(1000), int64(0), int64(1)}, items: 1, done: func(cmd *redis.Cmd) {
 				res, err := acquireScript.answer(cmd, 1)
 				var rep AcquireReply
 				if err == nil {

@@ -1,12 +1,19 @@
 -- Acquire locks, any number in one call. Lock i has the lock key
 -- KEYS[3i-2], its shard's state hash KEYS[3i-1] and its pause key
--- KEYS[3i]; its name, value, TTL (ms) and occurrence (unix ms, "0" for
--- none) are ARGV[4i-2..4i+1]. A lock is set (SET NX PX) unless the
--- occurrence is at or below the lock's mark, or the lock is paused (its
--- pause key exists) and an occurrence is claimed. The locks' keys are read
--- together (one MGET, one HMGET per shard): a call of many locks costs the
--- server a few commands, and one SET per lock it sets. A lock held as a
--- part of a parent lock (see claim) is held by the part's value.
+-- KEYS[3i]; its name, value, TTL (ms), occurrence (unix ms, "0" for
+-- none), fence floor and state TTL (ms) are ARGV[6i-4..6i+1]. A lock is
+-- set (SET NX PX) unless the occurrence is at or below the lock's mark,
+-- or the lock is paused (its pause key exists) and an occurrence is
+-- claimed. A fence floor other than "0" commits the fence with the vote,
+-- for a lock on one node: once set, its fence counter is raised to the
+-- larger of the counter + 1 and the floor (the state then kept for the
+-- state TTL), and the answer carries the raised counter. The locks' states
+-- are read together (one HMGET per shard), the pause keys only when a lock
+-- claims an occurrence: a lock costs the server a HMGET and a SET, and a
+-- GET when the SET finds it held. A lock held as a part of a parent lock
+-- (see claim) is held by the part's value; the lock key is then deleted
+-- where it holds this attempt's value, which the attempt's plain commands
+-- may have set (see engine's plainAcquire).
 -- ARGV[1] == "1" asks for the server's uptime (seconds) and run id, for the
 -- restart check.
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, status_2, ...}:
@@ -34,17 +41,20 @@ end
 answer(uptime, runid)
 
 local n = #KEYS / 3
-local cur = redis.call("MGET", unpack(keysAt(n, 3, 1)))
-local pauses = keysAt(n, 3, 3)
-local paused = pausesOf(pauses)
+local claims = false
+for i = 1, n do
+  claims = claims or tonumber(ARGV[6 * i - 1]) > 0
+end
+local paused = claims and pausesOf(keysAt(n, 3, 3)) or {}
 local fence, mark, bad, running, parents = {}, {}, {}, {}, {}
 local order, of = groups(n, 3, 2)
 for _, state in ipairs(order) do
   local fields = {}
   for _, i in ipairs(of[state]) do
-    fields[#fields + 1] = "f|" .. ARGV[4 * i - 2]
-    fields[#fields + 1] = "m|" .. ARGV[4 * i - 2]
-    fields[#fields + 1] = "r|" .. ARGV[4 * i - 2]
+    local name = ARGV[6 * i - 4]
+    fields[#fields + 1] = "f|" .. name
+    fields[#fields + 1] = "m|" .. name
+    fields[#fields + 1] = "r|" .. name
   end
   local st = redis.pcall("HMGET", state, unpack(fields))
   for j, i in ipairs(of[state]) do
@@ -53,34 +63,49 @@ for _, state in ipairs(order) do
     else
       fence[i], mark[i] = st[3 * j - 2], st[3 * j - 1]
       running[i] = st[3 * j] and runningHere(st[3 * j], parents)
-      bad[i] = badState(state, ARGV[4 * i - 2], fence[i], mark[i])
+      bad[i] = badState(state, ARGV[6 * i - 4], fence[i], mark[i])
     end
   end
 end
 
+-- acquired answers lock i set (or already ours), raising its fence
+-- counter first when asked.
+local function acquired(i, f)
+  local floor = tonumber(ARGV[6 * i])
+  if floor > 0 then
+    local state = KEYS[3 * i - 1]
+    local raised = math.max(tonumber(f) + 1, floor)
+    f = string.format("%d", raised)
+    redis.call("HSET", state, "f|" .. ARGV[6 * i - 4], f)
+    keep(state, ARGV[6 * i + 1])
+  end
+  answer(1, f, "")
+end
+
 for i = 1, n do
-  local lock, value, ttl, occ = KEYS[3 * i - 2], ARGV[4 * i - 1], ARGV[4 * i], tonumber(ARGV[4 * i + 1])
+  local lock, value, ttl, occ = KEYS[3 * i - 2], ARGV[6 * i - 3], ARGV[6 * i - 2], tonumber(ARGV[6 * i - 1])
   local f, m = fence[i] or "0", mark[i]
   if bad[i] then
     answer(-1, "0", bad[i])
-  elseif cur[i] == value then
-    redis.call("PEXPIRE", lock, ttl)
-    answer(1, f, "")
   elseif occ > 0 and m and tonumber(m) >= occ then
     answer(2, f, m)
   elseif occ > 0 and paused[i] then
     answer(3, f, paused[i])
   elseif running[i] then
+    if redis.pcall("GET", lock) == value then
+      redis.call("DEL", lock) -- set by this attempt's plain commands (see engine's plainAcquire)
+    end
     answer(0, f, running[i]) -- held as a part of a parent lock (see claim)
-  elseif cur[i] then
-    answer(0, f, cur[i])
   else
     local set = redis.pcall("SET", lock, value, "NX", "PX", ttl)
-    local now = not failed(set) and not (type(set) == "table" and set.ok) and redis.pcall("GET", lock)
+    local cur = not failed(set) and not (type(set) == "table" and set.ok) and redis.pcall("GET", lock)
     if type(set) == "table" and set.ok then
-      answer(1, f, "")
-    elseif type(now) == "string" then
-      answer(0, f, now) -- set by an earlier lock of this call: the same lock asked for twice
+      acquired(i, f)
+    elseif cur == value then -- ours already: this attempt's call sent again
+      redis.call("PEXPIRE", lock, ttl)
+      acquired(i, f)
+    elseif type(cur) == "string" then
+      answer(0, f, cur) -- held, maybe by an earlier lock of this call: the same lock asked for twice
     else
       answer(-1, "0", failed(set) and set.err or wrongType(lock) or ("ERR " .. lock .. " could not be set"))
     end
