@@ -1,0 +1,66 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/engine"
+)
+
+// TestInfoOncePerConnection: the acquisitions on a node's connection read
+// the server's INFO once, and the later ones carry what it said; after the
+// server restarts, no answer carries the old server's run id: the first
+// call on the broken connection fails, and the next one, on a new
+// connection, reads the new server.
+func TestInfoOncePerConnection(t *testing.T) {
+	n, s, k := setup(t)
+	ctx := engine.MayBlock(context.Background())
+	rc := s.Client(t)
+	acquire := func(value string) (engine.AcquireReply, error) {
+		t.Helper()
+		rep, err := n.Acquire(ctx, engine.AcquireRequest{Keys: k, Value: value, TTL: time.Minute, WantInfo: true})
+		if err == nil {
+			rc.Del(ctx, k.Lock)
+		}
+		return rep, err
+	}
+	first, err := acquire("v1")
+	if err != nil || first.Info == nil {
+		t.Fatalf("first acquisition: %+v, %v", first, err)
+	}
+	rc.ConfigResetStat(ctx)
+	for i := range 5 {
+		rep, err := acquire("v2")
+		if err != nil || rep.Info == nil || rep.Info.RunID != first.Info.RunID || rep.Info.Uptime < first.Info.Uptime {
+			t.Fatalf("acquisition %d on the same connection: %+v, %v; want the server's info as first read (%+v)", i, rep, err, first.Info)
+		}
+	}
+	if stats, _ := rc.Info(ctx, "commandstats").Result(); strings.Contains(stats, "cmdstat_info:") {
+		t.Errorf("INFO read again on the same connection: %s", stats)
+	}
+
+	s.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for failures := 0; ; failures++ {
+		rep, err := acquire("v3")
+		if err == nil && rep.Info != nil && rep.Info.RunID == first.Info.RunID {
+			t.Fatalf("after a restart, an answer carries the old server's run id %s: %+v", first.Info.RunID, rep)
+		}
+		if err == nil {
+			if rep.Info == nil || rep.Info.Uptime > 5*time.Second {
+				t.Fatalf("after a restart: %+v, want the new server's info", rep)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer from the restarted server: %v", err)
+		}
+		if !errors.Is(err, engine.ErrNodeDown) && failures > 1 {
+			t.Fatalf("acquisition %d after the restart failed: %v", failures, err)
+		}
+		<-time.After(50 * time.Millisecond) // the node backs off for 100 ms after the failure
+	}
+}
