@@ -131,17 +131,16 @@ func (rd *round) commit(ctx context.Context) {
 				rd.fences[j] = seen // raised by the vote itself
 			}
 		}
-		rd.records[j], rd.started[j] = r.startRecord(q.keys.Name, q.lc, rd.fences[j], rd.start)
+		rd.records[j] = r.startRecord(q.keys.Name, q.lc, rd.fences[j], rd.start)
 		if rd.fences[j] != 0 && !fused || q.lc.occurrence != 0 || q.lc.ticket != "" {
+			rd.started[j] = r.recordText(rd.records[j])
 			// A commit may write the started record on some nodes and
 			// still fail: the attempt's releases take it back.
 			rd.strags[j].ledger = r.ledgerWrite(rd.records[j], rd.started[j], "")
 			commits = append(commits, commitItem{j: j, until: rd.start.Add(q.ttl - r.drift(q.ttl)), voters: rd.voters(j),
 				req: engine.CommitRequest{Keys: q.keys, Value: rd.areqs[j].Value, Fence: rd.fences[j], Occurrence: q.lc.occurrence,
 					Ledger: r.ledgerWrite(rd.records[j], "", rd.started[j]), Ticket: q.lc.ticket}})
-		} else {
-			rd.started[j] = "" // no commit, so no started record: the release writes the record
-		}
+		} // else no commit, so no started record: the release writes the record
 	}
 	for _, c := range r.commitAll(ctx, commits) {
 		if !c.ok {

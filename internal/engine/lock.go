@@ -59,7 +59,9 @@ type AcquireRequest struct {
 	// FenceFloor, unless 0, commits the fence with the vote (a lock on one
 	// node): once the lock is set, its fence counter is raised to the
 	// larger of the counter + 1 and FenceFloor, the state then kept for
-	// StateTTL, and the reply's Fence is the raised counter.
+	// StateTTL (or at most a minute less, as it already was: a fence
+	// counter forgotten starts over from the time floor), and the reply's
+	// Fence is the raised counter.
 	FenceFloor uint64
 	StateTTL   time.Duration
 }

@@ -7,7 +7,8 @@
 -- claimed. A fence floor other than "0" commits the fence with the vote,
 -- for a lock on one node: once set, its fence counter is raised to the
 -- larger of the counter + 1 and the floor (the state then kept for the
--- state TTL), and the answer carries the raised counter. The locks' states
+-- state TTL, or a minute less: see keep), and the answer carries the
+-- raised counter. The locks' states
 -- are read together (one HMGET per shard), the pause keys only when a lock
 -- claims an occurrence: a lock costs the server a HMGET and a SET, and a
 -- GET when the SET finds it held. A lock held as a part of a parent lock
@@ -77,7 +78,7 @@ local function acquired(i, f)
     local raised = math.max(tonumber(f) + 1, floor)
     f = string.format("%d", raised)
     redis.call("HSET", state, "f|" .. ARGV[6 * i - 4], f)
-    keep(state, ARGV[6 * i + 1])
+    keep(state, ARGV[6 * i + 1], 60000)
   end
   answer(1, f, "")
 end

@@ -56,7 +56,7 @@ if type(set) == "table" and set.ok or cur == value then
   if floor > 0 then -- the fence committed with the vote
     f = string.format("%d", math.max(tonumber(f) + 1, floor))
     redis.call("HSET", state, "f|" .. name, f)
-    keep(state, ARGV[7])
+    keep(state, ARGV[7], 60000)
   end
   return {uptime, runid, 1, f, ""}
 elseif type(cur) == "string" then

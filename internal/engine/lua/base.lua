@@ -32,10 +32,13 @@ end
 -- keep gives a shard's state hash a TTL of ttl ms unless it already lives
 -- longer: the hash holds the marks of all its locks, which lockers with
 -- different state TTLs may share, and a mark must live as long as the
--- longest asked for.
-local function keep(state, ttl)
+-- longest asked for. With slack (ms), a TTL that far short of ttl is left
+-- as it is: for a fence raised without a mark (a lock on one node, see
+-- acquire), whose counter may start over from the time floor, and which
+-- leaves every mark's TTL as long as its own commit made it.
+local function keep(state, ttl, slack)
   local left = redis.pcall("PTTL", state)
-  if type(left) == "number" and left >= 0 and left < tonumber(ttl) then
+  if type(left) == "number" and left >= 0 and left < tonumber(ttl) - (slack or 0) then
     redis.pcall("PEXPIRE", state, ttl)
   elseif left == -1 then
     redis.pcall("PEXPIRE", state, ttl)
