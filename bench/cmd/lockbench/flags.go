@@ -19,7 +19,7 @@ const (
 
 // defaultImpls are the implementations measured unless -impls says
 // otherwise; "raw" is the reference.
-var defaultImpls = []string{"raw", "redcron-nofence", "redcron-fence", "redsync"}
+var defaultImpls = []string{"raw", "redcron-nofence", "redcron-fence", "redsync", "bsm-redislock"}
 
 // config is the parsed command line.
 type config struct {

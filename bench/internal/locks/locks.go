@@ -64,10 +64,12 @@ type NodeStatser interface {
 }
 
 // Impl is a named implementation: New builds its Locker over one go-redis
-// client per node.
+// client per node. A SingleNode implementation locks on one node only: it
+// is left out of the scenarios of several.
 type Impl struct {
-	Name string
-	New  func(clients []*redis.Client) (Locker, error)
+	Name       string
+	New        func(clients []*redis.Client) (Locker, error)
+	SingleNode bool
 }
 
 // Impls is the registry of implementations, in report order; "raw" is the
@@ -76,13 +78,14 @@ type Impl struct {
 // without the suffix (NoLedgerSuffix). To add another library, write its
 // Locker in a file of its own and add an entry here.
 var Impls = []Impl{
-	{"raw", newRaw},
-	{"redcron-nofence", newRedcron(false, true)},
-	{"redcron-fence", newRedcron(true, true)},
-	{"redsync", newRedsync(false)},
-	{"redsync-failfast", newRedsync(true)},
-	{"redcron-nofence" + NoLedgerSuffix, newRedcron(false, false)},
-	{"redcron-fence" + NoLedgerSuffix, newRedcron(true, false)},
+	{"raw", newRaw, false},
+	{"redcron-nofence", newRedcron(false, true), false},
+	{"redcron-fence", newRedcron(true, true), false},
+	{"redsync", newRedsync(false), false},
+	{"bsm-redislock", newBSM, true},
+	{"redsync-failfast", newRedsync(true), false},
+	{"redcron-nofence" + NoLedgerSuffix, newRedcron(false, false), false},
+	{"redcron-fence" + NoLedgerSuffix, newRedcron(true, false), false},
 }
 
 // NoLedgerSuffix ends the names of the redcron variants with the ledger
