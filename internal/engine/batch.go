@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +59,7 @@ type batcher struct {
 	// sender's" are used by it alone.
 	active bool
 	worker bool // the worker goroutine is running
+	parked bool // the worker waits for calls: the connection may be closed
 	wake   chan struct{}
 	health health
 	stats  Stats
@@ -78,6 +78,12 @@ type batcher struct {
 	// closer (closeIdle) is armed.
 	lastSent time.Time
 	closing  bool
+	// settled says a pipeline went through the client's pool: a Conn made
+	// before the client initialised a connection of its own races with it
+	// (go-redis v9.23: a Conn writes the options it shares with its client,
+	// the maintenance notifications' mode, under a lock of its own, as it
+	// initialises its first connection). The sender's.
+	settled bool
 }
 
 // Stats counts a node's lock traffic.
@@ -177,11 +183,7 @@ func (b *batcher) release() {
 		return
 	}
 	b.active = false
-	b.lastSent = time.Now()
-	if !b.closing && b.conn != nil {
-		b.closing = true
-		time.AfterFunc(idleTimeout, b.closeIdle)
-	}
+	b.idled()
 }
 
 // work sends the queued calls, a pipeline at a time, until the queue has
@@ -192,6 +194,10 @@ func (b *batcher) work() {
 	for {
 		b.mu.Lock()
 		batch := b.take()
+		b.parked = len(batch) == 0
+		if b.parked {
+			b.idled()
+		}
 		b.mu.Unlock()
 		if len(batch) > 0 {
 			b.flush(batch)
@@ -203,7 +209,7 @@ func (b *batcher) work() {
 		case <-idle.C:
 			b.mu.Lock()
 			if len(b.queue)+len(b.urgent) == 0 {
-				b.active, b.worker = false, false
+				b.active, b.worker, b.parked = false, false, false
 				conn := b.detach()
 				b.mu.Unlock()
 				if conn != nil {
@@ -321,6 +327,7 @@ func (b *batcher) flush(batch []*call) {
 	} else {
 		b.readInfo(batch, cmds)
 	}
+	b.settled = b.settled || !broken
 	b.mu.Lock()
 	b.health.record(time.Now(), failed)
 	plain := 0
@@ -381,15 +388,4 @@ func (b *batcher) exec(ctx context.Context, calls []*call, load bool) []*redis.C
 		}
 	}
 	return cmds
-}
-
-func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
-}
-
-// failedCmd returns a command that failed with err before it was sent.
-func failedCmd(ctx context.Context, err error) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(err)
-	return cmd
 }

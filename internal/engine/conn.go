@@ -19,8 +19,9 @@ import (
 // batcher): its first pipeline reads INFO, and the later answers on it
 // carry what that INFO said, the uptime advanced by the time since. The
 // connection is given up after any error, and when the node has been idle
-// for idleTimeout (back to the pool), so that the next pipeline goes on a
-// new one and reads INFO again. On a client whose pool holds a single
+// for connIdle (back to the pool, which checks it before it hands it out
+// again), so that the next pipeline goes on another one and reads INFO
+// again: a burst of calls reads it once. On a client whose pool holds a single
 // connection (it stays the pool's), and on a Cluster or Ring client (whose
 // keys live on several servers), every acquisition reads INFO as asked.
 //
@@ -34,16 +35,33 @@ type serverRead struct {
 	at   time.Time // when it was read, with a monotonic reading
 }
 
+// connIdle is how long the node keeps its connection without a call:
+// the pool checks a connection's health when it hands it out, and a
+// kept one is not checked, so that a server restarted meanwhile (or a
+// connection cut) would fail the next call. Calls back to back keep it.
+const connIdle = 10 * time.Millisecond
+
+// idled notes that the node's sender stopped sending (a caller done, or
+// the worker waiting for calls), and arms closeIdle. Called with b.mu
+// held.
+func (b *batcher) idled() {
+	b.lastSent = time.Now()
+	if !b.closing && b.conn != nil {
+		b.closing = true
+		time.AfterFunc(connIdle, b.closeIdle)
+	}
+}
+
 // closeIdle closes the node's connection once no sender has used it for
-// idleTimeout, or checks again later.
+// connIdle, or checks again later.
 func (b *batcher) closeIdle() {
 	b.mu.Lock()
-	if b.active { // the sender arms it again when done, or closes the connection
+	if b.active && !b.parked { // the sender arms it again when done
 		b.closing = false
 		b.mu.Unlock()
 		return
 	}
-	if left := idleTimeout - time.Since(b.lastSent); left > 0 {
+	if left := connIdle - time.Since(b.lastSent); left > 0 {
 		time.AfterFunc(left, b.closeIdle)
 		b.mu.Unlock()
 		return
@@ -111,11 +129,12 @@ func (b *batcher) readInfo(batch []*call, cmds []*redis.Cmd) {
 
 // pipeline returns a pipeline on the node's connection, made if there is
 // none (single-server clients whose pool has room for it), or else on the
-// client's pool.
+// client's pool. The node's first pipeline goes on the pool (see
+// settled).
 func (b *batcher) pipeline() redis.Pipeliner {
 	if b.conn == nil {
 		c, ok := b.n.client.(*redis.Client)
-		if !ok || c.Options().PoolSize < 2 {
+		if !ok || c.Options().PoolSize < 2 || !b.settled {
 			return b.n.client.Pipeline()
 		}
 		b.conn, b.server = c.Conn(), nil

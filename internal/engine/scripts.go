@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -185,4 +187,16 @@ func parseBool(res []any) (bool, error) {
 		return false, replyError(detail)
 	}
 	return result == 1, nil
+}
+
+// isNoScript reports whether err is a server's NOSCRIPT reply.
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// failedCmd returns a command that failed with err before it was sent.
+func failedCmd(ctx context.Context, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
 }

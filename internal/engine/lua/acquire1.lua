@@ -3,8 +3,9 @@
 -- one lock (none merged with it), because acquire.lua's generality (any
 -- number of locks, by shard) costs a server as much as its commands. It
 -- runs after base.lua only.
-local lock, state = KEYS[1], KEYS[2]
+local lock, state, turnKey = KEYS[1], KEYS[2], KEYS[4]
 local name, value, ttl, occ = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local waiter = ARGV[8]
 local uptime, runid = "", ""
 if ARGV[1] == "1" then
   local info = redis.pcall("INFO", "server")
@@ -36,14 +37,22 @@ if occ > 0 then
     return {uptime, runid, 3, f, p}
   end
 end
+local turn = occ == 0 and redis.pcall("GET", turnKey)
+turn = type(turn) == "string" and turn
+local running
 if st[3] then -- a running value: held while its parent holds (see claim)
   local pk, pv, v = string.match(st[3], "^([^\n]*)\n([^\n]*)\n(.*)$")
   if pk and redis.pcall("GET", pk) == pv then
-    if redis.pcall("GET", lock) == value then
-      redis.call("DEL", lock) -- set by this attempt's plain commands (see engine's plainAcquire)
-    end
-    return {uptime, runid, 0, f, v}
+    running = v
   end
+end
+if running or turn and turn ~= waiter and (waiter == "" or not precedes(waiter, turn)) then
+  local cur = redis.pcall("GET", lock)
+  if cur == value then
+    redis.call("DEL", lock) -- set by this attempt's plain commands (see engine's plainAcquire)
+    cur = false
+  end
+  return {uptime, runid, 0, f, running or type(cur) == "string" and cur or "turn " .. turn}
 end
 
 local set = redis.pcall("SET", lock, value, "NX", "PX", ttl)
@@ -58,8 +67,15 @@ if type(set) == "table" and set.ok or cur == value then
     redis.call("HSET", state, "f|" .. name, f)
     keep(state, ARGV[7], 60000)
   end
+  if turn then -- ours, or a later waiter's: the next waiter takes it
+    redis.call("DEL", turnKey)
+    notify(lock, "turn")
+  end
   return {uptime, runid, 1, f, ""}
 elseif type(cur) == "string" then
+  if waiter ~= "" then -- the turn is ours: none comes before us
+    redis.call("SET", turnKey, waiter, "PX", ARGV[9])
+  end
   return {uptime, runid, 0, f, cur}
 end
 local t = redis.pcall("TYPE", lock)

@@ -93,3 +93,22 @@ local function record(key, state, olds, news, trim, score, cap, window)
     redis.pcall("PEXPIRE", key, window)
   end
 end
+
+-- precedes reports whether the waiter a ("id|start", see acquire) comes
+-- before b: the earlier start, then the smaller id.
+local function precedes(a, b)
+  local sa, sb = tonumber(string.match(a, "|(%d+)$")) or 0, tonumber(string.match(b, "|(%d+)$")) or 0
+  if sa ~= sb then
+    return sa < sb
+  end
+  return a < b
+end
+
+-- notify publishes msg on a lock's channel (its key's name) when some
+-- client of this server is subscribed to it: a waiter (see acquire).
+local function notify(lock, msg)
+  local subs = redis.pcall("PUBSUB", "NUMSUB", lock)
+  if type(subs) == "table" and tonumber(subs[2]) and tonumber(subs[2]) > 0 then
+    redis.pcall("PUBLISH", lock, msg)
+  end
+end

@@ -32,6 +32,9 @@ elseif cur == value then
       keep(state, ARGV[1])
     end
     redis.call("DEL", lock)
+    if o == 0 then -- a lock claiming an occurrence has no waiters
+      notify(lock, "released")
+    end
     result = 1
   end
 end
