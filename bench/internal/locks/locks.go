@@ -57,6 +57,13 @@ type Held interface {
 	Release(ctx context.Context) error
 }
 
+// Waiter is implemented by the Lockers that can wait for a held lock
+// (lockbench -wake): Lock returns once it holds the lock called name, for
+// TTL, or ctx is done. How each waits is said on its Locker.
+type Waiter interface {
+	Lock(ctx context.Context, name string) (Held, error)
+}
+
 // NodeStatser is implemented by the redcron Lockers: the lock traffic of
 // each of their nodes so far (store.Node.Stats), in node order.
 type NodeStatser interface {

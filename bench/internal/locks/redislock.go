@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
@@ -34,6 +35,17 @@ func (l bsmLocker) TryLock(ctx context.Context, name string) (Held, error) {
 		return nil, nil
 	}
 	return nil, err
+}
+
+// Lock implements Waiter with Obtain retrying every 100 ms (redcron's
+// default retry delay; redislock's default is not to retry) until ctx is
+// done: it polls.
+func (l bsmLocker) Lock(ctx context.Context, name string) (Held, error) {
+	lk, err := l.c.Obtain(ctx, "lockbench-bsm:{"+name+"}", TTL, &redislock.Options{RetryStrategy: redislock.LinearBackoff(100 * time.Millisecond)})
+	if err != nil {
+		return nil, err
+	}
+	return bsmHeld{lk}, nil
 }
 
 // Flush implements Locker: redislock leaves nothing under way.
