@@ -173,7 +173,7 @@ func (b *batcher) submit(inline bool, calls ...*call) {
 
 // release ends a caller's own sending (submit): the calls queued meanwhile
 // go to the worker, started for them; with none, the node is idle, and
-// its connection is closed after idleTimeout unless used again.
+// its connection is given back after connIdle unless used again.
 func (b *batcher) release() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -332,7 +332,7 @@ func (b *batcher) flush(batch []*call) {
 	b.health.record(time.Now(), failed)
 	plain := 0
 	for _, c := range batch {
-		if c.plain != nil {
+		if c.plain != nil && c.args[0] != "1" { // sent as plain commands (exec)
 			plain++
 		}
 	}
