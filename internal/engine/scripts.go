@@ -24,6 +24,8 @@ var (
 	acquire1Src string
 	//go:embed lua/commit.lua
 	commitSrc string
+	//go:embed lua/commit1.lua
+	commit1Src string
 	//go:embed lua/extend.lua
 	extendSrc string
 	//go:embed lua/release.lua
@@ -39,9 +41,10 @@ var (
 	commitScript  = newScript("commit", commitSrc, 0, 2)
 	extendScript  = newScript("extend", extendSrc, 0, 2)
 	releaseScript = newScript("release", releaseSrc, 0, 2)
-	// acquire1Script and release1Script are acquireScript and
-	// releaseScript for a call of one lock (see flush).
+	// acquire1Script, commit1Script and release1Script are acquireScript,
+	// commitScript and releaseScript for a call of one lock (see flush).
 	acquire1Script = newLeanScript("acquire", acquire1Src, 2, 3)
+	commit1Script  = newLeanScript("commit", commit1Src, 0, 2)
 	release1Script = newLeanScript("release", release1Src, 0, 2)
 	claimScript    = newScript("claim", claimSrc, 2, 3)
 	freeScript     = newScript("free", freeSrc, 0, 2)
@@ -81,6 +84,8 @@ func (s *script) lean(items int) *script {
 		return s
 	case s == acquireScript:
 		return acquire1Script
+	case s == commitScript:
+		return commit1Script
 	case s == releaseScript:
 		return release1Script
 	}
@@ -106,7 +111,7 @@ func ScriptName(cmd redis.Cmder) string {
 		return ""
 	}
 	id := fmt.Sprint(args[1])
-	for _, s := range []*script{acquireScript, acquire1Script, commitScript, extendScript, releaseScript, release1Script, claimScript, freeScript} {
+	for _, s := range []*script{acquireScript, acquire1Script, commitScript, commit1Script, extendScript, releaseScript, release1Script, claimScript, freeScript} {
 		if id == s.Hash() || id == s.src {
 			return s.name
 		}
