@@ -88,7 +88,7 @@ func (r *Redlock) drift(ttl time.Duration) time.Duration {
 // at most the state TTL less the max TTL and 2 s (the mark must still be
 // kept). It does no I/O.
 func (r *Redlock) check(name string, ttl, lead, reach time.Duration) error {
-	if _, err := r.keys.Lock(name); err != nil {
+	if err := engine.CheckName(name); err != nil { // what Keyspace.Lock checks, without its keys
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	if err := r.checkTTL(name, ttl); err != nil {
