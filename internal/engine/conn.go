@@ -21,19 +21,30 @@ import (
 // connection is given up after any error, and when the node has been idle
 // for connIdle (back to the pool, which checks it before it hands it out
 // again), so that the next pipeline goes on another one and reads INFO
-// again: a burst of calls reads it once. On a client whose pool holds a single
-// connection (it stays the pool's), and on a Cluster or Ring client (whose
-// keys live on several servers), every acquisition reads INFO as asked.
+// again: a burst of calls reads it once per infoMaxAge. On a client whose
+// pool holds a single connection (it stays the pool's), and on a Cluster
+// or Ring client (whose keys live on several servers), every acquisition
+// reads INFO as asked.
 //
 // This relies on an answer on a connection coming from the server that
 // accepted it, which holds for a connection to the server itself, not
-// through a proxy that would forward one connection to another server.
+// through a proxy that forwards one client connection to another server
+// (a restarted backend, a failover) without closing it: behind such a
+// proxy, a busy connection reads INFO again every infoMaxAge, so that the
+// change shows in the answers at most infoMaxAge (and a round trip) after
+// the new server's first answer, not at once.
 
 // serverRead is a server's INFO as read on the node's connection.
 type serverRead struct {
 	info Info
 	at   time.Time // when it was read, with a monotonic reading
 }
+
+// infoMaxAge is how long the answers on a node's connection carry the
+// server's INFO as read on it before a pipeline reads it again: it bounds
+// how long a server changed behind a proxy goes unseen (see above), at
+// the cost of one INFO in a pipeline every infoMaxAge.
+const infoMaxAge = 100 * time.Millisecond
 
 // connIdle is how long the node keeps its connection without a call:
 // the pool checks a connection's health when it hands it out, and a
@@ -85,22 +96,30 @@ func (b *batcher) detach() *redis.Conn {
 
 // askInfo lets, on a connection whose server was read (b.server), the
 // acquire and claim calls of batch skip INFO: readInfo completes their
-// answers. On any other client, or before the first read, they ask for
-// it as their callers said.
+// answers; once the read is infoMaxAge old, the first of them reads it
+// again. On any other client, or before the first read, they ask for it
+// as their callers said.
 func (b *batcher) askInfo(batch []*call) {
 	if b.server == nil {
 		return
 	}
+	stale := time.Since(b.server.at) >= infoMaxAge
 	for _, c := range batch {
 		if c.script.head == 2 && c.args[0] == "1" {
+			if stale {
+				stale = false // this one reads it again
+				continue
+			}
 			c.args[0] = "0"
 		}
 	}
 }
 
 // readInfo notes the server's INFO that the answers of batch (cmds, the
-// calls answered on the node's connection) carry, if not read yet, and
-// completes with it the answers that carry none (see askInfo).
+// calls answered on the node's connection) carry, the latest read, and
+// completes with it the answers that carry none (see askInfo). An INFO
+// that cannot be read forgets the server, so that the next pipeline reads
+// it again.
 func (b *batcher) readInfo(batch []*call, cmds []*redis.Cmd) {
 	if b.conn == nil {
 		return
@@ -119,7 +138,8 @@ func (b *batcher) readInfo(batch []*call, cmds []*redis.Cmd) {
 				res[0] = strconv.FormatInt(int64((b.server.info.Uptime+time.Since(b.server.at))/time.Second), 10)
 				res[1] = b.server.info.RunID
 			}
-		case b.server == nil:
+		default:
+			b.server = nil
 			if info, ierr, err := parseServer(uptime, runID); err == nil && ierr == nil && info != nil {
 				b.server = &serverRead{info: *info, at: time.Now()}
 			}
