@@ -27,8 +27,9 @@
 // the vote of a node whose uptime is below the maximum TTL does not count,
 // nor its vote for an occurrence earlier than its start plus the max TTL
 // and 3 s. A node's server is read (INFO) on the first call of each
-// connection: a restart closes the connections, so the later answers on
-// one come from the server read.
+// connection, and every 100 ms on a busy one: a restart closes the
+// connections, so the later answers on one come from the server read
+// (behind a proxy that keeps them open, see docs/lock.md).
 //
 // Waiting: Lock waits for a held lock without polling: a release publishes
 // on the lock's channel (Redis pub/sub) while a waiter is subscribed, and
