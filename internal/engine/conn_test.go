@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,10 +12,10 @@ import (
 )
 
 // TestInfoOncePerConnection: the acquisitions on a node's connection read
-// the server's INFO once, and the later ones carry what it said; after the
-// server restarts, no answer carries the old server's run id: the first
-// call on the broken connection fails, and the next one, on a new
-// connection, reads the new server.
+// the server's INFO once (per 100 ms), and the later ones carry what it
+// said; after the server restarts, no answer carries the old server's run
+// id: the first call on the broken connection fails, and the next one, on
+// a new connection, reads the new server.
 func TestInfoOncePerConnection(t *testing.T) {
 	n, s, k := setup(t)
 	ctx := engine.MayBlock(context.Background())
@@ -32,6 +33,7 @@ func TestInfoOncePerConnection(t *testing.T) {
 	if rep, err := acquire("v0"); err != nil || rep.Info == nil {
 		t.Fatalf("first acquisition: %+v, %v", rep, err)
 	}
+	read := time.Now()
 	first, err := acquire("v1")
 	if err != nil || first.Info == nil {
 		t.Fatalf("first acquisition on the node's connection: %+v, %v", first, err)
@@ -43,8 +45,15 @@ func TestInfoOncePerConnection(t *testing.T) {
 			t.Fatalf("acquisition %d on the same connection: %+v, %v; want the server's info as first read (%+v)", i, rep, err, first.Info)
 		}
 	}
+	// A busy connection reads INFO again every 100 ms: on a machine slow
+	// enough for the calls to take that long, once per 100 ms.
+	elapsed := time.Since(read)
 	if stats, _ := rc.Info(ctx, "commandstats").Result(); strings.Contains(stats, "cmdstat_info:") {
-		t.Errorf("INFO read again on the same connection: %s", stats)
+		_, after, _ := strings.Cut(stats, "cmdstat_info:calls=")
+		calls, _ := strconv.Atoi(strings.SplitN(after, ",", 2)[0])
+		if calls > int(elapsed/(100*time.Millisecond)) {
+			t.Errorf("INFO read again on the same connection %d times in %v: %s", calls, elapsed, stats)
+		}
 	}
 
 	s.Restart()
