@@ -184,7 +184,9 @@ func (l *Lock) heal(results []NodeResult, start time.Time) {
 //
 // Release returns as soon as the outcome is known from a majority of
 // nodes, or after the node timeout; ctx's cancellation does not cut it
-// short. The other nodes still get the release, even a node that answers
+// short. With one node, whose answer is the outcome, the release is sent
+// from the caller's goroutine when the node is idle (no hand-off to its
+// worker), and Release then waits for the answer up to the bound below. The other nodes still get the release, even a node that answers
 // later (or is backing off after a failure), for up to ten node timeouts
 // (at least a second, at most the lock's TTL): Flush waits for those.
 // Release returns nil when a majority of nodes deleted the lock; an error

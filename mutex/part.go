@@ -126,8 +126,8 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 	for j, q := range reqs {
 		p := parents[j]
 		value := engine.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
-		records[j], started[j] = r.startRecord(q.keys.Name, q.lc, fence, start)
-		values[j] = value
+		records[j] = r.startRecord(q.keys.Name, q.lc, fence, start)
+		started[j], values[j] = r.recordText(records[j]), value // a claim writes its started record
 		creqs[j] = engine.ClaimRequest{Right: engine.Parent{Key: rights[j].keys.Lock, Value: rights[j].value}, Keys: q.keys,
 			Running:    engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
 			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
