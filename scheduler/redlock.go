@@ -75,10 +75,10 @@ func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 	return out
 }
 
-// lockOptions returns the Redlock options of req: its owner and its tick
-// as the lock's occurrence.
+// lockOptions returns the Redlock options of req: its owner, its tick as
+// the lock's occurrence, and its permits.
 func lockOptions(req LockRequest) []mutex.LockOption {
-	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick)}
+	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick), mutex.Permits(req.Permits)}
 }
 
 // withTickets returns ctx carrying the tickets of the trigger requests reqs

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redcron/redcron/mutex"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -55,7 +54,7 @@ type run struct {
 	ended    atomic.Bool             // the run no longer counts as running (see end)
 	tries    atomic.Int32            // tries of the job so far (WithRetry)
 	slot     *slot                   // the run slot it frees when it ends, or nil
-	permit   *mutex.Lock             // its permit of its job's cluster limit (WithClusterLimit), or nil
+	permit   Lease                   // its permit of its job's cluster limit (WithClusterLimit), or nil
 	triesMu  sync.Mutex
 	tryErrs  []string // the errors of the tries tried again, for the ledger
 }
