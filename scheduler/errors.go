@@ -21,9 +21,6 @@ var errPaused = fmt.Errorf("%w: job paused", mutex.ErrNotAcquired)
 
 // Context causes a job can read with context.Cause.
 var (
-	// ErrLockLost is the cause when the job's lease can no longer be
-	// proven: mutex.ErrLost, the same error.
-	ErrLockLost = mutex.ErrLost
 	// ErrShutdown is the cause when the scheduler shuts down.
 	ErrShutdown = errors.New("scheduler: shutting down")
 	// ErrRunTimeout is the cause when the job's run timeout passed.

@@ -54,7 +54,7 @@ func ExampleNewRedlockLocker() {
 
 	err = s.Add("invoice-run", "*/15 * * * *", scheduler.JobFunc(func(ctx context.Context, run scheduler.RunInfo) error {
 		// ctx is cancelled if the lock is lost (context.Cause matches
-		// scheduler.ErrLockLost) or on shutdown (scheduler.ErrShutdown).
+		// mutex.ErrLost) or on shutdown (scheduler.ErrShutdown).
 		// Pass run.Fence to the storage you write to, so that it refuses a
 		// run whose lease ended while it was paused:
 		//   UPDATE invoices SET ..., fence = $1 WHERE ... AND fence < $1

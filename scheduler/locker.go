@@ -102,14 +102,14 @@ type Lease interface {
 	Fence() uint64
 	// Keep keeps the lease alive until Release is called and returns a
 	// context derived from ctx that is cancelled, with a cause matching
-	// ErrLockLost, as soon as the lease can no longer be proven. It is
+	// mutex.ErrLost, as soon as the lease can no longer be proven. It is
 	// called at most once.
 	Keep(ctx context.Context) context.Context
 	// Release stops keeping the lease alive, records the tick as run and
 	// releases the lock where it is still held, and records the run's
 	// Outcome in the job's ledger, if the Locker keeps one (the zero
 	// Outcome for a lease no run used). It returns an error matching
-	// ErrLockLost if the lease had been lost before.
+	// mutex.ErrLost if the lease had been lost before.
 	Release(ctx context.Context, o Outcome) error
 }
 

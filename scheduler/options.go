@@ -297,7 +297,7 @@ func WithCatchUp(window time.Duration) JobOption {
 // from the nodes release its lease: the tick then runs once that lease has
 // expired (its TTL after its last extension), if that is within the tick's
 // grace, and is skipped otherwise; a paused run's context ends with
-// ErrLockLost when it resumes. Either way a tick never starts before the
+// mutex.ErrLost when it resumes. Either way a tick never starts before the
 // earlier lease is released or has expired, and its fence is higher.
 func WithOverlap(p OverlapPolicy) JobOption {
 	return func(c *jobConfig) error {

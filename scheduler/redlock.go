@@ -198,7 +198,7 @@ type redlockLease struct {
 func (l *redlockLease) Fence() uint64 { return l.l.Fence() }
 
 // Keep implements Lease: the returned context is cancelled with a cause
-// matching ErrLockLost (mutex.ErrLost) when the lease is lost.
+// matching mutex.ErrLost when the lease is lost.
 func (l *redlockLease) Keep(ctx context.Context) context.Context {
 	kept, _ := l.l.KeepAlive(ctx) // stopped by Release
 	out, cancel := context.WithCancelCause(ctx)
@@ -216,5 +216,5 @@ func (l *redlockLease) Release(ctx context.Context, o Outcome) error {
 	if o.RunID != "" {
 		ctx = ledgerout.NewContext(ctx, ledgerout.Outcome{Run: o.RunID, Result: o.Result, Err: o.Err, Try: o.Try, Delay: o.Delay})
 	}
-	return l.l.Release(ctx) // matching ErrLockLost (mutex.ErrLost) if lost
+	return l.l.Release(ctx) // matching mutex.ErrLost if lost
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redcron/redcron/mutex"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -21,13 +22,13 @@ func (s *Scheduler) releaseUnused(rn *session, job string, tick time.Time, lease
 
 // release releases lease, recording o, within releaseTimeout whether or
 // not the scheduler is stopping, and returns the error. A failure other
-// than ErrLockLost is logged, with the attributes attrs returns.
+// than mutex.ErrLost is logged, with the attributes attrs returns.
 func (s *Scheduler) release(rn *session, lease Lease, o Outcome, attrs func() []slog.Attr) error {
 	ctx := context.WithoutCancel(rn.jobCtx)
 	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	err := lease.Release(rctx, o)
 	cancel()
-	if err != nil && !errors.Is(err, ErrLockLost) {
+	if err != nil && !errors.Is(err, mutex.ErrLost) {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "lease release failed; the lock expires with its TTL",
 			append(attrs(), slog.Any("error", err))...)
 	}
@@ -208,7 +209,7 @@ func outlived(kept context.Context) error {
 		return nil
 	}
 	if late := time.Since(until()); late >= 0 {
-		return fmt.Errorf("%w: its validity ended %v before its run could start", ErrLockLost, late)
+		return fmt.Errorf("%w: its validity ended %v before its run could start", mutex.ErrLost, late)
 	}
 	return nil
 }
@@ -344,11 +345,11 @@ func (s *Scheduler) logRun(ctx context.Context, r *run, result string, duration 
 // the keepalive, so a loss after it is one.
 func classify(out outcome, releaseErr error) (string, error) {
 	switch {
-	case errors.Is(out.cause, ErrLockLost):
+	case errors.Is(out.cause, mutex.ErrLost):
 		return resultLockLost, withCause(out.cause, out.err)
 	case out.abandoned:
 		return resultAbandoned, errors.Join(ErrShutdownTimeout, out.cause)
-	case (out.cause == nil || errors.Is(out.cause, ErrRunTimeout)) && errors.Is(releaseErr, ErrLockLost):
+	case (out.cause == nil || errors.Is(out.cause, ErrRunTimeout)) && errors.Is(releaseErr, mutex.ErrLost):
 		return resultLockLost, withCause(releaseErr, out.err)
 	}
 	if _, ok := out.err.(*PanicError); ok {
