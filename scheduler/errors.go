@@ -41,8 +41,6 @@ var (
 	// ErrInvalidJob is returned by Add for a job name that is not valid,
 	// or a schedule it cannot parse.
 	ErrInvalidJob = errors.New("scheduler: invalid job")
-	// ErrShutdownTimeout is returned by Shutdown when jobs did not return in time.
-	ErrShutdownTimeout = errors.New("scheduler: jobs did not stop in time")
 )
 
 // PanicError is the error recorded for a job that panicked.

@@ -348,7 +348,7 @@ func classify(out outcome, releaseErr error) (string, error) {
 	case errors.Is(out.cause, mutex.ErrLost):
 		return resultLockLost, withCause(out.cause, out.err)
 	case out.abandoned:
-		return resultAbandoned, errors.Join(ErrShutdownTimeout, out.cause)
+		return resultAbandoned, fmt.Errorf("scheduler: the job did not stop in time: %w", out.cause)
 	case (out.cause == nil || errors.Is(out.cause, ErrRunTimeout)) && errors.Is(releaseErr, mutex.ErrLost):
 		return resultLockLost, withCause(releaseErr, out.err)
 	}
