@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"log/slog"
 	"os"
@@ -41,11 +42,14 @@ func ExampleNewRedlockLocker() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), scheduler.WithLogger(slog.Default()))
+	// The replica's id: the owner of its locks and of its heartbeat.
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s-%d", host, os.Getpid())
+	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), scheduler.WithInstanceID(id), scheduler.WithLogger(slog.Default()))
 	if err != nil {
 		log.Fatal(err)
 	}
-	if scan, err = leakscan.New(locks, s.InstanceID(), leakscan.WithLogger(slog.Default())); err != nil {
+	if scan, err = leakscan.New(locks, id, leakscan.WithLogger(slog.Default())); err != nil {
 		log.Fatal(err)
 	}
 	scanCtx, stopScan := context.WithCancel(context.Background())
