@@ -80,16 +80,12 @@ func ExampleRedlock_TryLock() {
 	}
 }
 
-// At most two report exports at once in the fleet: each holder takes a
-// permit of the semaphore, keeps it alive while it works, and releases it.
-func ExampleRedlock_Semaphore() {
+// At most two report exports at once in the fleet: each holder takes one
+// of the lock's two permits, keeps it alive while it works, and releases it.
+func ExamplePermits() {
 	ctx := context.Background()
 	locks := connect()
-	sem, err := locks.Semaphore("report-export", 2)
-	if err != nil {
-		log.Fatal(err)
-	}
-	permit, err := sem.Acquire(ctx, 30*time.Second) // waits for a free permit
+	permit, err := locks.Lock(ctx, "report-export", 30*time.Second, mutex.Permits(2)) // waits for a free permit
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, mutex.ErrHeld): all held until ctx ended
 	}

@@ -107,7 +107,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 	released, until := l.released, l.until
 	l.mu.Unlock()
 	if released {
-		return fmt.Errorf("mutex: extend %q: %w", l.keys.Name, ErrReleased)
+		return fmt.Errorf("%w: extend %q: released by this handle", ErrLost, l.keys.Name)
 	}
 	if !start.Before(until) {
 		err := fmt.Errorf("%w: extend %q: validity ran out %v ago", ErrLost, l.keys.Name, start.Sub(until))
@@ -192,12 +192,13 @@ func (l *Lock) heal(results []NodeResult, start time.Time) {
 // Release returns nil when a majority of nodes deleted the lock; an error
 // matching ErrLost when the lock had already expired or been taken over on
 // a majority; an error matching ErrNoQuorum when too few nodes answered
-// (the rest expires with the TTL); ErrReleased on a second call.
+// (the rest expires with the TTL). A second call does nothing and returns
+// nil: Release is safe to defer and to call again.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return fmt.Errorf("mutex: release %q: %w", l.keys.Name, ErrReleased)
+		return nil
 	}
 	l.released = true
 	if o, ok := outcome.FromContext(ctx); ok {

@@ -297,7 +297,7 @@ func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 	close(k.done)
 	l.keep = k
 	if l.released {
-		cancel(fmt.Errorf("mutex: keepalive %q: %w", l.keys.Name, ErrReleased))
+		cancel(fmt.Errorf("%w: keepalive %q: released by this handle", ErrLost, l.keys.Name))
 		return kctx, k.stop
 	}
 	l.parent.mu.Lock()

@@ -125,6 +125,15 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
+	if lc.permits > 1 {
+		return r.tryPermits(ctx, name, ttl, lc)
+	}
+	return r.tryLock(ctx, keys, ttl, lc)
+}
+
+// tryLock is TryLock for a request prepared.
+func (r *Redlock) tryLock(ctx context.Context, keys engine.LockKeys, ttl time.Duration, lc lockConfig) (*Lock, error) {
+	name := keys.Name
 	lc.ticket = lockwire.Ticket(ctx, name) // a trigger's request, from our own wiring
 	if err := r.checkOwner(name, lc.owner); err != nil {
 		return nil, err
@@ -153,6 +162,9 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (en
 		o(&lc)
 	}
 	if err := r.checkOccurrence(name, lc.occurrence); err != nil {
+		return engine.LockKeys{}, lockConfig{}, err
+	}
+	if err := checkPermits(name, lc); err != nil {
 		return engine.LockKeys{}, lockConfig{}, err
 	}
 	return keys, lc, nil

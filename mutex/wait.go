@@ -40,6 +40,9 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 	if err != nil {
 		return nil, err
 	}
+	if lc.permits > 1 {
+		return r.lockPermits(ctx, name, ttl, lc)
+	}
 	if lc.occurrence != 0 {
 		return r.lockPolling(ctx, keys, lc, ttl)
 	}

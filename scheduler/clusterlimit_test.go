@@ -2,13 +2,16 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -24,12 +27,7 @@ func TestClusterLimit(t *testing.T) {
 	all := make(chan struct{})
 	var stops []func()
 	for i := range 3 {
-		locks := redlockOn(t, c)
-		sem, err := locks.Semaphore("reports", 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := scheduler.New(scheduler.NewRedlockLocker(locks), scheduler.WithSeconds(), scheduler.WithInstanceID(fmt.Sprintf("replica-%d", i)))
+		s, err := scheduler.New(scheduler.NewRedlockLocker(redlockOn(t, c)), scheduler.WithSeconds(), scheduler.WithInstanceID(fmt.Sprintf("replica-%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +50,7 @@ func TestClusterLimit(t *testing.T) {
 					}
 				}
 				return nil
-			}, scheduler.WithClusterLimit(sem))
+			}, scheduler.WithClusterLimit("reports", 2))
 		}
 		stops = append(stops, start(t, s))
 	}
@@ -102,21 +100,21 @@ func TestClusterLimit(t *testing.T) {
 // does not run.
 func TestClusterLimitSkips(t *testing.T) {
 	c := redistest.Start(t, 3)
-	other, err := redlockOn(t, c).Semaphore("reports", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	held, err := other.TryAcquire(ctx, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	var held []*mutex.Lock
+	for range 2 {
+		l, err := redlockOn(t, c).TryLock(ctx, "reports", 30*time.Second, mutex.Permits(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
 	}
-	defer held.Release(ctx)
+	defer func() {
+		for _, l := range held {
+			l.Release(ctx)
+		}
+	}()
 	locks := redlockOn(t, c)
-	sem, err := locks.Semaphore("reports", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	skipped := make(chan scheduler.Event, 10)
 	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), scheduler.WithSeconds(),
 		scheduler.WithObserver(func(ev scheduler.Event) {
@@ -131,7 +129,7 @@ func TestClusterLimitSkips(t *testing.T) {
 	mustAdd(t, s, "report", "*/2 * * * * *", func(context.Context, scheduler.RunInfo) error {
 		ran <- struct{}{}
 		return nil
-	}, scheduler.WithClusterLimit(sem), scheduler.WithMisfireGrace(time.Second))
+	}, scheduler.WithClusterLimit("reports", 2), scheduler.WithMisfireGrace(time.Second))
 	stop := start(t, s)
 	defer stop()
 	select {
@@ -148,5 +146,23 @@ func TestClusterLimitSkips(t *testing.T) {
 	case <-ran:
 		t.Error("ran without a permit")
 	default:
+	}
+}
+
+// TestClusterLimitBadInput: a limit without a valid name or with a count
+// out of range is refused at Add, naming the job and the limit.
+func TestClusterLimitBadInput(t *testing.T) {
+	s, err := scheduler.New(scheduler.NewRedlockLocker(redlockOn(t, redistest.Start(t, 1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{{"reports", 0}, {"reports", 65}, {"", 2}, {"a{b}", 2}} {
+		err := s.Add("job", "@hourly", func(context.Context, scheduler.RunInfo) error { return nil }, scheduler.WithClusterLimit(tc.name, tc.n))
+		if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf(`job "job": WithClusterLimit: limit %q`, tc.name)) {
+			t.Errorf("WithClusterLimit(%q, %d): %v; want ErrInvalidOption naming the job and the limit", tc.name, tc.n, err)
+		}
 	}
 }

@@ -21,9 +21,6 @@ var errPaused = fmt.Errorf("%w: job paused", mutex.ErrNotAcquired)
 
 // Context causes a job can read with context.Cause.
 var (
-	// ErrLockLost is the cause when the job's lease can no longer be
-	// proven: mutex.ErrLost, the same error.
-	ErrLockLost = mutex.ErrLost
 	// ErrShutdown is the cause when the scheduler shuts down.
 	ErrShutdown = errors.New("scheduler: shutting down")
 	// ErrRunTimeout is the cause when the job's run timeout passed.
@@ -44,8 +41,6 @@ var (
 	// ErrInvalidJob is returned by Add for a job name that is not valid,
 	// or a schedule it cannot parse.
 	ErrInvalidJob = errors.New("scheduler: invalid job")
-	// ErrShutdownTimeout is returned by Shutdown when jobs did not return in time.
-	ErrShutdownTimeout = errors.New("scheduler: jobs did not stop in time")
 )
 
 // PanicError is the error recorded for a job that panicked.

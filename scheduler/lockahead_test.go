@@ -373,7 +373,7 @@ func TestLockAheadLeaseLost(t *testing.T) {
 				case elsewhere && sk.Skip != "held":
 					t.Errorf("skip %+v, want held", sk)
 				case !elsewhere && (sk.Skip != "lease_lost" ||
-					!errors.Is(sk.Err, scheduler.ErrLockLost) || !errors.Is(sk.Err, mutex.ErrAlreadyRun)):
+					!errors.Is(sk.Err, mutex.ErrLost) || !errors.Is(sk.Err, mutex.ErrAlreadyRun)):
 					t.Errorf("skip %+v, want lease_lost, with the loss and the refusal", sk)
 				}
 			})

@@ -26,6 +26,12 @@ type LockRequest struct {
 	// take, so that one lease at most, on any replica, runs it: a Locker
 	// without requests (the in-memory one of tests) ignores it.
 	Ticket string
+	// Permits, above 1, asks for one of the Permits permits of a lock
+	// that admits that many holders at once (WithClusterLimit): Job is
+	// then the limit's name, Tick zero. A Locker without permits (the
+	// in-memory one of tests) treats it as the lock called Job: one
+	// holder at a time, a stricter limit.
+	Permits int
 	// Lead and Reach are how long before and after its tick the job may
 	// claim it (WithLockAhead; the longer of the misfire grace and the
 	// catch-up window). They are set on the request Add checks, so that
@@ -96,14 +102,14 @@ type Lease interface {
 	Fence() uint64
 	// Keep keeps the lease alive until Release is called and returns a
 	// context derived from ctx that is cancelled, with a cause matching
-	// ErrLockLost, as soon as the lease can no longer be proven. It is
+	// mutex.ErrLost, as soon as the lease can no longer be proven. It is
 	// called at most once.
 	Keep(ctx context.Context) context.Context
 	// Release stops keeping the lease alive, records the tick as run and
 	// releases the lock where it is still held, and records the run's
 	// Outcome in the job's ledger, if the Locker keeps one (the zero
 	// Outcome for a lease no run used). It returns an error matching
-	// ErrLockLost if the lease had been lost before.
+	// mutex.ErrLost if the lease had been lost before.
 	Release(ctx context.Context, o Outcome) error
 }
 

@@ -72,7 +72,7 @@ func (l shortMemoryLocker) AcquireAll(ctx context.Context, reqs []scheduler.Lock
 	if len(reqs) > 0 {
 		return l.Locker.AcquireAll(ctx, reqs)
 	}
-	inner := lockcheck.Of(l.Locker.AcquireAll)
+	inner := lockcheck.Of(l.Locker.AcquireAll, "")
 	lockcheck.Offer(ctx, func(req scheduler.LockRequest) error {
 		if req.Reach > time.Hour {
 			return fmt.Errorf("%w: %v", errForgets, req.Reach)
@@ -142,9 +142,9 @@ func TestOnceRunsOnceAcrossReplicas(t *testing.T) {
 		mustAdd(t, later, "launch", atSpec(at), log.job(time.Second))
 		stops = append(stops, start(t, later))
 		sleepUntil(at.Add(10 * time.Minute))
-		for _, s := range append(replicas, late, later) {
+		for i, s := range append(replicas, late, later) {
 			if e := s.Entries()[0]; !e.Next.IsZero() {
-				t.Errorf("%s: next tick %v after the one-time job ran, want none", s.InstanceID(), e.Next)
+				t.Errorf("replica %d: next tick %v after the one-time job ran, want none", i, e.Next)
 			}
 		}
 		stopAll(stops...)

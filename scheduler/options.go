@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"fmt"
-	"github.com/redcron/redcron/mutex"
 	"log/slog"
 	"time"
 
@@ -164,13 +163,14 @@ type jobConfig struct {
 	lockTTL      time.Duration
 	runTimeout   time.Duration // 0: none
 	misfireGrace time.Duration
-	catchUp      time.Duration    // 0: off
-	attempts     int              // tries of a run, WithRetry; 1: no retry
-	backoff      time.Duration    // before the second try, doubling after
-	overlap      OverlapPolicy    // WithOverlap
-	observers    []func(Event)    // WithJobObserver
-	tags         []string         // WithTags: sorted, each once
-	limit        *mutex.Semaphore // WithClusterLimit, or nil
+	catchUp      time.Duration // 0: off
+	attempts     int           // tries of a run, WithRetry; 1: no retry
+	backoff      time.Duration // before the second try, doubling after
+	overlap      OverlapPolicy // WithOverlap
+	observers    []func(Event) // WithJobObserver
+	tags         []string      // WithTags: sorted, each once
+	limit        string        // WithClusterLimit: its name, or ""
+	permits      int           // and its permits
 }
 
 func defaultJobConfig() jobConfig {
@@ -297,7 +297,7 @@ func WithCatchUp(window time.Duration) JobOption {
 // from the nodes release its lease: the tick then runs once that lease has
 // expired (its TTL after its last extension), if that is within the tick's
 // grace, and is skipped otherwise; a paused run's context ends with
-// ErrLockLost when it resumes. Either way a tick never starts before the
+// mutex.ErrLost when it resumes. Either way a tick never starts before the
 // earlier lease is released or has expired, and its fence is higher.
 func WithOverlap(p OverlapPolicy) JobOption {
 	return func(c *jobConfig) error {

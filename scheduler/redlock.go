@@ -75,10 +75,10 @@ func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 	return out
 }
 
-// lockOptions returns the Redlock options of req: its owner and its tick
-// as the lock's occurrence.
+// lockOptions returns the Redlock options of req: its owner, its tick as
+// the lock's occurrence, and its permits.
 func lockOptions(req LockRequest) []mutex.LockOption {
-	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick)}
+	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick), mutex.Permits(req.Permits)}
 }
 
 // withTickets returns ctx carrying the tickets of the trigger requests reqs
@@ -198,7 +198,7 @@ type redlockLease struct {
 func (l *redlockLease) Fence() uint64 { return l.l.Fence() }
 
 // Keep implements Lease: the returned context is cancelled with a cause
-// matching ErrLockLost (mutex.ErrLost) when the lease is lost.
+// matching mutex.ErrLost when the lease is lost.
 func (l *redlockLease) Keep(ctx context.Context) context.Context {
 	kept, _ := l.l.KeepAlive(ctx) // stopped by Release
 	out, cancel := context.WithCancelCause(ctx)
@@ -216,5 +216,5 @@ func (l *redlockLease) Release(ctx context.Context, o Outcome) error {
 	if o.RunID != "" {
 		ctx = ledgerout.NewContext(ctx, ledgerout.Outcome{Run: o.RunID, Result: o.Result, Err: o.Err, Try: o.Try, Delay: o.Delay})
 	}
-	return l.l.Release(ctx) // matching ErrLockLost (mutex.ErrLost) if lost
+	return l.l.Release(ctx) // matching mutex.ErrLost if lost
 }

@@ -22,13 +22,13 @@ func (s *Scheduler) releaseUnused(rn *session, job string, tick time.Time, lease
 
 // release releases lease, recording o, within releaseTimeout whether or
 // not the scheduler is stopping, and returns the error. A failure other
-// than ErrLockLost is logged, with the attributes attrs returns.
+// than mutex.ErrLost is logged, with the attributes attrs returns.
 func (s *Scheduler) release(rn *session, lease Lease, o Outcome, attrs func() []slog.Attr) error {
 	ctx := context.WithoutCancel(rn.jobCtx)
 	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	err := lease.Release(rctx, o)
 	cancel()
-	if err != nil && !errors.Is(err, ErrLockLost) {
+	if err != nil && !errors.Is(err, mutex.ErrLost) {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "lease release failed; the lock expires with its TTL",
 			append(attrs(), slog.Any("error", err))...)
 	}
@@ -55,7 +55,7 @@ type run struct {
 	ended    atomic.Bool             // the run no longer counts as running (see end)
 	tries    atomic.Int32            // tries of the job so far (WithRetry)
 	slot     *slot                   // the run slot it frees when it ends, or nil
-	permit   *mutex.Lock             // its permit of its job's cluster limit (WithClusterLimit), or nil
+	permit   Lease                   // its permit of its job's cluster limit (WithClusterLimit), or nil
 	triesMu  sync.Mutex
 	tryErrs  []string // the errors of the tries tried again, for the ledger
 }
@@ -209,7 +209,7 @@ func outlived(kept context.Context) error {
 		return nil
 	}
 	if late := time.Since(until()); late >= 0 {
-		return fmt.Errorf("%w: its validity ended %v before its run could start", ErrLockLost, late)
+		return fmt.Errorf("%w: its validity ended %v before its run could start", mutex.ErrLost, late)
 	}
 	return nil
 }
@@ -345,11 +345,11 @@ func (s *Scheduler) logRun(ctx context.Context, r *run, result string, duration 
 // the keepalive, so a loss after it is one.
 func classify(out outcome, releaseErr error) (string, error) {
 	switch {
-	case errors.Is(out.cause, ErrLockLost):
+	case errors.Is(out.cause, mutex.ErrLost):
 		return resultLockLost, withCause(out.cause, out.err)
 	case out.abandoned:
-		return resultAbandoned, errors.Join(ErrShutdownTimeout, out.cause)
-	case (out.cause == nil || errors.Is(out.cause, ErrRunTimeout)) && errors.Is(releaseErr, ErrLockLost):
+		return resultAbandoned, fmt.Errorf("scheduler: the job did not stop in time: %w", out.cause)
+	case (out.cause == nil || errors.Is(out.cause, ErrRunTimeout)) && errors.Is(releaseErr, mutex.ErrLost):
 		return resultLockLost, withCause(releaseErr, out.err)
 	}
 	if _, ok := out.err.(*PanicError); ok {

@@ -390,7 +390,7 @@ func TestNoQuorumRetriesEndAtNextTick(t *testing.T) {
 }
 
 // TestLockLost loses the lease during a run: the job's context is
-// cancelled with ErrLockLost and the run reported as lock_lost.
+// cancelled with mutex.ErrLost and the run reported as lock_lost.
 func TestLockLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := locker()
@@ -408,13 +408,13 @@ func TestLockLost(t *testing.T) {
 		if !l.LoseLease("job") {
 			t.Fatal("no lease held during the run")
 		}
-		if err := <-cause; !errors.Is(err, scheduler.ErrLockLost) {
-			t.Errorf("job's context cause = %v, want ErrLockLost", err)
+		if err := <-cause; !errors.Is(err, mutex.ErrLost) {
+			t.Errorf("job's context cause = %v, want mutex.ErrLost", err)
 		}
 		synctest.Wait()
 		fin := obs.finished()
-		if len(fin) != 1 || fin[0].Result != "lock_lost" || !errors.Is(fin[0].Err, scheduler.ErrLockLost) {
-			t.Errorf("finished events %+v, want one lock_lost with ErrLockLost", fin)
+		if len(fin) != 1 || fin[0].Result != "lock_lost" || !errors.Is(fin[0].Err, mutex.ErrLost) {
+			t.Errorf("finished events %+v, want one lock_lost with mutex.ErrLost", fin)
 		}
 		if e := s.Entries()[0]; e.LastResult != "lock_lost" || e.Running {
 			t.Errorf("entry %+v, want the last result lock_lost", e)

@@ -155,7 +155,7 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 	return &Scheduler{
 		limit:   limit,
 		locker:  l,
-		check:   lockcheck.Of(l.AcquireAll),
+		check:   lockcheck.Of(l.AcquireAll, cfg.instanceID),
 		cfg:     cfg,
 		log:     cfg.logger.With(slog.String("instance", cfg.instanceID)),
 		wake:    make(chan struct{}, 1),
@@ -290,10 +290,6 @@ func (s *Scheduler) Remove(name string) error {
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "job removed", slog.String("job", name))
 	return nil
 }
-
-// InstanceID returns this replica's instance id (WithInstanceID): the owner
-// of its locks.
-func (s *Scheduler) InstanceID() string { return s.cfg.instanceID }
 
 // Entries returns a snapshot of the registered jobs, sorted by name.
 func (s *Scheduler) Entries() []Entry {

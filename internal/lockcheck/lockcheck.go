@@ -16,8 +16,12 @@ package lockcheck
 
 import "context"
 
-// probe is what the context of Of's call carries, for Offer to fill.
-type probe[R any] struct{ check func(R) error }
+// probe is what the context of Of's call carries, for Offer to fill, and
+// the scheduler's instance id, for Instance.
+type probe[R any] struct {
+	check    func(R) error
+	instance string
+}
 
 type key[R any] struct{}
 
@@ -29,10 +33,21 @@ func Offer[R any](ctx context.Context, check func(R) error) {
 	}
 }
 
+// Instance returns the instance id of the scheduler whose New made the
+// call of ctx (Of), or "": the shard gate keeps it for its replica's
+// housekeeping (internal/fleet), which needs it before the scheduler runs.
+func Instance[R any](ctx context.Context) string {
+	if p, _ := ctx.Value(key[R]{}).(*probe[R]); p != nil {
+		return p.instance
+	}
+	return ""
+}
+
 // Of returns the check a Locker offers, or nil: it calls acquireAll (the
-// Locker's AcquireAll) once, with no requests.
-func Of[R, T any](acquireAll func(context.Context, []R) T) func(R) error {
-	p := &probe[R]{}
+// Locker's AcquireAll) once, with no requests, telling it instance (the
+// scheduler's id).
+func Of[R, T any](acquireAll func(context.Context, []R) T, instance string) func(R) error {
+	p := &probe[R]{instance: instance}
 	acquireAll(context.WithValue(context.Background(), key[R]{}, p), nil)
 	return p.check
 }

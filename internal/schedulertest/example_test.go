@@ -42,7 +42,7 @@ func Example() {
 }
 
 // LoseLease simulates a lease that can no longer be extended: the job's
-// context is cancelled with ErrLockLost.
+// context is cancelled with mutex.ErrLost.
 func ExampleLocker_LoseLease() {
 	l := schedulertest.NewLocker()
 	ctx := context.Background()
@@ -51,8 +51,8 @@ func ExampleLocker_LoseLease() {
 
 	l.LoseLease("report")
 	<-jobCtx.Done()
-	fmt.Println(errors.Is(context.Cause(jobCtx), scheduler.ErrLockLost))
-	fmt.Println(errors.Is(lease.Release(ctx, scheduler.Outcome{}), scheduler.ErrLockLost))
+	fmt.Println(errors.Is(context.Cause(jobCtx), mutex.ErrLost))
+	fmt.Println(errors.Is(lease.Release(ctx, scheduler.Outcome{}), mutex.ErrLost))
 	// Output:
 	// true
 	// true

@@ -188,7 +188,7 @@ func (l *Locker) FailNext(n int) {
 
 // LoseLease makes the lease currently held for job lost, as if it could no
 // longer be extended: the context returned by its Keep is cancelled with a
-// cause matching scheduler.ErrLockLost, its Release returns such an error,
+// cause matching mutex.ErrLost, its Release returns such an error,
 // and the lock is free for others. It reports whether a lease was held.
 func (l *Locker) LoseLease(job string) bool {
 	l.mu.Lock()
@@ -290,7 +290,7 @@ type lease struct {
 var errReleased = errors.New("schedulertest: lease released")
 
 func (h *lease) lostError() error {
-	return fmt.Errorf("schedulertest: lease of job %q (fence %d) lost: %w", h.job, h.fence, scheduler.ErrLockLost)
+	return fmt.Errorf("schedulertest: lease of job %q (fence %d) lost: %w", h.job, h.fence, mutex.ErrLost)
 }
 
 // Fence implements scheduler.Lease.
@@ -322,7 +322,7 @@ func (h *lease) Keep(ctx context.Context) context.Context {
 }
 
 // Release implements scheduler.Lease. It fails with ctx's error, releasing
-// nothing, if ctx is done, and with an error matching scheduler.ErrLockLost
+// nothing, if ctx is done, and with an error matching mutex.ErrLost
 // if the lease was lost. Releasing again returns nil. It keeps no ledger.
 func (h *lease) Release(ctx context.Context, _ scheduler.Outcome) error {
 	if err := ctx.Err(); err != nil {

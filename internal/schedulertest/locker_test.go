@@ -111,14 +111,14 @@ func TestExpiry(t *testing.T) {
 			t.Error("lease held past its TTL")
 		}
 		b := mustAcquire(t, l, req("job", now.Add(time.Minute)))
-		if err := a.Release(ctx, scheduler.Outcome{}); !errors.Is(err, scheduler.ErrLockLost) {
-			t.Errorf("Release of the expired lease = %v, want ErrLockLost", err)
+		if err := a.Release(ctx, scheduler.Outcome{}); !errors.Is(err, mutex.ErrLost) {
+			t.Errorf("Release of the expired lease = %v, want mutex.ErrLost", err)
 		}
 		if g, held := l.Held("job"); !held || g.Fence != b.Fence() {
 			t.Errorf("the expired lease's Release freed the new one: %+v, %v", g, held)
 		}
-		if ctx := a.Keep(context.Background()); !errors.Is(context.Cause(ctx), scheduler.ErrLockLost) {
-			t.Errorf("Keep of the expired lease: cause %v, want ErrLockLost", context.Cause(ctx))
+		if ctx := a.Keep(context.Background()); !errors.Is(context.Cause(ctx), mutex.ErrLost) {
+			t.Errorf("Keep of the expired lease: cause %v, want mutex.ErrLost", context.Cause(ctx))
 		}
 		if g := l.Grants(); !g[0].Lost || g[1].Lost {
 			t.Errorf("grants %+v, want the first lost", g)
@@ -150,8 +150,8 @@ func TestLoseLease(t *testing.T) {
 		t.Fatal("LoseLease reported false")
 	}
 	<-ctx.Done()
-	if err := context.Cause(ctx); !errors.Is(err, scheduler.ErrLockLost) {
-		t.Errorf("cause %v, want ErrLockLost", err)
+	if err := context.Cause(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Errorf("cause %v, want mutex.ErrLost", err)
 	}
 	if _, held := l.Held("job"); held {
 		t.Error("lost lease still held")
@@ -160,8 +160,8 @@ func TestLoseLease(t *testing.T) {
 		t.Errorf("the lost tick = %v, want ErrAlreadyRun: the mark stays", err)
 	}
 	mustAcquire(t, l, req("job", t2))
-	if err := a.Release(context.Background(), scheduler.Outcome{}); !errors.Is(err, scheduler.ErrLockLost) {
-		t.Errorf("Release = %v, want ErrLockLost", err)
+	if err := a.Release(context.Background(), scheduler.Outcome{}); !errors.Is(err, mutex.ErrLost) {
+		t.Errorf("Release = %v, want mutex.ErrLost", err)
 	}
 	if _, held := l.Held("job"); !held {
 		t.Error("the lost lease's Release freed the new one")

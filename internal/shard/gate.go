@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockcheck"
 	"github.com/redcron/redcron/internal/parts"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -81,6 +82,16 @@ type Gate struct {
 	// partOf is parts' Of for this gate (made once).
 	partOf parts.Of
 	flow   flow
+	// instance is the id of the scheduler made over the gate (told by its
+	// New: internal/lockcheck), for Instance.
+	instance atomic.Value
+}
+
+// Instance returns the instance id of the scheduler made over the gate,
+// "" before one is.
+func (g *Gate) Instance() string {
+	id, _ := g.instance.Load().(string)
+	return id
 }
 
 // NewGate returns a Gate over inner. It passes every request until a
@@ -143,6 +154,7 @@ func (g *Gate) Acquire(ctx context.Context, req scheduler.LockRequest) (schedule
 // scheduler, through Acquire).
 func (g *Gate) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
 	if len(reqs) == 0 { // the scheduler's New, asking for the inner Locker's check
+		g.instance.Store(lockcheck.Instance[scheduler.LockRequest](ctx))
 		return g.inner.AcquireAll(ctx, nil)
 	}
 	out := make([]scheduler.LockResult, len(reqs))

@@ -24,7 +24,7 @@ import (
 // killed.
 const semaphoreChildEnv = "REDCRON_SEMAPHORE_CHILD"
 
-// semaphoreChild acquires a permit of the semaphore "sem" rounds times,
+// semaphoreChild acquires a permit of the lock "sem" rounds times,
 // holding each for hold: while it holds one, it counts itself in the
 // witness server's "holders" (INCR after the acquisition, DECR before the
 // release), and counts in "over" each time it saw more holders than
@@ -50,16 +50,11 @@ func semaphoreChild(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	sem, err := locks.Semaphore("sem", permits)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
 	w := redis.NewClient(&redis.Options{Addr: f[1]})
 	ctx := context.Background()
 	for i := 0; rounds == 0 || i < rounds; i++ {
 		actx, cancel := context.WithTimeout(ctx, time.Minute)
-		l, err := sem.Acquire(actx, 5*time.Second)
+		l, err := locks.Lock(actx, "sem", 5*time.Second, mutex.Permits(permits))
 		cancel()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "acquire:", err)
@@ -150,11 +145,8 @@ func TestSemaphorePermitBack(t *testing.T) {
 			t.Fatal("contenders not ready:", err)
 		}
 	}
-	sem, err := newRedlock(t, c, mutex.WithRetryDelay(20*time.Millisecond)).Semaphore("sem", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, err := sem.TryAcquire(ctx, 5*time.Second); !errors.Is(err, mutex.ErrHeld) {
+	locks := newRedlock(t, c, mutex.WithRetryDelay(20*time.Millisecond))
+	if l, err := locks.TryLock(ctx, "sem", 5*time.Second, mutex.Permits(2)); !errors.Is(err, mutex.ErrHeld) {
 		t.Fatalf("a third permit while both are held: %v, %v; want ErrHeld", l, err)
 	}
 	if err := a.Process.Kill(); err != nil {
@@ -163,7 +155,7 @@ func TestSemaphorePermitBack(t *testing.T) {
 	killed := time.Now()
 	actx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	l, err := sem.Acquire(actx, 5*time.Second)
+	l, err := locks.Lock(actx, "sem", 5*time.Second, mutex.Permits(2))
 	if err != nil {
 		t.Fatalf("the killed holder's permit did not come back: %v", err)
 	}
@@ -172,7 +164,7 @@ func TestSemaphorePermitBack(t *testing.T) {
 	if back > 5*time.Second+time.Second {
 		t.Errorf("permit back %v after the kill: beyond its TTL (5s) and a second", back)
 	}
-	if _, err := sem.TryAcquire(ctx, 5*time.Second); !errors.Is(err, mutex.ErrHeld) {
+	if _, err := locks.TryLock(ctx, "sem", 5*time.Second, mutex.Permits(2)); !errors.Is(err, mutex.ErrHeld) {
 		t.Errorf("a permit beyond the two held: %v; want ErrHeld (the live holder keeps its permit)", err)
 	}
 	if err := l.Release(ctx); err != nil {
@@ -181,27 +173,25 @@ func TestSemaphorePermitBack(t *testing.T) {
 }
 
 // TestSemaphoreBadInput: a count out of range, a name that makes a bad
-// permit name, and an occurrence are refused, naming the semaphore.
+// permit name, and an occurrence are refused, naming the lock.
 func TestSemaphoreBadInput(t *testing.T) {
 	r := newRedlock(t, redistest.Start(t, 1))
-	for _, tc := range []struct {
-		name    string
-		permits int
-	}{{"sem", 0}, {"sem", 65}, {"", 2}, {"a{b}", 2}, {strings.Repeat("x", 199), 2}} {
-		if _, err := r.Semaphore(tc.name, tc.permits); !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf("semaphore %q", tc.name)) {
-			t.Errorf("Semaphore(%q, %d): %v; want ErrInvalidOption naming it", tc.name, tc.permits, err)
-		}
-	}
-	sem, err := r.Semaphore("sem", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if _, err := sem.TryAcquire(ctx, 5*time.Second, mutex.Occurrence(time.Now())); !errors.Is(err, mutex.ErrInvalidOption) {
-		t.Errorf("an occurrence: %v; want ErrInvalidOption", err)
-	}
-	if _, err := sem.Acquire(ctx, time.Hour); !errors.Is(err, mutex.ErrInvalidOption) {
-		t.Errorf("a TTL above the max: %v; want ErrInvalidOption", err)
+	for _, tc := range []struct {
+		name string
+		opts []mutex.LockOption
+	}{
+		{"sem", []mutex.LockOption{mutex.Permits(-1)}},
+		{"sem", []mutex.LockOption{mutex.Permits(65)}},
+		{strings.Repeat("x", 199), []mutex.LockOption{mutex.Permits(2)}},
+		{"sem", []mutex.LockOption{mutex.Permits(2), mutex.Occurrence(time.Now())}},
+	} {
+		if _, err := r.TryLock(ctx, tc.name, 5*time.Second, tc.opts...); !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf("%q", tc.name)) {
+			t.Errorf("TryLock(%.20q, %d options): %v; want ErrInvalidOption naming it", tc.name, len(tc.opts), err)
+		}
+		if _, err := r.Lock(ctx, tc.name, 5*time.Second, tc.opts...); !errors.Is(err, mutex.ErrInvalidOption) {
+			t.Errorf("Lock(%.20q, %d options): %v; want ErrInvalidOption", tc.name, len(tc.opts), err)
+		}
 	}
 }
 
@@ -209,13 +199,10 @@ func TestSemaphoreBadInput(t *testing.T) {
 // is undecided (ErrNoQuorum), not held.
 func TestSemaphoreNoQuorum(t *testing.T) {
 	c := redistest.Start(t, 3)
-	sem, err := newRedlock(t, c).Semaphore("sem", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	locks := newRedlock(t, c)
 	c.Node(0).Kill()
 	c.Node(1).Kill()
-	_, err = sem.TryAcquire(context.Background(), 5*time.Second)
+	_, err := locks.TryLock(context.Background(), "sem", 5*time.Second, mutex.Permits(2))
 	if !errors.Is(err, mutex.ErrNoQuorum) || errors.Is(err, mutex.ErrHeld) {
 		t.Errorf("no majority: %v; want ErrNoQuorum", err)
 	}
