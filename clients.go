@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
+
+	"github.com/redcron/redcron/mutex"
 )
 
 // newClients makes New's clients, one per address, as New's doc says,
@@ -22,7 +24,7 @@ func newClients(addrs []string, cfg config) ([]redis.UniversalClient, []*redis.C
 			f(o)
 		}
 		if err := checkAddr(o); err != nil {
-			return nil, nil, fmt.Errorf("%w: New: address %d %q: %w", ErrInvalidOption, i, addr, err)
+			return nil, nil, fmt.Errorf("%w: New: address %d %q: %w", mutex.ErrInvalidOption, i, addr, err)
 		}
 		options[i] = o
 	}

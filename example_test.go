@@ -30,7 +30,7 @@ func ExampleNew() {
 	}
 	data := redis.NewClient(&redis.Options{Addr: "redis-data:6379"}) // any storage that checks the fence
 	err = s.Add("invoice-run", "*/15 * * * *", scheduler.JobFunc(func(ctx context.Context, run scheduler.RunInfo) error {
-		// ctx is cancelled if the lease is lost (scheduler.ErrLockLost) or
+		// ctx is cancelled if the lease is lost (mutex.ErrLost) or
 		// at shutdown (scheduler.ErrShutdown).
 		_, err := store.FencedSet(ctx, data, "invoices:last-run", run.Fence, run.Tick.Format(time.RFC3339))
 		return err

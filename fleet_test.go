@@ -136,8 +136,8 @@ func (f *fleet) observe(e scheduler.Event) {
 		f.tickLog = map[int64][]string{}
 	}
 	if !e.Tick.IsZero() {
-		line := e.Instance + " " + e.Kind
-		if e.Kind == "skipped" {
+		line := e.Instance + " " + string(e.Kind)
+		if e.Kind == scheduler.KindSkipped {
 			line += " " + e.Skip
 		}
 		if e.Err != nil {

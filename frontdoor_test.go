@@ -227,13 +227,13 @@ func startLogs(t *testing.T, addrs []string, want string) string {
 // as it was when it refuses an option, and a Scheduler that never ran
 // closes its clients at Shutdown.
 func TestFrontDoorBadInput(t *testing.T) {
-	if _, err := redcron.New([]string{"a:1", ""}); !errors.Is(err, redcron.ErrInvalidOption) || !strings.Contains(err.Error(), "address 1") {
-		t.Errorf("New with an empty address = %v, want ErrInvalidOption naming it", err)
+	if _, err := redcron.New([]string{"a:1", ""}); !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), "address 1") {
+		t.Errorf("New with an empty address = %v, want mutex.ErrInvalidOption naming it", err)
 	}
 	reg := prometheus.NewRegistry()
-	if _, err := redcron.New([]string{"a:1"}, redcron.WithMetrics(reg), redcron.WithLockOptions(mutex.WithMaxTTL(-1))); !errors.Is(err, redcron.ErrInvalidOption) ||
+	if _, err := redcron.New([]string{"a:1"}, redcron.WithMetrics(reg), redcron.WithLockOptions(mutex.WithMaxTTL(-1))); !errors.Is(err, mutex.ErrInvalidOption) ||
 		!errors.Is(err, mutex.ErrInvalidOption) {
-		t.Errorf("New with a bad lock option = %v, want redcron's and mutex's ErrInvalidOption", err)
+		t.Errorf("New with a bad lock option = %v, want redcron's and mutex's mutex.ErrInvalidOption", err)
 	}
 	s, err := redcron.New([]string{"a:1"}, redcron.WithMetrics(reg))
 	if err != nil {
@@ -246,9 +246,9 @@ func TestFrontDoorBadInput(t *testing.T) {
 		t.Errorf("a client of a Scheduler shut down before Run: %v, want closed", err)
 	}
 	for _, addr := range []string{"localhost", "10.0.0.7", "localhost:", "redis://localhost:6379", "::1"} {
-		if _, err := redcron.New([]string{"a:1", addr}); !errors.Is(err, redcron.ErrInvalidOption) ||
+		if _, err := redcron.New([]string{"a:1", addr}); !errors.Is(err, mutex.ErrInvalidOption) ||
 			!strings.Contains(err.Error(), "address 1 "+strconv.Quote(addr)) {
-			t.Errorf("New with address %q = %v, want ErrInvalidOption naming it", addr, err)
+			t.Errorf("New with address %q = %v, want mutex.ErrInvalidOption naming it", addr, err)
 		}
 	}
 	unix := redcron.WithRedisOptions(func(o *redis.Options) { o.Network = "unix" })
@@ -257,15 +257,38 @@ func TestFrontDoorBadInput(t *testing.T) {
 	} else {
 		_ = s.Shutdown(context.Background())
 	}
-	if _, err := redcron.New(nil); !errors.Is(err, redcron.ErrInvalidOption) {
-		t.Errorf("New(nil) = %v, want ErrInvalidOption", err)
+	if _, err := redcron.New(nil); !errors.Is(err, mutex.ErrInvalidOption) {
+		t.Errorf("New(nil) = %v, want mutex.ErrInvalidOption", err)
 	}
-	if _, err := redcron.NewWithClients([]redis.UniversalClient{nil}); !errors.Is(err, redcron.ErrInvalidOption) {
-		t.Errorf("NewWithClients(nil client) = %v, want ErrInvalidOption", err)
+	if _, err := redcron.NewWithClients([]redis.UniversalClient{nil}); !errors.Is(err, mutex.ErrInvalidOption) {
+		t.Errorf("NewWithClients(nil client) = %v, want mutex.ErrInvalidOption", err)
 	}
-	if _, err := redcron.New([]string{"a:1"}, redcron.WithMetrics(nil)); !errors.Is(err, redcron.ErrInvalidOption) ||
+	if _, err := redcron.New([]string{"a:1"}, redcron.WithMetrics(nil)); !errors.Is(err, mutex.ErrInvalidOption) ||
 		!strings.Contains(err.Error(), "WithMetrics") {
-		t.Errorf("WithMetrics(nil) = %v, want ErrInvalidOption naming it", err)
+		t.Errorf("WithMetrics(nil) = %v, want mutex.ErrInvalidOption naming it", err)
+	}
+}
+
+// TestFrontDoorAddChecksTheLocks: Add refuses, naming the job, a job whose
+// lock the Redlock would refuse at every tick (a TTL above its max TTL, a
+// catch-up window longer than it keeps a tick's mark), though the
+// front door's Locker is the shard gate over the Redlock adapter.
+func TestFrontDoorAddChecksTheLocks(t *testing.T) {
+	s, err := redcron.New([]string{"a:1"}, redcron.WithLockOptions(mutex.WithMaxTTL(time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Shutdown(context.Background()) }()
+	nop := func(context.Context, scheduler.RunInfo) error { return nil }
+	if err := s.Add("long", "@hourly", nop, scheduler.WithLockTTL(2*time.Minute)); !errors.Is(err, mutex.ErrInvalidOption) ||
+		!strings.Contains(err.Error(), `"long"`) {
+		t.Errorf("Add with a lock TTL above the max TTL = %v, want mutex.ErrInvalidOption naming the job", err)
+	}
+	if err := s.Add("monthly", "@monthly", nop, scheduler.WithCatchUp(31*24*time.Hour)); !errors.Is(err, mutex.ErrInvalidOption) {
+		t.Errorf("Add with a catch-up window past the state TTL = %v, want mutex.ErrInvalidOption", err)
+	}
+	if err := s.Add("fine", "@hourly", nop, scheduler.WithLockTTL(30*time.Second)); err != nil {
+		t.Errorf("Add of a job the Redlock takes: %v", err)
 	}
 }
 

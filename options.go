@@ -1,7 +1,6 @@
 package redcron
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -12,11 +11,6 @@ import (
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
-
-// ErrInvalidOption is matched by the error of New and NewWithClients for a
-// bad option or argument, which it names, including the options of the
-// packages underneath.
-var ErrInvalidOption = errors.New("redcron: invalid option")
 
 // Option configures New and NewWithClients.
 type Option func(*config) error
@@ -34,7 +28,7 @@ func newConfig(opts []Option) (config, error) {
 	cfg := config{logger: slog.New(slog.DiscardHandler)}
 	for i, o := range opts {
 		if o == nil {
-			return config{}, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+			return config{}, fmt.Errorf("%w: option %d is nil", mutex.ErrInvalidOption, i)
 		}
 		if err := o(&cfg); err != nil {
 			return config{}, err
@@ -48,7 +42,7 @@ func newConfig(opts []Option) (config, error) {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidOption)
+			return fmt.Errorf("%w: WithLogger: nil logger", mutex.ErrInvalidOption)
 		}
 		c.logger = l
 		return nil
@@ -60,7 +54,7 @@ func WithLogger(l *slog.Logger) Option {
 func WithMetrics(reg prometheus.Registerer) Option {
 	return func(c *config) error {
 		if reg == nil {
-			return fmt.Errorf("%w: WithMetrics: nil registerer", ErrInvalidOption)
+			return fmt.Errorf("%w: WithMetrics: nil registerer", mutex.ErrInvalidOption)
 		}
 		c.registerer = reg
 		return nil
@@ -73,7 +67,7 @@ func WithMetrics(reg prometheus.Registerer) Option {
 func WithRedisOptions(f func(*redis.Options)) Option {
 	return func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("%w: WithRedisOptions: nil function", ErrInvalidOption)
+			return fmt.Errorf("%w: WithRedisOptions: nil function", mutex.ErrInvalidOption)
 		}
 		c.redisOptions = append(c.redisOptions, f)
 		return nil

@@ -122,7 +122,7 @@ func (s *Scheduler) closeClients() {
 // timeouts that also honour contexts (raise them with WithRedisOptions if
 // you raise mutex.WithNodeTimeout above a second). WithRedisOptions
 // adjusts them (password, TLS). It validates the options and does no I/O;
-// its errors for bad input match ErrInvalidOption and name what is wrong.
+// its errors for bad input match mutex.ErrInvalidOption and name what is wrong.
 //
 // go-redis logs every failed dial itself, to stderr, several lines a
 // second per node down, where WithLogger already logs each node's state
@@ -136,7 +136,7 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 		return nil, err
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("%w: New: no node addresses", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: New: no node addresses", mutex.ErrInvalidOption)
 	}
 	clients, owned, err := newClients(addrs, cfg)
 	if err != nil {
@@ -160,19 +160,19 @@ func New(addrs []string, opts ...Option) (*Scheduler, error) {
 // timeouts above the node timeout (250 ms): see the README. The clients
 // stay yours to close, and so does go-redis's logging (redis.SetLogger: it
 // logs every failed dial). It does no I/O. Its errors for bad input match
-// ErrInvalidOption.
+// mutex.ErrInvalidOption.
 func NewWithClients(clients []redis.UniversalClient, opts ...Option) (*Scheduler, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	if len(clients) == 0 {
-		return nil, fmt.Errorf("%w: NewWithClients: no clients", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: NewWithClients: no clients", mutex.ErrInvalidOption)
 	}
 	names := make([]string, len(clients))
 	for i, c := range clients {
 		if c == nil {
-			return nil, fmt.Errorf("%w: NewWithClients: client %d is nil", ErrInvalidOption, i)
+			return nil, fmt.Errorf("%w: NewWithClients: client %d is nil", mutex.ErrInvalidOption, i)
 		}
 		names[i] = nodeName(c, i)
 	}
@@ -188,26 +188,17 @@ func nodeName(c redis.UniversalClient, i int) string {
 	return fmt.Sprintf("node-%d", i)
 }
 
-// invalid returns err, matching ErrInvalidOption too when an option of the
-// packages underneath was refused.
-func invalid(err error) error {
-	if errors.Is(err, mutex.ErrInvalidOption) || errors.Is(err, scheduler.ErrInvalidOption) ||
-		errors.Is(err, metrics.ErrInvalidOption) || errors.Is(err, leakscan.ErrInvalidOption) {
-		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	return err
-}
-
 // build wires the nodes, the Redlock, the scheduler, the replica's side of
 // the fleet (package internal/fleet) and the metrics. An option the
-// packages underneath refuse matches ErrInvalidOption too; the metrics are
+// packages underneath refuse matches mutex.ErrInvalidOption, as every
+// package's does; the metrics are
 // registered last, so that a refusal leaves the registerer as it was.
 func build(names []string, clients []redis.UniversalClient, cfg config) (*Scheduler, error) {
 	nodes := make([]*store.Node, len(clients))
 	for i, c := range clients {
 		n, err := store.NewNode(names[i], c)
 		if err != nil {
-			return nil, fmt.Errorf("%w: node %d: %w", ErrInvalidOption, i, err)
+			return nil, fmt.Errorf("%w: node %d: %w", mutex.ErrInvalidOption, i, err)
 		}
 		nodes[i] = n
 	}
@@ -223,7 +214,7 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	if cfg.registerer != nil {
 		var err error
 		if m, err = metrics.New(metrics.WithNodes(names...)); err != nil {
-			return nil, invalid(err)
+			return nil, err
 		}
 		lockOpts = append(lockOpts, mutex.WithObserver(m.LockObserver()))
 		schedOpts = append(schedOpts, scheduler.WithObserver(m.SchedulerObserver()))
@@ -231,17 +222,17 @@ func build(names []string, clients []redis.UniversalClient, cfg config) (*Schedu
 	}
 	locks, err := mutex.New(nodes, lockOpts...)
 	if err != nil {
-		return nil, invalid(err)
+		return nil, err
 	}
 	gate := shard.NewGate(scheduler.NewRedlockLocker(locks))
 	s, err := scheduler.New(gate, schedOpts...)
 	if err != nil {
-		return nil, invalid(err)
+		return nil, err
 	}
 	f, err := fleet.New(fleet.Config{Locks: locks, LockOptions: shardOpts, Gate: gate, Scheduler: s, Hook: hook,
 		ScanOptions: scanOpts, Logger: cfg.logger})
 	if err != nil {
-		return nil, invalid(err)
+		return nil, err
 	}
 	if m != nil {
 		if err := cfg.registerer.Register(m); err != nil {

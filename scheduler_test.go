@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redcron/redcron/mutex"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -169,7 +170,7 @@ func TestNodeFailures(t *testing.T) {
 
 // TestStalledReplica: the replica running a long job loses its connections
 // to every node past the lock TTL. Its job's context is cancelled with
-// ErrLockLost; another replica runs a later tick; and a fenced store
+// mutex.ErrLost; another replica runs a later tick; and a fenced store
 // refuses the stale replica's late write.
 func TestStalledReplica(t *testing.T) {
 	t.Parallel()
@@ -246,8 +247,8 @@ func TestStalledReplica(t *testing.T) {
 		t.Fatal("the stalled replica's job was not cancelled")
 	}
 	lostAt := time.Now()
-	if !errors.Is(cause, scheduler.ErrLockLost) {
-		t.Errorf("stalled job's cause: %v, want ErrLockLost", cause)
+	if !errors.Is(cause, mutex.ErrLost) {
+		t.Errorf("stalled job's cause: %v, want mutex.ErrLost", cause)
 	}
 	if took := lostAt.Sub(cutAt); took > 1500*time.Millisecond {
 		t.Errorf("the stalled job was told %v after its connections were cut, with a 1 s TTL", took)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/statuspage"
 )
 
@@ -17,15 +17,15 @@ import (
 // replicas and the leaks. It logs through the logger given to New. It is
 // read-only unless statuspage.WithAuthorize lets a request pause or
 // resume a job, trigger it, or fix the leaks. Its errors for bad options
-// match ErrInvalidOption.
+// match mutex.ErrInvalidOption.
 //
 //	page, err := s.StatusPage(statuspage.WithAuthorize(auth))
 //	mux.Handle("/redcron/", http.StripPrefix("/redcron", page))
 func (s *Scheduler) StatusPage(opts ...statuspage.Option) (http.Handler, error) {
 	base := []statuspage.Option{statuspage.WithJobs(s.Entries), statuspage.WithLogger(s.log)}
 	p, err := statuspage.New(s.locks, append(base, opts...)...)
-	if errors.Is(err, scheduler.ErrInvalidOption) {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+	if errors.Is(err, mutex.ErrInvalidOption) {
+		return nil, fmt.Errorf("%w: %w", mutex.ErrInvalidOption, err)
 	}
 	if err != nil {
 		return nil, err

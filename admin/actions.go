@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/scheduler"
 )
 
 // Pause pauses the job fleet-wide: it sets the job's pause key, with no
@@ -19,7 +21,7 @@ import (
 // where the key was set), in the order given to New, and records the
 // pause in the job's ledger. Its error names the job: it matches
 // scheduler.ErrUnknownJob for a name no live replica publishes (see
-// Options.AnyJob), and scheduler.ErrNoQuorum when fewer than a majority of
+// Options.AnyJob), and mutex.ErrNoQuorum when fewer than a majority of
 // the nodes took it; the pause is then taken back where it was set.
 func (c *Client) Pause(ctx context.Context, job string) ([]error, error) {
 	return c.pause(ctx, job, true)
@@ -28,7 +30,7 @@ func (c *Client) Pause(ctx context.Context, job string) ([]error, error) {
 // Resume resumes a paused job: it deletes the job's pause key on every
 // node. It returns each node's error (nil where the key is gone), in the
 // order given to New, and records the resume in the job's ledger. Its
-// error matches scheduler.ErrUnknownJob and scheduler.ErrNoQuorum as
+// error matches scheduler.ErrUnknownJob and mutex.ErrNoQuorum as
 // Pause's does. A node that missed it refuses the job's ticks until it is
 // resumed there too: run it again once the node is back.
 func (c *Client) Resume(ctx context.Context, job string) ([]error, error) {
@@ -56,7 +58,7 @@ func (c *Client) pause(ctx context.Context, job string, on bool) ([]error, error
 // each node's error placing it (nil where it was placed), in the order
 // given to New, and records the trigger in the job's ledger. Its error
 // names the job: it matches scheduler.ErrUnknownJob for a name no live
-// replica publishes (see Options.AnyJob), scheduler.ErrNoQuorum when
+// replica publishes (see Options.AnyJob), mutex.ErrNoQuorum when
 // fewer than a majority of the nodes took the request, and
 // context.DeadlineExceeded (or ctx's error) when no replica took it in
 // time (no replica has the job, or none is running).
@@ -99,4 +101,32 @@ func errAttr(err error) slog.Attr {
 		return slog.Attr{}
 	}
 	return slog.String("error", err.Error())
+}
+
+// Tagged returns the names of the jobs carrying tag (scheduler.WithTags),
+// sorted: those some live replica publishes with it in its job table. It
+// reads the heartbeats and the job tables, not every key. Pause, Resume,
+// Trigger and History act on one job each: to pause a tag, pause each
+// job Tagged returns (a job tagged later is not paused by it). Its error
+// matches scheduler.ErrUnknownJob when no live replica publishes a job with
+// the tag; when the job table of some live replica could not be read, the
+// jobs found are returned with an error naming those replicas, as the
+// selection may miss some of theirs.
+func (c *Client) Tagged(ctx context.Context, tag string) ([]string, error) {
+	if tag == "" {
+		return nil, fmt.Errorf("%w: empty tag", scheduler.ErrInvalidJob)
+	}
+	t, err := c.cl.Published(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("jobs tagged %q: %w", tag, err)
+	}
+	names := t.Tagged(tag)
+	if unread := t.Unread(); len(unread) > 0 {
+		return names, fmt.Errorf("jobs tagged %q: the job tables of %d live replicas could not be read (%s): some of their jobs may carry it too",
+			tag, len(unread), strings.Join(unread, ", "))
+	}
+	if len(names) == 0 {
+		return nil, &unknownJob{fmt.Errorf("%w: no live replica (of %d) publishes a job tagged %q", cluster.ErrNoSuchJob, len(t.Of), tag)}
+	}
+	return names, nil
 }

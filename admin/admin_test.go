@@ -12,6 +12,7 @@ import (
 	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
 )
@@ -50,7 +51,7 @@ func lockKeys(t *testing.T, name string) engine.LockKeys {
 }
 
 // TestNewRefusesBadOptions: New's errors name what is wrong and match
-// scheduler.ErrInvalidOption.
+// mutex.ErrInvalidOption.
 func TestNewRefusesBadOptions(t *testing.T) {
 	n := func(name string) *store.Node {
 		node, err := store.NewNode(name, redis.NewClient(&redis.Options{Addr: name}))
@@ -75,8 +76,8 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		{[]*store.Node{a}, admin.Options{Operator: "ops|root"}, `Operator "ops|root"`},
 	} {
 		_, err := admin.New(tc.nodes, tc.opts)
-		if !errors.Is(err, scheduler.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("New(%d nodes, %+v) = %v; want %q, matching scheduler.ErrInvalidOption", len(tc.nodes), tc.opts, err, tc.want)
+		if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%d nodes, %+v) = %v; want %q, matching mutex.ErrInvalidOption", len(tc.nodes), tc.opts, err, tc.want)
 		}
 	}
 	if _, err := admin.New([]*store.Node{a, b}, admin.Options{KeyPrefix: "billing", Operator: "deploy-bot"}); err != nil {
@@ -124,7 +125,7 @@ func TestUnknownJob(t *testing.T) {
 }
 
 // TestNoMajority: a pause that reaches one node of three fails with an
-// error matching scheduler.ErrNoQuorum, each down node's error names it,
+// error matching mutex.ErrNoQuorum, each down node's error names it,
 // and the pause is taken back where it was set; a history read from one
 // node fails likewise, with the records read.
 func TestNoMajority(t *testing.T) {
@@ -139,22 +140,22 @@ func TestNoMajority(t *testing.T) {
 	c.Node(1).Kill()
 	c.Node(2).Kill()
 	errs, err := a.Resume(ctx, "nightly")
-	if !errors.Is(err, scheduler.ErrNoQuorum) || !strings.Contains(err.Error(), `resume "nightly"`) {
-		t.Errorf("Resume on 1 node of 3: %v; want it to name the job and match scheduler.ErrNoQuorum", err)
+	if !errors.Is(err, mutex.ErrNoQuorum) || !strings.Contains(err.Error(), `resume "nightly"`) {
+		t.Errorf("Resume on 1 node of 3: %v; want it to name the job and match mutex.ErrNoQuorum", err)
 	}
 	if len(errs) != 3 || errs[0] != nil || errs[1] == nil || !strings.Contains(errs[1].Error(), c.Node(1).Addr()) ||
 		errs[2] == nil || !strings.Contains(errs[2].Error(), c.Node(2).Addr()) {
 		t.Errorf("each node's error: %v; want the two down nodes', naming them", errs)
 	}
 	_, err = a.Pause(ctx, "other")
-	if !errors.Is(err, scheduler.ErrNoQuorum) {
+	if !errors.Is(err, mutex.ErrNoQuorum) {
 		t.Errorf("Pause on 1 node of 3: %v", err)
 	}
 	if on := c.Node(0).Client(t).Exists(ctx, lockKeys(t, "other").Pause).Val(); on != 0 {
 		t.Errorf("a pause on a minority was left in place")
 	}
 	records, _, err := a.History(ctx, "nightly", 10)
-	if !errors.Is(err, scheduler.ErrNoQuorum) || len(records) != 1 {
+	if !errors.Is(err, mutex.ErrNoQuorum) || len(records) != 1 {
 		t.Errorf("History from 1 node of 3: %d records, %v; want the pause's record and an error matching ErrNoQuorum", len(records), err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redcron/redcron/internal/cluster"
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
 )
@@ -69,7 +70,7 @@ type Client struct {
 // New returns a Client of the fleet on nodes, every independent master the
 // fleet's Redlocks use, in any order. It does no I/O. Its errors, for no
 // node, a nil one, two of one name or a bad option, name the culprit and
-// match scheduler.ErrInvalidOption.
+// match mutex.ErrInvalidOption.
 func New(nodes []*store.Node, opts Options) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, invalid("no node")
@@ -103,7 +104,7 @@ func New(nodes []*store.Node, opts Options) (*Client, error) {
 	if who == "" {
 		who = operator()
 	} else if strings.ContainsFunc(who, func(r rune) bool { return r == '|' || !unicode.IsPrint(r) }) {
-		return nil, fmt.Errorf("%w: admin.New: Operator %q: want printable text without \"|\"", scheduler.ErrInvalidOption, who)
+		return nil, fmt.Errorf("%w: admin.New: Operator %q: want printable text without \"|\"", mutex.ErrInvalidOption, who)
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -146,11 +147,11 @@ func (c *Client) checkJob(ctx context.Context, job string) error {
 }
 
 // invalidOption is the error of New for a bad option or node, which it
-// names; it matches scheduler.ErrInvalidOption.
+// names; it matches mutex.ErrInvalidOption.
 type invalidOption struct{ err error }
 
 func (e *invalidOption) Error() string   { return "admin.New: " + e.err.Error() }
-func (e *invalidOption) Unwrap() []error { return []error{scheduler.ErrInvalidOption, e.err} }
+func (e *invalidOption) Unwrap() []error { return []error{mutex.ErrInvalidOption, e.err} }
 
 // invalid returns New's error for a bad option or node, formatted as
 // fmt.Errorf formats.
@@ -189,11 +190,11 @@ func (c *Client) perNode(errs []error) []error {
 
 // noMajority is the error of an action that fewer than a majority of the
 // nodes took, or of a history read from fewer: it matches
-// scheduler.ErrNoQuorum.
+// mutex.ErrNoQuorum.
 type noMajority struct{ err error }
 
 func (e *noMajority) Error() string   { return e.err.Error() }
-func (e *noMajority) Unwrap() []error { return []error{scheduler.ErrNoQuorum, e.err} }
+func (e *noMajority) Unwrap() []error { return []error{mutex.ErrNoQuorum, e.err} }
 
 // wrap returns err with the errors of internal/cluster matched by the
 // scheduler's sentinels, prefixed by what (the action and its job).

@@ -24,8 +24,8 @@
 //
 // Errors match the sentinels of package scheduler with errors.Is:
 // scheduler.ErrUnknownJob for a name no live replica publishes,
-// scheduler.ErrNoQuorum for an action fewer than a majority of the nodes
-// took (or a history read from fewer), scheduler.ErrInvalidOption for
+// mutex.ErrNoQuorum for an action fewer than a majority of the nodes
+// took (or a history read from fewer), mutex.ErrInvalidOption for
 // bad Options; a trigger no replica took in time matches
 // context.DeadlineExceeded. Each error names its job or node. Errors and
 // records carry the nodes' and the jobs' own words: pass them through

@@ -56,7 +56,7 @@ func msTime(ms int64) time.Time { return ledger.Time(ms) }
 // nowhere and the operators' actions; and each node's error (nil for a
 // node read), in the order given to New. Its error names the job: it
 // matches scheduler.ErrUnknownJob for a name no live replica publishes
-// (see Options.AnyJob), scheduler.ErrNoQuorum when fewer than a majority
+// (see Options.AnyJob), mutex.ErrNoQuorum when fewer than a majority
 // of the nodes could be read (the records read are returned: the history
 // may miss runs).
 func (c *Client) History(ctx context.Context, job string, n int) ([]Record, []error, error) {

@@ -45,6 +45,9 @@ type Job struct {
 	// those listing it; empty when none does.
 	Spec, Zone string
 	Next       time.Time
+	// Tags are its tags (scheduler.WithTags), sorted, from the same table;
+	// Tagged selects jobs by them.
+	Tags []string
 	// Publishers is how many live replicas list it in their job table;
 	// Phantom says none does, while every live replica's table was read:
 	// a leftover of a job gone, or one not deployed yet.
@@ -121,7 +124,7 @@ func publicStatus(c *Client, st *cluster.Status) *Status {
 		out.Unknown = st.Published.Unread()
 	}
 	for _, j := range st.Jobs {
-		pj := Job{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, Publishers: j.Publishers, Phantom: j.Phantom,
+		pj := Job{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, Tags: j.Tags, Publishers: j.Publishers, Phantom: j.Phantom,
 			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
 		if len(j.Runs) > 0 {
 			r := recordOf(j.Runs[0])

@@ -159,7 +159,7 @@ func TestWithReplicaInfo(t *testing.T) {
 		t.Errorf("after two options: version %q, job table set %v", s.cfg.version, s.cfg.jobTable != nil)
 	}
 	r, _ := pair(t, c, "")
-	if _, err := New(r, "x", WithReplicaInfo(strings.Repeat("v", 101), nil)); !errors.Is(err, ErrInvalidOption) ||
+	if _, err := New(r, "x", WithReplicaInfo(strings.Repeat("v", 101), nil)); !errors.Is(err, mutex.ErrInvalidOption) ||
 		!strings.Contains(err.Error(), "WithReplicaInfo") {
 		t.Errorf("a 101-byte version: %v", err)
 	}

@@ -67,10 +67,6 @@ type Event struct {
 	Err error
 }
 
-// ErrInvalidOption is matched by the errors of New for a bad option or
-// argument.
-var ErrInvalidOption = errors.New("leakscan: invalid option")
-
 // Option configures New.
 type Option func(*config) error
 
@@ -90,7 +86,7 @@ type config struct {
 func WithInterval(every time.Duration) Option {
 	return func(c *config) error {
 		if every != 0 && every < time.Second {
-			return fmt.Errorf("%w: WithInterval: %v is below 1s", ErrInvalidOption, every)
+			return fmt.Errorf("%w: WithInterval: %v is below 1s", mutex.ErrInvalidOption, every)
 		}
 		c.interval = every
 		return nil
@@ -106,10 +102,10 @@ func WithInterval(every time.Duration) Option {
 func WithHeartbeat(interval, ttl time.Duration) Option {
 	return func(c *config) error {
 		if interval < time.Second {
-			return fmt.Errorf("%w: WithHeartbeat: interval %v is less than a second", ErrInvalidOption, interval)
+			return fmt.Errorf("%w: WithHeartbeat: interval %v is less than a second", mutex.ErrInvalidOption, interval)
 		}
 		if ttl < 2*interval {
-			return fmt.Errorf("%w: WithHeartbeat: ttl %v is less than twice the interval %v", ErrInvalidOption, ttl, interval)
+			return fmt.Errorf("%w: WithHeartbeat: ttl %v is less than twice the interval %v", mutex.ErrInvalidOption, ttl, interval)
 		}
 		c.beatEvery, c.beatTTL = interval, ttl
 		return nil
@@ -121,7 +117,7 @@ func WithHeartbeat(interval, ttl time.Duration) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
-			return fmt.Errorf("%w: WithLogger: nil logger", ErrInvalidOption)
+			return fmt.Errorf("%w: WithLogger: nil logger", mutex.ErrInvalidOption)
 		}
 		c.logger = l
 		return nil
@@ -141,7 +137,7 @@ func WithLogger(l *slog.Logger) Option {
 func WithReplicaInfo(version string, jobTable func() string) Option {
 	return func(c *config) error {
 		if len(version) > 100 {
-			return fmt.Errorf("%w: WithReplicaInfo: version %.20q... is longer than 100 bytes", ErrInvalidOption, version)
+			return fmt.Errorf("%w: WithReplicaInfo: version %.20q... is longer than 100 bytes", mutex.ErrInvalidOption, version)
 		}
 		if version != "" {
 			c.version = version
@@ -158,7 +154,7 @@ func WithReplicaInfo(version string, jobTable func() string) Option {
 func WithObserver(f func(Event)) Option {
 	return func(c *config) error {
 		if f == nil {
-			return fmt.Errorf("%w: WithObserver: nil function", ErrInvalidOption)
+			return fmt.Errorf("%w: WithObserver: nil function", mutex.ErrInvalidOption)
 		}
 		c.observers = append(c.observers, f)
 		return nil
@@ -170,13 +166,13 @@ func WithObserver(f func(Event)) Option {
 // scans and fixes, as an admin command does. It does no I/O.
 func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	if r == nil {
-		return nil, fmt.Errorf("%w: New: nil Redlock", ErrInvalidOption)
+		return nil, fmt.Errorf("%w: New: nil Redlock", mutex.ErrInvalidOption)
 	}
 	cfg := config{interval: 5 * time.Minute, beatEvery: 5 * time.Second, beatTTL: 15 * time.Second,
 		logger: slog.New(slog.DiscardHandler), version: engine.MainVersion()}
 	for i, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: New: option %d is nil", ErrInvalidOption, i)
+			return nil, fmt.Errorf("%w: New: option %d is nil", mutex.ErrInvalidOption, i)
 		}
 		if err := o(&cfg); err != nil {
 			return nil, err
@@ -185,7 +181,7 @@ func New(r *mutex.Redlock, owner string, opts ...Option) (*Scanner, error) {
 	w := lockwire.Of(r)
 	keys, err := engine.NewKeyspace(w.KeyPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		return nil, fmt.Errorf("%w: %w", mutex.ErrInvalidOption, err)
 	}
 	s := &Scanner{r: w, keys: keys, owner: owner, cfg: cfg, now: time.Now, started: time.Now(), nodes: w.Nodes}
 	s.quorum = len(s.nodes)/2 + 1

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redcron/redcron/internal/leaks"
 	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
 )
 
 // TestScanTurn: one replica at a time has the turn to scan; it is free
@@ -130,11 +131,11 @@ func TestNewBadInput(t *testing.T) {
 		{WithObserver(nil), "WithObserver"},
 		{nil, "option 0"},
 	} {
-		if _, err := New(r, "x", tc.opt); !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
+		if _, err := New(r, "x", tc.opt); !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New with a bad %s: %v", tc.want, err)
 		}
 	}
-	if _, err := New(nil, "x"); !errors.Is(err, ErrInvalidOption) {
+	if _, err := New(nil, "x"); !errors.Is(err, mutex.ErrInvalidOption) {
 		t.Errorf("New(nil): %v", err)
 	}
 }

@@ -77,7 +77,7 @@ type Collector struct {
 }
 
 // New returns a Collector configured by opts. It registers nothing and
-// starts nothing; its error matches ErrInvalidOption when an option is
+// starts nothing; its error matches mutex.ErrInvalidOption when an option is
 // refused.
 //
 //	m, err := metrics.New()

@@ -16,6 +16,7 @@ import (
 	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/leakscan"
 	"github.com/redcron/redcron/metrics"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -151,6 +152,7 @@ redcron_scheduler_runs_total{job_name="j",result="timeout"} 0
 # HELP redcron_scheduler_skips_total Ticks of each job that this replica did not run, by reason (held and already_run are normal: another replica ran them).
 # TYPE redcron_scheduler_skips_total counter
 redcron_scheduler_skips_total{job_name="j",reason="already_run"} 0
+redcron_scheduler_skips_total{job_name="j",reason="cluster_limit"} 0
 redcron_scheduler_skips_total{job_name="j",reason="held"} 0
 redcron_scheduler_skips_total{job_name="j",reason="lease_lost"} 0
 redcron_scheduler_skips_total{job_name="j",reason="max_runs"} 0
@@ -277,8 +279,8 @@ func TestOptions(t *testing.T) {
 		{nil, "nil Option"},
 	} {
 		m, err := metrics.New(tc.opt)
-		if !errors.Is(err, metrics.ErrInvalidOption) || !strings.Contains(err.Error(), tc.name) || m != nil {
-			t.Errorf("%s: New returned %v, %v; want an ErrInvalidOption naming it", tc.name, m, err)
+		if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), tc.name) || m != nil {
+			t.Errorf("%s: New returned %v, %v; want an mutex.ErrInvalidOption naming it", tc.name, m, err)
 		}
 	}
 
@@ -347,8 +349,8 @@ func TestJobSeriesLifecycle(t *testing.T) {
 	if n := testutil.CollectAndCount(m, "redcron_scheduler_runs_total"); n != 14 {
 		t.Errorf("%d runs_total series for 2 jobs, want 2×7", n)
 	}
-	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 18 {
-		t.Errorf("%d skips_total series for 2 jobs, want 2×9", n)
+	if n := testutil.CollectAndCount(m, "redcron_scheduler_skips_total"); n != 20 {
+		t.Errorf("%d skips_total series for 2 jobs, want 2×10", n)
 	}
 
 	if err := s1.Remove("a"); err != nil {
@@ -401,7 +403,7 @@ func TestEventMapping(t *testing.T) {
 		}
 	}
 	for i, r := range []string{"held", "already_run", "overlap",
-		"misfire", "no_quorum", "max_runs", "overload"} {
+		"misfire", "no_quorum", "max_runs", "overload", "cluster_limit"} {
 		for range i + 1 {
 			o(scheduler.Event{Kind: "skipped", Job: "j", Skip: r})
 		}
@@ -425,6 +427,7 @@ func TestEventMapping(t *testing.T) {
 		redcron_scheduler_skips_total{job_name="j",reason="paused"} 0
 		redcron_scheduler_skips_total{job_name="j",reason="max_runs"} 6
 		redcron_scheduler_skips_total{job_name="j",reason="overload"} 7
+		redcron_scheduler_skips_total{job_name="j",reason="cluster_limit"} 8
 		redcron_scheduler_lock_retries_total{job_name="j"} 1
 		redcron_scheduler_runs_in_progress{job_name="j"} 1
 	`, "redcron_scheduler_runs_total", "redcron_scheduler_skips_total", "redcron_scheduler_lock_retries_total",

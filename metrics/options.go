@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -10,11 +9,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
-)
 
-// ErrInvalidOption is matched by the errors New returns for option values
-// it refuses; the error names the option.
-var ErrInvalidOption = errors.New("metrics: invalid option")
+	"github.com/redcron/redcron/mutex"
+)
 
 // Option configures a Collector in New.
 type Option func(*config) error
@@ -58,7 +55,7 @@ func defaultAcquireBuckets() []float64 {
 }
 
 func optionError(option, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalidOption, option, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s: %s", mutex.ErrInvalidOption, option, fmt.Sprintf(format, args...))
 }
 
 // WithNamespace sets the first component of every metric name. The default

@@ -21,7 +21,7 @@ func allResults() []string {
 func allSkipReasons() []string {
 	return []string{
 		"held", "already_run", "overlap",
-		"misfire", "no_quorum", "lease_lost", "paused", "max_runs", "overload",
+		"misfire", "no_quorum", "lease_lost", "paused", "max_runs", "cluster_limit", "overload",
 	}
 }
 
@@ -47,11 +47,11 @@ type jobSeries struct {
 // read lock only while it updates a job's series.
 func (c *Collector) observeScheduler(e scheduler.Event) {
 	switch e.Kind {
-	case "job_added":
+	case scheduler.KindJobAdded:
 		c.addJob(e.Job)
-	case "job_removed":
+	case scheduler.KindJobRemoved:
 		c.removeJob(e.Job)
-	case "run_started", "run_finished", "skipped", "lock_retry":
+	case scheduler.KindRunStarted, scheduler.KindRunFinished, scheduler.KindSkipped, scheduler.KindLockRetry:
 		// The read lock keeps removeJob from deleting the series while
 		// they are updated, so an event racing with Remove never
 		// recreates a removed job's series.
@@ -66,7 +66,7 @@ func (c *Collector) observeScheduler(e scheduler.Event) {
 // observeJob records an event of job j; c.jobsMu is read-locked.
 func (c *Collector) observeJob(j *jobSeries, e scheduler.Event) {
 	switch e.Kind {
-	case "run_started":
+	case scheduler.KindRunStarted:
 		j.mu.Lock()
 		j.running[e.RunID] = struct{}{}
 		j.mu.Unlock()
@@ -74,7 +74,7 @@ func (c *Collector) observeJob(j *jobSeries, e scheduler.Event) {
 		if !e.Tick.IsZero() { // a triggered run has no tick, hence no delay
 			j.startDelay.Observe(e.StartDelay.Seconds())
 		}
-	case "run_finished":
+	case scheduler.KindRunFinished:
 		j.mu.Lock()
 		_, ours := j.running[e.RunID]
 		delete(j.running, e.RunID)
@@ -92,13 +92,13 @@ func (c *Collector) observeJob(j *jobSeries, e scheduler.Event) {
 		} else {
 			c.runs.WithLabelValues(e.Job, e.Result).Inc()
 		}
-	case "skipped":
+	case scheduler.KindSkipped:
 		if s := j.skips[e.Skip]; s != nil {
 			s.Inc()
 		} else {
 			c.skips.WithLabelValues(e.Job, e.Skip).Inc()
 		}
-	case "lock_retry":
+	case scheduler.KindLockRetry:
 		j.retries.Inc()
 	}
 }

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"github.com/redcron/redcron/mutex"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,7 +212,7 @@ func TestLockLostRun(t *testing.T) {
 		t.Errorf("runs_in_progress %v during the run", got)
 	}
 	c.del(t, lockKey(t, "long")) // the next extension finds the lock gone
-	if cause := await(t, returned, "the job to be cancelled after its lock was deleted"); !errors.Is(cause, scheduler.ErrLockLost) {
+	if cause := await(t, returned, "the job to be cancelled after its lock was deleted"); !errors.Is(cause, mutex.ErrLost) {
 		t.Fatalf("the job was cancelled with %v", cause)
 	}
 	stop() // waits for the run to be reported

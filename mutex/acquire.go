@@ -16,6 +16,9 @@ type attemptReq struct {
 	ttl   time.Duration
 	lc    lockConfig
 	token string // fresh for every attempt: a late release of an earlier attempt must never match
+	// waiter, for a Lock that waited, is its id: refused, it takes the
+	// lock's turn (engine.AcquireRequest.Waiter).
+	waiter string
 }
 
 // attemptAll makes one acquisition attempt at each of reqs, all together:
@@ -68,6 +71,12 @@ func (r *Redlock) newRound(reqs []attemptReq) *round {
 	for j, q := range reqs {
 		value := engine.Value{Token: q.token, Acquired: rd.start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
 		rd.areqs[j] = engine.AcquireRequest{Keys: q.keys, Value: value, TTL: q.ttl, Occurrence: q.lc.occurrence, WantInfo: true}
+		if q.waiter != "" {
+			rd.areqs[j].Waiter, rd.areqs[j].TurnTTL = q.waiter, r.turnTTL()
+		}
+		if r.fencing1(q.lc) {
+			rd.areqs[j].FenceFloor, rd.areqs[j].StateTTL = uint64(rd.start.UnixMicro()), r.cfg.stateTTL
+		}
 		rd.strags[j] = &stragglers{r: r, keys: q.keys, value: value, ttl: q.ttl}
 		if q.lc.ticket != "" {
 			rd.ticketAt[j] = -1
@@ -117,24 +126,27 @@ func (rd *round) commit(ctx context.Context) {
 			}
 			continue
 		}
+		fused := rd.areqs[j].FenceFloor != 0
 		if r.cfg.fencing {
 			var seen uint64
 			for _, res := range rd.votes[j] {
 				seen = max(seen, res.fence)
 			}
 			rd.fences[j] = max(seen+1, uint64(time.Now().UnixMicro()))
+			if fused {
+				rd.fences[j] = seen // raised by the vote itself
+			}
 		}
-		rd.records[j], rd.started[j] = r.startRecord(q.keys.Name, q.lc, rd.fences[j], rd.start)
-		if rd.fences[j] != 0 || q.lc.occurrence != 0 || q.lc.ticket != "" {
+		rd.records[j] = r.startRecord(q.keys.Name, q.lc, rd.fences[j], rd.start)
+		if rd.fences[j] != 0 && !fused || q.lc.occurrence != 0 || q.lc.ticket != "" {
+			rd.started[j] = r.recordText(rd.records[j])
 			// A commit may write the started record on some nodes and
 			// still fail: the attempt's releases take it back.
 			rd.strags[j].ledger = r.ledgerWrite(rd.records[j], rd.started[j], "")
 			commits = append(commits, commitItem{j: j, until: rd.start.Add(q.ttl - r.drift(q.ttl)), voters: rd.voters(j),
 				req: engine.CommitRequest{Keys: q.keys, Value: rd.areqs[j].Value, Fence: rd.fences[j], Occurrence: q.lc.occurrence,
 					Ledger: r.ledgerWrite(rd.records[j], "", rd.started[j]), Ticket: q.lc.ticket}})
-		} else {
-			rd.started[j] = "" // no commit, so no started record: the release writes the record
-		}
+		} // else no commit, so no started record: the release writes the record
 	}
 	for _, c := range r.commitAll(ctx, commits) {
 		if !c.ok {
@@ -192,33 +204,6 @@ func (rd *round) finish(ctx context.Context) []Result {
 		out[j].Err = r.reportFailure(ctx, rd.failed[j], rd.start, rd.reqs[j].lc.occurrence)
 	}
 	return out
-}
-
-// acquireDecider decides an acquisition when a quorum voted yes, or when
-// it can no longer get one and the reason is known: a quorum of one
-// holder or of marks, or every node answered. A split vote thus waits for
-// the slowest node (within the node timeout) to be told apart from a
-// lock held elsewhere.
-func acquireDecider(n, quorum int) decider {
-	return func(rs []NodeResult) bool {
-		yes, answered := 0, 0
-		for _, r := range rs {
-			if r.Vote == voteYes {
-				yes++
-			}
-			if !r.pending() {
-				answered++
-			}
-		}
-		if yes >= quorum || answered == n {
-			return true
-		}
-		if n-answered+yes >= quorum {
-			return false // the pending nodes could still make a quorum
-		}
-		_, reason := acquireReason(rs, quorum)
-		return reason != ErrNoQuorum
-	}
 }
 
 // acquireReason says which value holds a quorum, when that is the reason,

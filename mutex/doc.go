@@ -26,5 +26,23 @@
 // locks and marks. Unless the nodes are declared trusted (WithTrustedNodes),
 // the vote of a node whose uptime is below the maximum TTL does not count,
 // nor its vote for an occurrence earlier than its start plus the max TTL
-// and 3 s.
+// and 3 s. A node's server is read (INFO) on the first call of each
+// connection, and every 100 ms on a busy one: a restart closes the
+// connections, so the later answers on one come from the server read
+// (behind a proxy that keeps them open, see docs/lock.md).
+//
+// Waiting: Lock waits for a held lock without polling: a release publishes
+// on the lock's channel (Redis pub/sub) while a waiter is subscribed, and
+// the waiter tries again at once; a notification lost costs at most a
+// retry delay. A Redlock's waiters for one name are served first come,
+// first served; across Redlocks, the waiter that began first holds the
+// lock's turn on the nodes, and no other acquisition succeeds until it is
+// served or gives up, so none starves.
+//
+// Costs: an acquisition that claims no occurrence reaches a node as plain
+// commands rather than a script, and a lone release as a lean script; a
+// Redlock of one node sends its calls from the caller's goroutine and
+// commits the fence with the vote, so that on one node an acquisition and
+// a release cost one round trip each, fencing or not. docs/lock.md has
+// the details and their measured costs.
 package mutex

@@ -32,17 +32,17 @@ var (
 	ErrNoQuorum = fmt.Errorf("%w: no quorum", ErrNotAcquired)
 
 	// ErrLost: the lease can no longer be proven (it expired, or a quorum
-	// of nodes no longer holds it). It is the cause of a KeepAlive
-	// context's cancellation.
+	// of nodes no longer holds it), or this handle released it. It is the
+	// cause of a KeepAlive context's cancellation.
 	ErrLost = errors.New("mutex: lock lost")
 	// ErrMaxHold: KeepAlive stopped extending because the lock reached the
 	// maximum hold time; it comes joined with ErrLost.
 	ErrMaxHold = errors.New("mutex: maximum hold time reached")
-	// ErrReleased: the lock was already released by this handle.
-	ErrReleased = errors.New("mutex: lock already released")
 	// ErrInvalidOption is matched by errors about option values and
-	// arguments.
-	ErrInvalidOption = errors.New("mutex: invalid option")
+	// arguments, of this package and of every package above it (the
+	// scheduler, the leak scan, the metrics, the status page, the admin
+	// API and the front door): one error for all of them.
+	ErrInvalidOption = errors.New("redcron: invalid option")
 )
 
 // errPaused is the reason of a claim refused by a quorum of nodes on

@@ -79,3 +79,18 @@ func ExampleRedlock_TryLock() {
 		fmt.Println("ours, fence", l.Fence())
 	}
 }
+
+// At most two report exports at once in the fleet: each holder takes one
+// of the lock's two permits, keeps it alive while it works, and releases it.
+func ExamplePermits() {
+	ctx := context.Background()
+	locks := connect()
+	permit, err := locks.Lock(ctx, "report-export", 30*time.Second, mutex.Permits(2)) // waits for a free permit
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, mutex.ErrHeld): all held until ctx ended
+	}
+	defer permit.Release(context.Background())
+	work, stop := permit.KeepAlive(ctx)
+	defer stop()
+	_ = writeInvoices(work, permit.Fence())
+}

@@ -55,6 +55,11 @@ func (r *Redlock) fanoutFor(ctx context.Context, wait time.Duration, count int, 
 	g := newGather(r.nodes, count)
 	nctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	if len(r.nodes) == 1 {
+		// The one node's answer is all there is to wait for: the call may
+		// be sent from this goroutine (see engine.MayBlock).
+		nctx = engine.MayBlock(nctx)
+	}
 	start := time.Now()
 	for i, node := range r.nodes {
 		op(nctx, i, node, g.deliverer(i, node.Name(), start, late))

@@ -34,7 +34,7 @@ func (k *keeper) stop() {
 // stop ends the loop, waits for its goroutine and cancels the context with
 // cause context.Canceled; it may be called more than once. A second call to
 // KeepAlive returns the running one's context and stop; after Release it
-// returns a context already cancelled with a cause matching ErrReleased.
+// returns a context already cancelled with a cause matching ErrLost.
 func (l *Lock) KeepAlive(ctx context.Context) (context.Context, func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -46,7 +46,7 @@ func (l *Lock) KeepAlive(ctx context.Context) (context.Context, func()) {
 	}
 	kctx, cancel := context.WithCancelCause(ctx)
 	if l.released {
-		cancel(fmt.Errorf("mutex: keepalive %q: %w", l.keys.Name, ErrReleased))
+		cancel(fmt.Errorf("%w: keepalive %q: released by this handle", ErrLost, l.keys.Name))
 		return kctx, func() {}
 	}
 	k := &keeper{ctx: kctx, cancel: cancel, done: make(chan struct{})}

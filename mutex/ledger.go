@@ -7,13 +7,18 @@ import (
 )
 
 // startRecord returns the record an acquisition's commit writes to the
-// lock's ledger, and its text ("" with the ledger off).
-func (r *Redlock) startRecord(name string, lc lockConfig, fence uint64, start time.Time) (engine.Record, string) {
+// lock's ledger; its text (recordText) is made only for a commit.
+func (r *Redlock) startRecord(name string, lc lockConfig, fence uint64, start time.Time) engine.Record {
+	return engine.Record{Job: name, Owner: lc.owner, Tick: lc.occurrence, Fence: fence, Start: start.UnixMilli(), Ticket: lc.ticket}
+}
+
+// recordText returns rec's text as the ledger stores it, "" with the
+// ledger off.
+func (r *Redlock) recordText(rec engine.Record) string {
 	if r.cfg.ledgerCap == 0 {
-		return engine.Record{}, ""
+		return ""
 	}
-	rec := engine.Record{Job: name, Owner: lc.owner, Tick: lc.occurrence, Fence: fence, Start: start.UnixMilli(), Ticket: lc.ticket}
-	return rec, rec.Text()
+	return rec.Text()
 }
 
 // ledgerWrite returns the ledger write that replaces the started record

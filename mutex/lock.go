@@ -107,7 +107,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 	released, until := l.released, l.until
 	l.mu.Unlock()
 	if released {
-		return fmt.Errorf("mutex: extend %q: %w", l.keys.Name, ErrReleased)
+		return fmt.Errorf("%w: extend %q: released by this handle", ErrLost, l.keys.Name)
 	}
 	if !start.Before(until) {
 		err := fmt.Errorf("%w: extend %q: validity ran out %v ago", ErrLost, l.keys.Name, start.Sub(until))
@@ -184,18 +184,21 @@ func (l *Lock) heal(results []NodeResult, start time.Time) {
 //
 // Release returns as soon as the outcome is known from a majority of
 // nodes, or after the node timeout; ctx's cancellation does not cut it
-// short. The other nodes still get the release, even a node that answers
+// short. With one node, whose answer is the outcome, the release is sent
+// from the caller's goroutine when the node is idle (no hand-off to its
+// worker), and Release then waits for the answer up to the bound below. The other nodes still get the release, even a node that answers
 // later (or is backing off after a failure), for up to ten node timeouts
 // (at least a second, at most the lock's TTL): Flush waits for those.
 // Release returns nil when a majority of nodes deleted the lock; an error
 // matching ErrLost when the lock had already expired or been taken over on
 // a majority; an error matching ErrNoQuorum when too few nodes answered
-// (the rest expires with the TTL); ErrReleased on a second call.
+// (the rest expires with the TTL). A second call does nothing and returns
+// nil: Release is safe to defer and to call again.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return fmt.Errorf("mutex: release %q: %w", l.keys.Name, ErrReleased)
+		return nil
 	}
 	l.released = true
 	if o, ok := outcome.FromContext(ctx); ok {

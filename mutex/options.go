@@ -94,8 +94,10 @@ func WithNodeTimeout(d time.Duration) Option {
 	}
 }
 
-// WithRetryDelay sets the mean delay between attempts of Lock (default
-// 100ms, range [1ms, 1m]); each delay is drawn uniformly from [d/2, 3d/2).
+// WithRetryDelay sets how long a waiting Lock waits, on average, for the
+// notification of a release before it tries again anyway (default 100ms,
+// range [1ms, 1m]); each delay is drawn uniformly from [d/2, 3d/2). A lock
+// claiming an occurrence is tried again after every such delay.
 func WithRetryDelay(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Millisecond || d > time.Minute {
@@ -259,6 +261,7 @@ type lockConfig struct {
 	occurrence int64
 	owner      string
 	ticket     string
+	permits    int // Permits; 0 or 1: a lock
 }
 
 // Occurrence makes the acquisition claim the occurrence at: it is refused

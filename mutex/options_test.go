@@ -94,12 +94,12 @@ func TestCanceledContext(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("release on a cancelled context: %v", err)
 	}
-	if err := l.Extend(ctx); !errors.Is(err, mutex.ErrReleased) {
-		t.Fatalf("extend after release: %v, want ErrReleased", err)
+	if err := l.Extend(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Fatalf("extend after release: %v, want ErrLost", err)
 	}
 	kctx, stop := l.KeepAlive(ctxTimeout(t, time.Minute))
 	defer stop()
-	if cause := context.Cause(kctx); !errors.Is(cause, mutex.ErrReleased) {
-		t.Fatalf("keepalive after release: cause %v, want ErrReleased", cause)
+	if cause := context.Cause(kctx); !errors.Is(cause, mutex.ErrLost) {
+		t.Fatalf("keepalive after release: cause %v, want ErrLost", cause)
 	}
 }

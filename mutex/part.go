@@ -142,8 +142,8 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 			value = engine.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
 			shared[sk] = value
 		}
-		records[j], started[j] = r.startRecord(q.keys.Name, q.lc, fence, start)
-		values[j] = value
+		records[j] = r.startRecord(q.keys.Name, q.lc, fence, start)
+		started[j], values[j] = r.recordText(records[j]), value // a claim writes its started record
 		creqs[j] = engine.ClaimRequest{Right: engine.Parent{Key: rights[j].keys.Lock, Value: rights[j].value}, Keys: q.keys,
 			Running:    engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
 			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
@@ -313,7 +313,7 @@ func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
 	close(k.done)
 	l.keep = k
 	if l.released {
-		cancel(fmt.Errorf("mutex: keepalive %q: %w", l.keys.Name, ErrReleased))
+		cancel(fmt.Errorf("%w: keepalive %q: released by this handle", ErrLost, l.keys.Name))
 		return kctx, k.stop
 	}
 	l.parent.mu.Lock()

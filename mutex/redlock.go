@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"sync/atomic"
 	"time"
@@ -27,7 +26,8 @@ type Redlock struct {
 	// fenceFloor is the highest fence counter a node answered to a claim
 	// of parts as ahead of the claim's (see nextFence).
 	fenceFloor atomic.Uint64
-	ends       ends // parts released, to end on the nodes (ends.go)
+	ends       ends   // parts released, to end on the nodes (ends.go)
+	waits      *waits // Lock's waiters (waiters.go)
 }
 
 // New returns a Redlock over nodes: 1, 3 or 5 independent masters are the
@@ -70,7 +70,9 @@ func New(storeNodes []*store.Node, opts ...Option) (*Redlock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
-	return &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes)), states: &nodeStates{}}, nil
+	r := &Redlock{nodes: nodes, keys: ks, quorum: len(nodes)/2 + 1, cfg: cfg, pending: &releases{}, servers: newServers(len(nodes)), states: &nodeStates{}}
+	r.waits = newWaits(r)
+	return r, nil
 }
 
 // drift is the clock drift allowance for a TTL: 1 % of it and 2 ms, as the
@@ -86,7 +88,7 @@ func (r *Redlock) drift(ttl time.Duration) time.Duration {
 // at most the state TTL less the max TTL and 2 s (the mark must still be
 // kept). It does no I/O.
 func (r *Redlock) check(name string, ttl, lead, reach time.Duration) error {
-	if _, err := r.keys.Lock(name); err != nil {
+	if err := engine.CheckName(name); err != nil { // what Keyspace.Lock checks, without its keys
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 	}
 	if err := r.checkTTL(name, ttl); err != nil {
@@ -123,6 +125,15 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
+	if lc.permits > 1 {
+		return r.tryPermits(ctx, name, ttl, lc)
+	}
+	return r.tryLock(ctx, keys, ttl, lc)
+}
+
+// tryLock is TryLock for a request prepared.
+func (r *Redlock) tryLock(ctx context.Context, keys engine.LockKeys, ttl time.Duration, lc lockConfig) (*Lock, error) {
+	name := keys.Name
 	lc.ticket = lockwire.Ticket(ctx, name) // a trigger's request, from our own wiring
 	if err := r.checkOwner(name, lc.owner); err != nil {
 		return nil, err
@@ -151,6 +162,9 @@ func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (en
 		o(&lc)
 	}
 	if err := r.checkOccurrence(name, lc.occurrence); err != nil {
+		return engine.LockKeys{}, lockConfig{}, err
+	}
+	if err := checkPermits(name, lc); err != nil {
 		return engine.LockKeys{}, lockConfig{}, err
 	}
 	return keys, lc, nil
@@ -195,63 +209,6 @@ func (r *Redlock) maxReach() time.Duration {
 	return r.cfg.stateTTL - r.cfg.maxTTL - clockSkew
 }
 
-// Lock acquires the lock called name for ttl, retrying after a random delay
-// (WithRetryDelay) while it is held elsewhere or no quorum is reached, until
-// it succeeds or ctx is done. It gives up at once on ErrAlreadyRun, on a
-// paused lock and on invalid arguments. When ctx ends the wait, the error
-// matches both the last attempt's reason and ctx's error.
-func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	keys, lc, err := r.prepare(name, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	var last error // the previous attempt's error
-	for {
-		if err := r.checkOccurrence(name, lc.occurrence); err != nil {
-			if last != nil {
-				err = fmt.Errorf("%w (retried past it; the last attempt: %v)", err, last)
-			}
-			return nil, err
-		}
-
-		// A fresh token each time: a late release of an earlier attempt's
-		// value must never match this attempt's.
-		var res Result
-		if res.Err = r.checkOwner(name, lc.owner); res.Err == nil {
-			res = r.attemptAll(ctx, []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: engine.NewToken()}})[0]
-		}
-		l, err := res.Lock, res.Err
-		switch {
-		case err == nil, errors.Is(err, ErrAlreadyRun), errors.Is(err, errPaused):
-			return l, err
-		case ctx.Err() != nil && last != nil:
-			// This attempt was cut short by ctx: the previous one says why
-			// the lock could not be had.
-			return nil, errors.Join(last, context.Cause(ctx))
-		case ctx.Err() != nil:
-			return nil, err
-		}
-		last = err
-		d := r.cfg.retryDelay/2 + rand.N(r.cfg.retryDelay)
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			return nil, errors.Join(err, context.Cause(ctx))
-		}
-	}
-}
-
 // unanswered returns a result per node with no answer.
 func (r *Redlock) unanswered() []NodeResult {
 	rs := make([]NodeResult, len(r.nodes))
@@ -268,6 +225,9 @@ func (r *Redlock) unanswered() []NodeResult {
 // blocks others; Flush waits for them. Nodes not targeted get no vote.
 func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys engine.LockKeys, value string, occurrence int64, ttl time.Duration, w engine.LedgerWrite, decided decider) []NodeResult {
 	rctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(ttl))
+	if len(r.nodes) == 1 {
+		rctx = engine.MayBlock(rctx) // as fanout does for the other calls
+	}
 	var left atomic.Int32
 	left.Store(int32(len(r.nodes)))
 	return r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *engine.Node, deliver func(NodeResult)) {

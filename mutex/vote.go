@@ -89,3 +89,30 @@ func (r *Redlock) survived(holder string, start time.Time) bool {
 	}
 	return v.Acquired.Before(start.Add(-uptimeSlack - r.cfg.nodeTimeout))
 }
+
+// acquireDecider decides an acquisition when a quorum voted yes, or when
+// it can no longer get one and the reason is known: a quorum of one
+// holder or of marks, or every node answered. A split vote thus waits for
+// the slowest node (within the node timeout) to be told apart from a
+// lock held elsewhere.
+func acquireDecider(n, quorum int) decider {
+	return func(rs []NodeResult) bool {
+		yes, answered := 0, 0
+		for _, r := range rs {
+			if r.Vote == voteYes {
+				yes++
+			}
+			if !r.pending() {
+				answered++
+			}
+		}
+		if yes >= quorum || answered == n {
+			return true
+		}
+		if n-answered+yes >= quorum {
+			return false // the pending nodes could still make a quorum
+		}
+		_, reason := acquireReason(rs, quorum)
+		return reason != ErrNoQuorum
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/redcron/redcron/mutex"
 )
 
 const (
@@ -24,7 +26,7 @@ const (
 )
 
 // acquire makes lock attempts for req until one wins, one gets a definite
-// refusal (ErrHeld, ErrAlreadyRun, ErrOverlap), or ctx is done. Undecided
+// refusal (mutex.ErrHeld, mutex.ErrAlreadyRun, ErrOverlap), or ctx is done. Undecided
 // attempts are retried after a random delay, as long as the retry starts
 // before the deadline (by the scheduler's clock); the first attempt is
 // always made, or, if first is not nil, was already made (in a batch) with
@@ -84,7 +86,7 @@ func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, dead
 		if ctx.Err() != nil || time.Until(retryUntil) < delay {
 			return nil, attempt, lastErr
 		}
-		s.emit(e, Event{Kind: eventLockRetry, Job: e.name, Tick: req.Tick, Attempts: attempt, Err: err})
+		s.emit(e, Event{Kind: KindLockRetry, Job: e.name, Tick: req.Tick, Attempts: attempt, Err: err})
 		s.log.LogAttrs(ctx, slog.LevelDebug, "lock attempt undecided; retrying",
 			tickAttrs(e.name, req.Tick, slog.Int("attempt", attempt), slog.Duration("delay", delay), slog.Any("error", err))...)
 		if !sleep(ctx, delay) {
@@ -102,9 +104,9 @@ func attemptTimeout(ttl time.Duration) time.Duration {
 // which is not retried.
 func refused(err error) bool {
 	if o, ok := err.(*lockOutcome); ok { // the Redlock's answers: no walk of their vote tallies
-		return o.kind == ErrHeld || o.kind == ErrAlreadyRun || o.kind == ErrOverlap || o.kind == errPaused
+		return o.kind == mutex.ErrHeld || o.kind == mutex.ErrAlreadyRun || o.kind == ErrOverlap || o.kind == errPaused
 	}
-	return errors.Is(err, ErrHeld) || errors.Is(err, ErrAlreadyRun) || errors.Is(err, ErrOverlap) || errors.Is(err, errPaused)
+	return errors.Is(err, mutex.ErrHeld) || errors.Is(err, mutex.ErrAlreadyRun) || errors.Is(err, ErrOverlap) || errors.Is(err, errPaused)
 }
 
 // retryDelay returns a random delay before the attempt after attempt.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -20,7 +21,7 @@ import (
 // jobs undecided, or hold AcquireAll until a gate opens.
 type batchLocker struct {
 	*schedulertest.Locker
-	undecided map[string]bool // jobs whose batched attempt fails with ErrNoQuorum
+	undecided map[string]bool // jobs whose batched attempt fails with mutex.ErrNoQuorum
 	gate      chan struct{}   // if not nil, AcquireAll returns once it is closed
 
 	mu       sync.Mutex
@@ -43,6 +44,9 @@ func (b *batchLocker) Acquire(ctx context.Context, req scheduler.LockRequest) (s
 }
 
 func (b *batchLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) == 0 { // New's call, which asks for the inner Locker's check
+		return b.Locker.AcquireAll(ctx, nil)
+	}
 	deadline, _ := ctx.Deadline()
 	b.mu.Lock()
 	b.batches = append(b.batches, slices.Clone(reqs))
@@ -56,7 +60,7 @@ func (b *batchLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockReque
 	)
 	for i, req := range reqs {
 		if b.undecided[req.Job] {
-			out[i].Err = fmt.Errorf("test: job %q: split vote: %w", req.Job, scheduler.ErrNoQuorum)
+			out[i].Err = fmt.Errorf("test: job %q: split vote: %w", req.Job, mutex.ErrNoQuorum)
 			continue
 		}
 		sent = append(sent, req)
@@ -86,7 +90,7 @@ func (b *batchLocker) recorded() (batches [][]scheduler.LockRequest, timeouts []
 
 // byJob returns the events of the given kind for tick, by job; it fails
 // the test if a job has more than one.
-func byJob(t *testing.T, obs *recorder, kind string, tick time.Time) map[string]scheduler.Event {
+func byJob(t *testing.T, obs *recorder, kind scheduler.Kind, tick time.Time) map[string]scheduler.Event {
 	t.Helper()
 	out := make(map[string]scheduler.Event)
 	for _, ev := range obs.of(kind) {
@@ -210,8 +214,8 @@ func TestBatchedLocking(t *testing.T) {
 			}
 		}
 		retries := obs.of("lock_retry")
-		if len(retries) != 1 || retries[0].Job != "undecided" || retries[0].Attempts != 1 || !errors.Is(retries[0].Err, scheduler.ErrNoQuorum) {
-			t.Errorf("lock retries %+v, want one of undecided after attempt 1 with ErrNoQuorum", retries)
+		if len(retries) != 1 || retries[0].Job != "undecided" || retries[0].Attempts != 1 || !errors.Is(retries[0].Err, mutex.ErrNoQuorum) {
+			t.Errorf("lock retries %+v, want one of undecided after attempt 1 with mutex.ErrNoQuorum", retries)
 		}
 
 		type skip struct {

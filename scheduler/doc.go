@@ -16,14 +16,14 @@
 //
 // When a tick is due, every replica asks the Locker for the job's lease for
 // that tick (LockRequest.Tick). The Locker grants it to one of them and
-// refuses the others: ErrHeld while the winner is taking it, ErrAlreadyRun
+// refuses the others: mutex.ErrHeld while the winner is taking it, mutex.ErrAlreadyRun
 // once the winner has claimed the tick (over Redis, its commit marks the
 // tick on a majority of nodes right after it wins the vote) or the tick
 // (or a later one) has been run, which is what a replica whose clock is
 // late gets. The winner runs the job with a context that is
 // cancelled if the lease is lost, then releases the lease. Refusals are
 // normal outcomes, reported as skipped ticks; undecided attempts
-// (ErrNoQuorum: a split vote, nodes down) are retried with jitter within
+// (mutex.ErrNoQuorum: a split vote, nodes down) are retried with jitter within
 // the job's misfire grace.
 //
 // The lock is per job: a tick whose previous run still holds the lock is

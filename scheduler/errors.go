@@ -3,29 +3,24 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+
+	"github.com/redcron/redcron/mutex"
 )
 
-// Outcomes of a lock attempt, returned by Locker implementations.
-var (
-	// ErrHeld means another replica holds the job's lock for the same tick.
-	ErrHeld = errors.New("scheduler: lock held by another replica")
-	// ErrOverlap means the job's lock is held for an earlier tick: the
-	// previous run is still going.
-	ErrOverlap = errors.New("scheduler: previous run still holds the lock")
-	// ErrAlreadyRun means the tick, or a later one, was already run.
-	ErrAlreadyRun = errors.New("scheduler: tick already run")
-	// ErrNoQuorum means no decision was reached; a later attempt may succeed.
-	ErrNoQuorum = errors.New("scheduler: no lock quorum")
-)
+// ErrOverlap is a Locker's refusal of a tick because the job's lock is
+// held for an earlier tick: the previous run is still going. A Locker's
+// other outcomes are mutex's: mutex.ErrHeld (another replica holds the
+// job's lock for the same tick), mutex.ErrAlreadyRun (the tick, or a
+// later one, was already run) and mutex.ErrNoQuorum (no decision was
+// reached; a later attempt may succeed), one error each for every layer.
+var ErrOverlap = errors.New("scheduler: previous run still holds the lock")
 
 // errPaused is a Locker's refusal of a tick of a paused job (over Redis, the
 // admin command's pause): a skip with reason paused.
-var errPaused = errors.New("scheduler: job paused")
+var errPaused = fmt.Errorf("%w: job paused", mutex.ErrNotAcquired)
 
 // Context causes a job can read with context.Cause.
 var (
-	// ErrLockLost is the cause when the job's lease can no longer be proven.
-	ErrLockLost = errors.New("scheduler: lock lost")
 	// ErrShutdown is the cause when the scheduler shuts down.
 	ErrShutdown = errors.New("scheduler: shutting down")
 	// ErrRunTimeout is the cause when the job's run timeout passed.
@@ -46,10 +41,6 @@ var (
 	// ErrInvalidJob is returned by Add for a job name that is not valid,
 	// or a schedule it cannot parse.
 	ErrInvalidJob = errors.New("scheduler: invalid job")
-	// ErrInvalidOption is returned for an option value out of range.
-	ErrInvalidOption = errors.New("scheduler: invalid option")
-	// ErrShutdownTimeout is returned by Shutdown when jobs did not return in time.
-	ErrShutdownTimeout = errors.New("scheduler: jobs did not stop in time")
 )
 
 // PanicError is the error recorded for a job that panicked.

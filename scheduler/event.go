@@ -22,7 +22,7 @@ type Event struct {
 	//     retried;
 	//   - run_retry: a try of a run failed and the run will be tried again,
 	//     under the same lease (WithRetry).
-	Kind string
+	Kind Kind
 	// Job is the job's name.
 	Job string
 	// Tick is the occurrence concerned; zero for runs started by Trigger
@@ -82,15 +82,19 @@ type Event struct {
 	Err error
 }
 
-// The kinds of events (Event.Kind).
+// Kind is what an Event reports (Event.Kind): one of the constants below,
+// each also the word the scheduler's logs use for it.
+type Kind string
+
+// The kinds of events; see Event.Kind.
 const (
-	eventJobAdded    = "job_added"
-	eventJobRemoved  = "job_removed"
-	eventRunStarted  = "run_started"
-	eventRunFinished = "run_finished"
-	eventSkipped     = "skipped"
-	eventLockRetry   = "lock_retry"
-	eventRunRetry    = "run_retry"
+	KindJobAdded    Kind = "job_added"    // a job was registered (Add)
+	KindJobRemoved  Kind = "job_removed"  // a job was unregistered (Remove)
+	KindRunStarted  Kind = "run_started"  // this replica won a tick's lease and started the job
+	KindRunFinished Kind = "run_finished" // a run started on this replica ended
+	KindSkipped     Kind = "skipped"      // this replica did not run a tick (Event.Skip says why)
+	KindLockRetry   Kind = "lock_retry"   // a lock attempt reached no decision and will be retried
+	KindRunRetry    Kind = "run_retry"    // a try of a run failed and will be tried again (WithRetry)
 )
 
 // The results of a run (Event.Result, Entry.LastResult); each is the value
@@ -108,13 +112,14 @@ const (
 // The reasons a tick was skipped (Event.Skip, Entry.LastSkip); each is the
 // value of the reason label of the skip metrics.
 const (
-	skipHeld       = "held"        // another replica holds the lock for this tick
-	skipAlreadyRun = "already_run" // the tick, or a later one, was already run
-	skipOverlap    = "overlap"     // the previous run of the job is still going
-	skipMisfire    = "misfire"     // noticed later than the misfire grace
-	skipNoQuorum   = "no_quorum"   // no lock attempt reached a decision in time
-	skipLeaseLost  = "lease_lost"  // the lease was lost before the run started
-	skipPaused     = "paused"      // the job is paused cluster-wide
-	skipMaxRuns    = "max_runs"    // every run slot of this replica was taken
-	skipOverload   = "overload"    // this replica's claims of the job's shard were behind
+	skipHeld       = "held"          // another replica holds the lock for this tick
+	skipAlreadyRun = "already_run"   // the tick, or a later one, was already run
+	skipOverlap    = "overlap"       // the previous run of the job is still going
+	skipMisfire    = "misfire"       // noticed later than the misfire grace
+	skipNoQuorum   = "no_quorum"     // no lock attempt reached a decision in time
+	skipLeaseLost  = "lease_lost"    // the lease was lost before the run started
+	skipPaused     = "paused"        // the job is paused cluster-wide
+	skipMaxRuns    = "max_runs"      // every run slot of this replica was taken
+	skipLimit      = "cluster_limit" // no permit of the job's cluster limit came free in time (WithClusterLimit)
+	skipOverload   = "overload"      // this replica's claims of the job's shard were behind
 )

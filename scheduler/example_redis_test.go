@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"log/slog"
 	"os"
@@ -41,11 +42,14 @@ func ExampleNewRedlockLocker() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), scheduler.WithLogger(slog.Default()))
+	// The replica's id: the owner of its locks and of its heartbeat.
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s-%d", host, os.Getpid())
+	s, err := scheduler.New(scheduler.NewRedlockLocker(locks), scheduler.WithInstanceID(id), scheduler.WithLogger(slog.Default()))
 	if err != nil {
 		log.Fatal(err)
 	}
-	if scan, err = leakscan.New(locks, s.InstanceID(), leakscan.WithLogger(slog.Default())); err != nil {
+	if scan, err = leakscan.New(locks, id, leakscan.WithLogger(slog.Default())); err != nil {
 		log.Fatal(err)
 	}
 	scanCtx, stopScan := context.WithCancel(context.Background())
@@ -54,7 +58,7 @@ func ExampleNewRedlockLocker() {
 
 	err = s.Add("invoice-run", "*/15 * * * *", scheduler.JobFunc(func(ctx context.Context, run scheduler.RunInfo) error {
 		// ctx is cancelled if the lock is lost (context.Cause matches
-		// scheduler.ErrLockLost) or on shutdown (scheduler.ErrShutdown).
+		// mutex.ErrLost) or on shutdown (scheduler.ErrShutdown).
 		// Pass run.Fence to the storage you write to, so that it refuses a
 		// run whose lease ended while it was paused:
 		//   UPDATE invoices SET ..., fence = $1 WHERE ... AND fence < $1

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -113,9 +114,9 @@ func ExampleScheduler_Add() {
 // New validates its options.
 func ExampleNew() {
 	_, err := scheduler.New(schedulertest.NewLocker(), scheduler.WithLockAhead(2*time.Minute))
-	fmt.Println(errors.Is(err, scheduler.ErrInvalidOption), err)
+	fmt.Println(errors.Is(err, mutex.ErrInvalidOption), err)
 	// Output:
-	// true scheduler: invalid option: WithLockAhead: lead 2m0s is not between 0 and 1m0s
+	// true redcron: invalid option: WithLockAhead: lead 2m0s is not between 0 and 1m0s
 }
 
 // With lock-ahead, the lease of each tick is won before the tick and the run

@@ -25,7 +25,7 @@ func (r *recorder) Observe(ev scheduler.Event) {
 }
 
 // of returns the events of the given kinds.
-func (r *recorder) of(kinds ...string) []scheduler.Event {
+func (r *recorder) of(kinds ...scheduler.Kind) []scheduler.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []scheduler.Event

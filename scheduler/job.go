@@ -10,7 +10,7 @@ import (
 
 // JobFunc is the work a Scheduler runs.
 //
-// ctx is cancelled when the lease is lost (cause matching ErrLockLost), when
+// ctx is cancelled when the lease is lost (cause matching mutex.ErrLost), when
 // the run timeout passes (ErrRunTimeout), when a newer tick replaces the run
 // (ErrReplaced, see WithOverlap), when the scheduler shuts down
 // (ErrShutdown) or when the context given to Run is cancelled (its cause);

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -94,8 +95,8 @@ func TestTriggerIsExclusive(t *testing.T) {
 		if _, err := a.Trigger(context.Background(), "job"); !errors.Is(err, scheduler.ErrOverlap) {
 			t.Errorf("second Trigger here = %v, want ErrOverlap", err)
 		}
-		if _, err := b.Trigger(context.Background(), "job"); !errors.Is(err, scheduler.ErrHeld) {
-			t.Errorf("Trigger on the other replica = %v, want ErrHeld", err)
+		if _, err := b.Trigger(context.Background(), "job"); !errors.Is(err, mutex.ErrHeld) {
+			t.Errorf("Trigger on the other replica = %v, want mutex.ErrHeld", err)
 		}
 		sleepUntil(t0.Add(70 * time.Second))
 		if overlaps := obs.skips("overlap"); len(overlaps) != 2 {
@@ -251,16 +252,16 @@ func TestTriggerRetriesUndecidedAttempts(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		t0 := time.Now()
-		if _, err := s.Trigger(ctx, "job"); !errors.Is(err, scheduler.ErrNoQuorum) {
-			t.Errorf("Trigger during an outage = %v, want ErrNoQuorum", err)
+		if _, err := s.Trigger(ctx, "job"); !errors.Is(err, mutex.ErrNoQuorum) {
+			t.Errorf("Trigger during an outage = %v, want mutex.ErrNoQuorum", err)
 		}
 		if d := time.Since(t0); d > 5*time.Second {
 			t.Errorf("Trigger took %v with a 5s context", d)
 		}
 		// Without a deadline, Trigger gives up after the misfire grace.
 		t0 = time.Now()
-		if _, err := s.Trigger(context.Background(), "job"); !errors.Is(err, scheduler.ErrNoQuorum) {
-			t.Errorf("Trigger during an outage = %v, want ErrNoQuorum", err)
+		if _, err := s.Trigger(context.Background(), "job"); !errors.Is(err, mutex.ErrNoQuorum) {
+			t.Errorf("Trigger during an outage = %v, want mutex.ErrNoQuorum", err)
 		}
 		if d := time.Since(t0); d > time.Minute || d < 58*time.Second {
 			t.Errorf("Trigger took %v, want about the misfire grace of 1m", d)
@@ -391,11 +392,11 @@ func TestRemove(t *testing.T) {
 				t.Errorf("run of %v: %s", ev.Tick, ev.Result)
 			}
 		}
-		var kinds []string
+		var kinds []scheduler.Kind
 		for _, ev := range obs.of("job_added", "job_removed") {
 			kinds = append(kinds, ev.Kind)
 		}
-		if want := []string{"job_added", "job_removed", "job_added"}; !slices.Equal(kinds, want) {
+		if want := []scheduler.Kind{"job_added", "job_removed", "job_added"}; !slices.Equal(kinds, want) {
 			t.Errorf("job events %v, want %v", kinds, want)
 		}
 	})
@@ -411,7 +412,7 @@ type heldAfter struct {
 func (h *heldAfter) Acquire(context.Context, scheduler.LockRequest) (scheduler.Lease, error) {
 	h.called <- struct{}{}
 	<-h.answer
-	return nil, fmt.Errorf("test: held by another replica: %w", scheduler.ErrHeld)
+	return nil, fmt.Errorf("test: held by another replica: %w", mutex.ErrHeld)
 }
 
 // TestRemoveBeforeRefusal: a refusal that comes for a job removed while

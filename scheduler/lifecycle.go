@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -156,9 +157,9 @@ func (s *Scheduler) drain(ctx context.Context, rn *session) {
 // a timeout). So Shutdown returns at most about 10s after ctx is done.
 //
 // Shutdown returns nil once every job returned, whether or not it had to
-// cancel them, and an error matching both ErrShutdownTimeout and ctx.Err()
-// if some job ignored cancellation and was abandoned; its goroutine keeps
-// running until it returns.
+// cancel them, and an error matching ctx.Err() if some job ignored
+// cancellation and was abandoned; its goroutine keeps running until it
+// returns.
 //
 // After Shutdown the Scheduler is closed: Run returns ErrClosed. Shutdown
 // may be called before Run, and more than once: a call made while Run is
@@ -183,7 +184,7 @@ func (s *Scheduler) Shutdown(ctx context.Context) error {
 		<-rn.done
 	}
 	if rn.abandoned {
-		return errors.Join(ErrShutdownTimeout, ctx.Err())
+		return fmt.Errorf("scheduler: jobs did not stop in time: %w", ctx.Err())
 	}
 	return nil
 }

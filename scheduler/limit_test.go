@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -305,8 +306,8 @@ func TestMaxConcurrentRunsTrigger(t *testing.T) {
 func TestMaxConcurrentRunsInvalid(t *testing.T) {
 	for _, n := range []int{0, -1} {
 		_, err := scheduler.New(locker(), scheduler.WithMaxConcurrentRuns(n, false))
-		if !errors.Is(err, scheduler.ErrInvalidOption) || !strings.Contains(err.Error(), "WithMaxConcurrentRuns") {
-			t.Errorf("WithMaxConcurrentRuns(%d): New = %v, want ErrInvalidOption naming the option", n, err)
+		if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), "WithMaxConcurrentRuns") {
+			t.Errorf("WithMaxConcurrentRuns(%d): New = %v, want mutex.ErrInvalidOption naming the option", n, err)
 		}
 	}
 }

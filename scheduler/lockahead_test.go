@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -333,7 +334,7 @@ func (h *heldAgain) Acquire(ctx context.Context, req scheduler.LockRequest) (sch
 	armed := h.armed
 	h.mu.Unlock()
 	if armed {
-		return nil, fmt.Errorf("test: job %q: %w", req.Job, scheduler.ErrHeld)
+		return nil, fmt.Errorf("test: job %q: %w", req.Job, mutex.ErrHeld)
 	}
 	return h.Locker.Acquire(ctx, req)
 }
@@ -372,7 +373,7 @@ func TestLockAheadLeaseLost(t *testing.T) {
 				case elsewhere && sk.Skip != "held":
 					t.Errorf("skip %+v, want held", sk)
 				case !elsewhere && (sk.Skip != "lease_lost" ||
-					!errors.Is(sk.Err, scheduler.ErrLockLost) || !errors.Is(sk.Err, scheduler.ErrAlreadyRun)):
+					!errors.Is(sk.Err, mutex.ErrLost) || !errors.Is(sk.Err, mutex.ErrAlreadyRun)):
 					t.Errorf("skip %+v, want lease_lost, with the loss and the refusal", sk)
 				}
 			})
@@ -413,7 +414,7 @@ func TestLockAheadBatchRefusalsAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &refusing{Locker: locker(), refuse: map[string]error{
 			"overlap": scheduler.ErrOverlap,
-			"held":    scheduler.ErrHeld,
+			"held":    mutex.ErrHeld,
 		}}
 		var mu sync.Mutex
 		reported := map[int64]time.Time{} // held's skipped ticks (Unix), when reported

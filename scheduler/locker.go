@@ -26,11 +26,17 @@ type LockRequest struct {
 	// take, so that one lease at most, on any replica, runs it: a Locker
 	// without requests (the in-memory one of tests) ignores it.
 	Ticket string
+	// Permits, above 1, asks for one of the Permits permits of a lock
+	// that admits that many holders at once (WithClusterLimit): Job is
+	// then the limit's name, Tick zero. A Locker without permits (the
+	// in-memory one of tests) treats it as the lock called Job: one
+	// holder at a time, a stricter limit.
+	Permits int
 	// Lead and Reach are how long before and after its tick the job may
 	// claim it (WithLockAhead; the longer of the misfire grace and the
-	// catch-up window). They are set on the request Add passes to Check,
-	// so that a Locker that cannot keep a tick claimed over that span
-	// refuses the job.
+	// catch-up window). They are set on the request Add checks, so that
+	// a Locker of redcron's that cannot keep a tick claimed over that span
+	// refuses the job when it is added.
 	Lead, Reach time.Duration
 }
 
@@ -39,14 +45,14 @@ type LockRequest struct {
 //
 // Acquire makes one attempt at a lease and returns it, or an error that
 // matches (errors.Is) one of:
-//   - ErrHeld: another replica holds the job's lock for this very tick;
+//   - mutex.ErrHeld: another replica holds the job's lock for this very tick;
 //   - ErrOverlap: the job's lock is held for an earlier tick, that is, the
 //     previous run is still going;
-//   - ErrAlreadyRun: the tick (or a later one) was already run;
-//   - ErrNoQuorum: no decision could be reached (split vote, nodes down);
+//   - mutex.ErrAlreadyRun: the tick (or a later one) was already run;
+//   - mutex.ErrNoQuorum: no decision could be reached (split vote, nodes down);
 //     a later attempt may succeed.
 //
-// Any other error is treated like ErrNoQuorum and reported. The scheduler
+// Any other error is treated like mutex.ErrNoQuorum and reported. The scheduler
 // decides itself whether to retry.
 //
 // AcquireAll makes the first attempt at many leases in one call (ticks of
@@ -56,14 +62,26 @@ type LockRequest struct {
 // fail the others. A Locker without a cheaper way may call Acquire for
 // each.
 //
-// Check tells, without I/O, whether the Locker would refuse a job's
-// requests (a name or a TTL out of its range, a lead or reach longer than
-// it can keep a tick claimed); Add calls it, so that bad input is refused
-// when the job is registered rather than at every tick.
+// New calls AcquireAll once with no requests: it must then return at once,
+// without I/O (no results). redcron's own Lockers (NewRedlockLocker's,
+// schedulertest's) answer that call with their check of a job's requests
+// (a name or a TTL out of their range, a lead or reach longer than they
+// keep a tick claimed), which Add then applies, so that bad input is
+// refused when the job is registered; another Locker refuses bad requests
+// when asked for them, as Acquire's errors.
 type Locker interface {
 	Acquire(ctx context.Context, req LockRequest) (Lease, error)
 	AcquireAll(ctx context.Context, reqs []LockRequest) []LockResult
-	Check(req LockRequest) error
+}
+
+// checkRequest returns the refusal of req by the Locker's check, if it
+// offers one; a Locker of another's checks its requests when asked for
+// them.
+func (s *Scheduler) checkRequest(req LockRequest) error {
+	if s.check == nil {
+		return nil
+	}
+	return s.check(req)
 }
 
 // LockResult is the outcome of one request of AcquireAll: a Lease or an
@@ -84,14 +102,14 @@ type Lease interface {
 	Fence() uint64
 	// Keep keeps the lease alive until Release is called and returns a
 	// context derived from ctx that is cancelled, with a cause matching
-	// ErrLockLost, as soon as the lease can no longer be proven. It is
+	// mutex.ErrLost, as soon as the lease can no longer be proven. It is
 	// called at most once.
 	Keep(ctx context.Context) context.Context
 	// Release stops keeping the lease alive, records the tick as run and
 	// releases the lock where it is still held, and records the run's
 	// Outcome in the job's ledger, if the Locker keeps one (the zero
 	// Outcome for a lease no run used). It returns an error matching
-	// ErrLockLost if the lease had been lost before.
+	// mutex.ErrLost if the lease had been lost before.
 	Release(ctx context.Context, o Outcome) error
 }
 

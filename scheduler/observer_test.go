@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
 // TestObserversCompose: every observer given receives every event, so an
 // audit observer added next to the metrics one does not silence it.
 func TestObserversCompose(t *testing.T) {
-	var first, second []string
+	var first, second []scheduler.Kind
 	s := newScheduler(t, schedulertest.NewLocker(),
 		scheduler.WithObserver(func(e scheduler.Event) { first = append(first, e.Kind) }),
 		scheduler.WithObserver(func(e scheduler.Event) { second = append(second, e.Kind) }))
@@ -157,7 +158,7 @@ func TestJobObserverPanics(t *testing.T) {
 func TestJobObserverNil(t *testing.T) {
 	s := newScheduler(t, locker())
 	err := s.Add("job", "@hourly", func(context.Context, scheduler.RunInfo) error { return nil }, scheduler.WithJobObserver(nil))
-	if !errors.Is(err, scheduler.ErrInvalidOption) || !strings.Contains(err.Error(), "WithJobObserver") {
-		t.Errorf("Add with WithJobObserver(nil) = %v, want ErrInvalidOption naming the option", err)
+	if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), "WithJobObserver") {
+		t.Errorf("Add with WithJobObserver(nil) = %v, want mutex.ErrInvalidOption naming the option", err)
 	}
 }

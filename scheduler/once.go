@@ -54,7 +54,8 @@ func tickSoon(sched schedule, now time.Time) bool {
 // checkPastAt returns an error matching ErrInvalidJob, and wrapping the
 // Locker's refusal, if sched is a one-time job's (@at) whose time is
 // further back than the Locker keeps a tick's mark: whether it ran could
-// not be told. req is the job's request for Check, with its reach.
+// not be told. req is the job's request for the Locker's check, with its
+// reach.
 func (s *Scheduler) checkPastAt(req LockRequest, spec string, sched schedule, now time.Time) error {
 	o, ok := sched.(once)
 	past := now.Sub(o.at)
@@ -62,7 +63,7 @@ func (s *Scheduler) checkPastAt(req LockRequest, spec string, sched schedule, no
 		return nil
 	}
 	req.Reach = past
-	if err := s.locker.Check(req); err != nil {
+	if err := s.checkRequest(req); err != nil {
 		return fmt.Errorf("%w %q: spec %q: its time is %v past, longer than the Locker keeps the mark telling whether it ran: %w",
 			ErrInvalidJob, req.Job, spec, past.Round(time.Second), err)
 	}

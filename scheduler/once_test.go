@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/internal/lockcheck"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -59,17 +60,26 @@ func TestAddRejectsBadAtSpecs(t *testing.T) {
 	}
 }
 
-// shortMemoryLocker refuses, as the Redlock's Check does, a reach longer
-// than the hour it keeps a tick's mark.
+// shortMemoryLocker refuses, as the Redlock adapter's check does, a
+// reach longer than the hour it keeps a tick's mark.
 type shortMemoryLocker struct{ scheduler.Locker }
 
 var errForgets = errors.New("reach longer than the mark is kept")
 
-func (l shortMemoryLocker) Check(req scheduler.LockRequest) error {
-	if req.Reach > time.Hour {
-		return fmt.Errorf("%w: %v", errForgets, req.Reach)
+// AcquireAll offers, with no requests (New's call), its check and then
+// the inner Locker's.
+func (l shortMemoryLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) > 0 {
+		return l.Locker.AcquireAll(ctx, reqs)
 	}
-	return l.Locker.Check(req)
+	inner := lockcheck.Of(l.Locker.AcquireAll, "")
+	lockcheck.Offer(ctx, func(req scheduler.LockRequest) error {
+		if req.Reach > time.Hour {
+			return fmt.Errorf("%w: %v", errForgets, req.Reach)
+		}
+		return inner(req)
+	})
+	return nil
 }
 
 // TestAddRefusesAnAtTheLockForgets: an @at time further back than the
@@ -132,9 +142,9 @@ func TestOnceRunsOnceAcrossReplicas(t *testing.T) {
 		mustAdd(t, later, "launch", atSpec(at), log.job(time.Second))
 		stops = append(stops, start(t, later))
 		sleepUntil(at.Add(10 * time.Minute))
-		for _, s := range append(replicas, late, later) {
+		for i, s := range append(replicas, late, later) {
 			if e := s.Entries()[0]; !e.Next.IsZero() {
-				t.Errorf("%s: next tick %v after the one-time job ran, want none", s.InstanceID(), e.Next)
+				t.Errorf("replica %d: next tick %v after the one-time job ran, want none", i, e.Next)
 			}
 		}
 		stopAll(stops...)

@@ -43,7 +43,7 @@ func defaultConfig() config {
 }
 
 // optionError returns an error naming the option; New and Add wrap it with
-// ErrInvalidOption.
+// mutex.ErrInvalidOption.
 func optionError(option, format string, args ...any) error {
 	return fmt.Errorf("%s: %s", option, fmt.Sprintf(format, args...))
 }
@@ -140,7 +140,7 @@ func WithClock(now func() time.Time) Option {
 // A lease won ahead claims its tick for every replica: Shutdown waits for
 // the tick and its run. One lost before the tick runs nothing, and the tick
 // is reported as a lease_lost skip. The price: the lock is held from d
-// before the tick, so a Trigger then is refused (ErrHeld, or ErrOverlap on
+// before the tick, so a Trigger then is refused (mutex.ErrHeld, or ErrOverlap on
 // the replica holding it), and refusals are reported ahead of the tick.
 //
 // d is between 0 (the default: attempts at the tick) and one minute; over
@@ -168,6 +168,9 @@ type jobConfig struct {
 	backoff      time.Duration // before the second try, doubling after
 	overlap      OverlapPolicy // WithOverlap
 	observers    []func(Event) // WithJobObserver
+	tags         []string      // WithTags: sorted, each once
+	limit        string        // WithClusterLimit: its name, or ""
+	permits      int           // and its permits
 }
 
 func defaultJobConfig() jobConfig {
@@ -216,7 +219,7 @@ func WithRunTimeout(d time.Duration) JobOption {
 // WithMisfireGrace sets how late the handling of a tick may start: a tick
 // noticed later than tick+d (after a pause of the process, a clock step or a
 // stalled replica) is skipped as a misfire. It also bounds how long a
-// lock attempt that reached no decision (ErrNoQuorum) is retried: until
+// lock attempt that reached no decision (mutex.ErrNoQuorum) is retried: until
 // tick+d or the job's next tick (its lock-ahead, with WithLockAhead),
 // whichever comes first. d must be positive; the default is one minute.
 func WithMisfireGrace(d time.Duration) JobOption {
@@ -259,9 +262,9 @@ func WithRetry(attempts int, backoff time.Duration) JobOption {
 // could run a tick: the most recent missed tick is run once, if it is at
 // most window old. Concretely:
 //   - when Run starts, the latest tick at or before now is attempted if it
-//     is at most window old (the Locker refuses it with ErrAlreadyRun if some
+//     is at most window old (the Locker refuses it with mutex.ErrAlreadyRun if some
 //     replica already ran it);
-//   - a tick whose lock attempts reach no decision (ErrNoQuorum) is retried,
+//   - a tick whose lock attempts reach no decision (mutex.ErrNoQuorum) is retried,
 //     with jitter, until tick+window rather than tick+misfire grace, and
 //     abandoned as soon as a newer tick of the job is attempted;
 //   - a tick noticed late is run if it is at most window old.
@@ -294,7 +297,7 @@ func WithCatchUp(window time.Duration) JobOption {
 // from the nodes release its lease: the tick then runs once that lease has
 // expired (its TTL after its last extension), if that is within the tick's
 // grace, and is skipped otherwise; a paused run's context ends with
-// ErrLockLost when it resumes. Either way a tick never starts before the
+// mutex.ErrLost when it resumes. Either way a tick never starts before the
 // earlier lease is released or has expired, and its fence is higher.
 func WithOverlap(p OverlapPolicy) JobOption {
 	return func(c *jobConfig) error {

@@ -26,7 +26,6 @@ func (l outlivedLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 	}
 	return out
 }
-func (outlivedLocker) Check(LockRequest) error { return nil }
 
 func (outlivedLease) Fence() uint64 { return 1 }
 func (l outlivedLease) Keep(ctx context.Context) context.Context {
@@ -42,7 +41,7 @@ func TestOutlivedLeaseDoesNotStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var skips []Event
 		s, err := New(outlivedLocker{}, WithSeconds(), WithObserver(func(e Event) {
-			if e.Kind == eventSkipped {
+			if e.Kind == KindSkipped {
 				skips = append(skips, e)
 			}
 		}))

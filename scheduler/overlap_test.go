@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -424,7 +425,7 @@ func TestWithOverlapBadInput(t *testing.T) {
 	s := newScheduler(t, locker())
 	for _, p := range []scheduler.OverlapPolicy{"", "forbid", "Replace"} {
 		err := s.Add("nightly", "@hourly", noop, scheduler.WithOverlap(p))
-		if !errors.Is(err, scheduler.ErrInvalidOption) || !strings.Contains(err.Error(), `"nightly"`) ||
+		if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), `"nightly"`) ||
 			!strings.Contains(err.Error(), "WithOverlap") {
 			t.Errorf("WithOverlap(%q): %v", p, err)
 		}

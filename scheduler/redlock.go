@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redcron/redcron/internal/lockcheck"
 	"github.com/redcron/redcron/internal/lockwire"
 	ledgerout "github.com/redcron/redcron/internal/outcome"
 	"github.com/redcron/redcron/mutex"
@@ -16,7 +17,7 @@ import (
 // occurrence (mutex.Occurrence), so no two replicas ever win the same tick
 // and a tick at or before one already run is refused; the scheduler's
 // instance id is stored as the lock's owner. AcquireAll makes its attempts
-// in one mutex.Redlock.TryLockAll; Check refuses what the Redlock would.
+// in one mutex.Redlock.TryLockAll; Add refuses what the Redlock would.
 // It returns nil for a nil Redlock, which New refuses.
 //
 // The instance id is the owner of every lock: run a leak scanner for it
@@ -36,14 +37,14 @@ type redlockLocker struct {
 	check func(name string, ttl, lead, reach time.Duration) error // the Redlock's (internal/lockwire)
 }
 
-// Check implements Locker with the Redlock's own check: a name or TTL the
-// Redlock refuses, a lead (WithLockAhead) above its max TTL or a reach
-// (WithMisfireGrace, WithCatchUp) longer than it keeps a tick's mark match
-// ErrInvalidOption and mutex.ErrInvalidOption, since a tick claimed
-// outside that span could run again.
+// Check is the check the adapter offers Add (internal/lockcheck), the
+// Redlock's own: a name or TTL the Redlock refuses, a lead (WithLockAhead)
+// above its max TTL or a reach (WithMisfireGrace, WithCatchUp) longer than
+// it keeps a tick's mark match mutex.ErrInvalidOption, since a tick
+// claimed outside that span could run again.
 func (a *redlockLocker) Check(req LockRequest) error {
 	if err := a.check(req.Job, req.TTL, req.Lead, req.Reach); err != nil {
-		return fmt.Errorf("%w: %w (WithLockTTL, WithLockAhead, WithMisfireGrace, WithCatchUp)", ErrInvalidOption, err)
+		return fmt.Errorf("%w (WithLockTTL, WithLockAhead, WithMisfireGrace, WithCatchUp)", err)
 	}
 	return nil
 }
@@ -55,8 +56,13 @@ func (a *redlockLocker) Acquire(ctx context.Context, req LockRequest) (Lease, er
 }
 
 // AcquireAll implements Locker with one TryLockAll, which makes one
-// attempt at every lock at once.
+// attempt at every lock at once. With no requests (New's call), it offers
+// its check (internal/lockcheck).
 func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []LockResult {
+	if len(reqs) == 0 {
+		lockcheck.Offer(ctx, a.Check)
+		return nil
+	}
 	mreqs := make([]mutex.Request, len(reqs))
 	for i, req := range reqs {
 		mreqs[i] = mutex.Request{Name: req.Job, TTL: req.TTL, Options: lockOptions(req)}
@@ -69,10 +75,10 @@ func (a *redlockLocker) AcquireAll(ctx context.Context, reqs []LockRequest) []Lo
 	return out
 }
 
-// lockOptions returns the Redlock options of req: its owner and its tick
-// as the lock's occurrence.
+// lockOptions returns the Redlock options of req: its owner, its tick as
+// the lock's occurrence, and its permits.
 func lockOptions(req LockRequest) []mutex.LockOption {
-	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick)}
+	return []mutex.LockOption{mutex.Owner(req.Owner), mutex.Occurrence(req.Tick), mutex.Permits(req.Permits)}
 }
 
 // withTickets returns ctx carrying the tickets of the trigger requests reqs
@@ -108,7 +114,7 @@ func lockError(err error, req LockRequest) error {
 	case paused(err):
 		return &lockOutcome{errPaused, "", err}
 	case errors.Is(err, mutex.ErrAlreadyRun):
-		return &lockOutcome{ErrAlreadyRun, "", err}
+		return &lockOutcome{mutex.ErrAlreadyRun, "", err}
 	case errors.Is(err, mutex.ErrHeld):
 		owner, occurrence, ok := holderOf(err)
 		switch {
@@ -123,18 +129,22 @@ func lockError(err error, req LockRequest) error {
 			// An earlier attempt of this replica at this very tick, given
 			// up (its answers came too late) and being released: whoever
 			// gets the lock next runs the tick, so this is not a refusal.
-			return &lockOutcome{ErrNoQuorum, "held by this replica's own abandoned attempt at the tick: ", err}
+			return &lockOutcome{mutex.ErrNoQuorum, "held by this replica's own abandoned attempt at the tick: ", err}
 		}
-		return &lockOutcome{ErrHeld, "", err}
+		return &lockOutcome{mutex.ErrHeld, "", err}
 	case errors.Is(err, mutex.ErrNoQuorum):
-		return &lockOutcome{ErrNoQuorum, "", err}
+		return &lockOutcome{mutex.ErrNoQuorum, "", err}
 	}
 	return err
 }
 
 // lockOutcome is the scheduler's outcome kind of a Redlock error, with the
 // error as its cause; its text (the cause's vote tally) is made only when
-// asked for, since refusals come by the thousand with many jobs.
+// asked for, since refusals come by the thousand with many jobs. It
+// matches its kind alone (errors.Is), not the cause's sentinels, which are
+// the same errors (mutex's) but may say another thing: a lock held for an
+// earlier tick is an ErrOverlap, not a mutex.ErrHeld; errors.As finds the
+// cause's *mutex.QuorumError.
 type lockOutcome struct {
 	kind  error
 	note  string
@@ -143,7 +153,10 @@ type lockOutcome struct {
 
 func (e *lockOutcome) Error() string { return e.kind.Error() + ": " + e.note + e.cause.Error() }
 
-func (e *lockOutcome) Unwrap() []error { return []error{e.kind, e.cause} }
+func (e *lockOutcome) Unwrap() error { return e.kind }
+
+// As finds target in the cause, as errors.As does.
+func (e *lockOutcome) As(target any) bool { return errors.As(e.cause, target) }
 
 // paused reports whether a Redlock error is a claim refused by a quorum of
 // nodes on which the lock is paused.
@@ -185,18 +198,12 @@ type redlockLease struct {
 func (l *redlockLease) Fence() uint64 { return l.l.Fence() }
 
 // Keep implements Lease: the returned context is cancelled with a cause
-// matching both ErrLockLost and mutex.ErrLost when the lease is lost.
+// matching mutex.ErrLost when the lease is lost.
 func (l *redlockLease) Keep(ctx context.Context) context.Context {
 	kept, _ := l.l.KeepAlive(ctx) // stopped by Release
 	out, cancel := context.WithCancelCause(ctx)
 	l.cancel = cancel
-	l.stop = context.AfterFunc(kept, func() {
-		cause := context.Cause(kept)
-		if errors.Is(cause, mutex.ErrLost) {
-			cause = fmt.Errorf("%w: %w", ErrLockLost, cause)
-		}
-		cancel(cause)
-	})
+	l.stop = context.AfterFunc(kept, func() { cancel(context.Cause(kept)) })
 	return context.WithValue(out, validityKey{}, l.l.Until)
 }
 
@@ -209,9 +216,5 @@ func (l *redlockLease) Release(ctx context.Context, o Outcome) error {
 	if o.RunID != "" {
 		ctx = ledgerout.NewContext(ctx, ledgerout.Outcome{Run: o.RunID, Result: o.Result, Err: o.Err, Try: o.Try, Delay: o.Delay})
 	}
-	err := l.l.Release(ctx)
-	if errors.Is(err, mutex.ErrLost) {
-		return fmt.Errorf("%w: %w", ErrLockLost, err)
-	}
-	return err
+	return l.l.Release(ctx) // matching mutex.ErrLost if lost
 }

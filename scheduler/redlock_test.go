@@ -16,10 +16,10 @@ import (
 )
 
 // TestRedlockLockerHolders: the Redlock adapter tells apart what holds a
-// job's lock on a quorum: another replica at this tick (ErrHeld), a run of
+// job's lock on a quorum: another replica at this tick (mutex.ErrHeld), a run of
 // an earlier tick (ErrOverlap), or this replica's own abandoned attempt at
 // this tick, which is being released and so is worth retrying
-// (ErrNoQuorum).
+// (mutex.ErrNoQuorum).
 func TestRedlockLockerHolders(t *testing.T) {
 	c := redistest.Start(t, 3)
 	r := redlockOn(t, c)
@@ -32,9 +32,9 @@ func TestRedlockLockerHolders(t *testing.T) {
 		occurrence    time.Time
 		want, notWant error
 	}{
-		{"another replica, this tick", "replica-b", tick, scheduler.ErrHeld, scheduler.ErrNoQuorum},
-		{"this replica, an earlier tick", "replica-a", tick.Add(-time.Second), scheduler.ErrOverlap, scheduler.ErrHeld},
-		{"this replica, this tick", "replica-a", tick, scheduler.ErrNoQuorum, scheduler.ErrHeld},
+		{"another replica, this tick", "replica-b", tick, mutex.ErrHeld, mutex.ErrNoQuorum},
+		{"this replica, an earlier tick", "replica-a", tick.Add(-time.Second), scheduler.ErrOverlap, mutex.ErrHeld},
+		{"this replica, this tick", "replica-a", tick, mutex.ErrNoQuorum, mutex.ErrHeld},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job := "job-" + tc.name
@@ -56,8 +56,9 @@ func TestRedlockLockerHolders(t *testing.T) {
 			}
 			req := scheduler.LockRequest{Job: job, Tick: tick, TTL: 5 * time.Second, Owner: "replica-a"}
 			_, err = locker.Acquire(ctx, req)
-			if !errors.Is(err, tc.want) || errors.Is(err, tc.notWant) || !errors.Is(err, mutex.ErrHeld) {
-				t.Fatalf("Acquire: %v, want %v (and the cause, mutex.ErrHeld)", err, tc.want)
+			var cause *mutex.QuorumError
+			if !errors.Is(err, tc.want) || errors.Is(err, tc.notWant) || !errors.As(err, &cause) || !errors.Is(cause, mutex.ErrHeld) {
+				t.Fatalf("Acquire: %v, want %v (and the cause, a *mutex.QuorumError matching mutex.ErrHeld)", err, tc.want)
 			}
 			if res := locker.AcquireAll(ctx, []scheduler.LockRequest{req}); !errors.Is(res[0].Err, tc.want) {
 				t.Fatalf("AcquireAll: %v, want %v", res[0].Err, tc.want)
@@ -79,18 +80,18 @@ func TestRedlockLockerBadInput(t *testing.T) {
 	}
 	nop := scheduler.JobFunc(func(context.Context, scheduler.RunInfo) error { return nil })
 	// Above the Redlock's max TTL (1m by default).
-	if err := s.Add("long", "@hourly", nop, scheduler.WithLockTTL(2*time.Minute)); !errors.Is(err, scheduler.ErrInvalidOption) ||
+	if err := s.Add("long", "@hourly", nop, scheduler.WithLockTTL(2*time.Minute)); !errors.Is(err, mutex.ErrInvalidOption) ||
 		!errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), "max TTL") {
-		t.Errorf("Add with a lock TTL above the max TTL = %v, want scheduler.ErrInvalidOption and mutex.ErrInvalidOption naming the max TTL", err)
+		t.Errorf("Add with a lock TTL above the max TTL = %v, want mutex.ErrInvalidOption and mutex.ErrInvalidOption naming the max TTL", err)
 	}
 	// A monthly job catching up a month back would reach past the 7 days
 	// the Redlock keeps a tick's mark: the tick could run again.
-	if err := s.Add("monthly", "@monthly", nop, scheduler.WithCatchUp(31*24*time.Hour)); !errors.Is(err, scheduler.ErrInvalidOption) ||
+	if err := s.Add("monthly", "@monthly", nop, scheduler.WithCatchUp(31*24*time.Hour)); !errors.Is(err, mutex.ErrInvalidOption) ||
 		!strings.Contains(err.Error(), "WithStateTTL") || !strings.Contains(err.Error(), `"monthly"`) {
-		t.Errorf("Add with a catch-up window past the state TTL = %v, want ErrInvalidOption naming the job and WithStateTTL", err)
+		t.Errorf("Add with a catch-up window past the state TTL = %v, want mutex.ErrInvalidOption naming the job and WithStateTTL", err)
 	}
-	if err := s.Add("grace", "@daily", nop, scheduler.WithMisfireGrace(8*24*time.Hour)); !errors.Is(err, scheduler.ErrInvalidOption) {
-		t.Errorf("Add with a misfire grace past the state TTL = %v, want ErrInvalidOption", err)
+	if err := s.Add("grace", "@daily", nop, scheduler.WithMisfireGrace(8*24*time.Hour)); !errors.Is(err, mutex.ErrInvalidOption) {
+		t.Errorf("Add with a misfire grace past the state TTL = %v, want mutex.ErrInvalidOption", err)
 	}
 	if len(s.Entries()) != 0 {
 		t.Error("a job was registered anyway")
@@ -116,9 +117,9 @@ func TestRedlockLockerBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s3.Add("hourly", "@hourly", nop, scheduler.WithLockTTL(5*time.Second)); !errors.Is(err, scheduler.ErrInvalidOption) ||
+	if err := s3.Add("hourly", "@hourly", nop, scheduler.WithLockTTL(5*time.Second)); !errors.Is(err, mutex.ErrInvalidOption) ||
 		!strings.Contains(err.Error(), "WithLockAhead") {
-		t.Errorf("Add with a lead above the max TTL = %v, want ErrInvalidOption naming WithLockAhead", err)
+		t.Errorf("Add with a lead above the max TTL = %v, want mutex.ErrInvalidOption naming WithLockAhead", err)
 	}
 }
 

@@ -36,7 +36,7 @@ func (s *Scheduler) tryJob(stopping context.Context, r *run) error {
 			stopping.Err() != nil || !s.cfg.clock().Add(backoff).Before(deadline) {
 			return err
 		}
-		s.emit(r.e, Event{Kind: eventRunRetry, Job: info.Job, Tick: info.Tick, RunID: info.RunID, Fence: info.Fence,
+		s.emit(r.e, Event{Kind: KindRunRetry, Job: info.Job, Tick: info.Tick, RunID: info.RunID, Fence: info.Fence,
 			Attempts: r.attempts, Try: try, Err: err})
 		r.failedTry(try, err)
 		s.log.LogAttrs(r.ctx, slog.LevelWarn, "run failed; trying again",

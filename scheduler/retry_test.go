@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -145,7 +146,7 @@ func TestRetryBadInput(t *testing.T) {
 	s := newScheduler(t, locker())
 	for _, opt := range []scheduler.JobOption{scheduler.WithRetry(0, time.Second), scheduler.WithRetry(101, time.Second),
 		scheduler.WithRetry(2, -time.Second)} {
-		if err := s.Add("job", "@hourly", noop, opt); !errors.Is(err, scheduler.ErrInvalidOption) {
+		if err := s.Add("job", "@hourly", noop, opt); !errors.Is(err, mutex.ErrInvalidOption) {
 			t.Errorf("Add with a bad WithRetry: %v", err)
 		}
 	}

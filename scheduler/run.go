@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redcron/redcron/mutex"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -21,13 +22,13 @@ func (s *Scheduler) releaseUnused(rn *session, job string, tick time.Time, lease
 
 // release releases lease, recording o, within releaseTimeout whether or
 // not the scheduler is stopping, and returns the error. A failure other
-// than ErrLockLost is logged, with the attributes attrs returns.
+// than mutex.ErrLost is logged, with the attributes attrs returns.
 func (s *Scheduler) release(rn *session, lease Lease, o Outcome, attrs func() []slog.Attr) error {
 	ctx := context.WithoutCancel(rn.jobCtx)
 	rctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	err := lease.Release(rctx, o)
 	cancel()
-	if err != nil && !errors.Is(err, ErrLockLost) {
+	if err != nil && !errors.Is(err, mutex.ErrLost) {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "lease release failed; the lock expires with its TTL",
 			append(attrs(), slog.Any("error", err))...)
 	}
@@ -54,6 +55,7 @@ type run struct {
 	ended    atomic.Bool             // the run no longer counts as running (see end)
 	tries    atomic.Int32            // tries of the job so far (WithRetry)
 	slot     *slot                   // the run slot it frees when it ends, or nil
+	permit   Lease                   // its permit of its job's cluster limit (WithClusterLimit), or nil
 	triesMu  sync.Mutex
 	tryErrs  []string // the errors of the tries tried again, for the ledger
 }
@@ -129,13 +131,16 @@ func (s *Scheduler) newRun(e *entry, lease Lease, tick, idTime time.Time, attemp
 }
 
 // startRun starts a manual run of e under lease at once, in run slot sl,
-// and returns it.
-func (s *Scheduler) startRun(rn *session, e *entry, lease Lease, attempts int, sl *slot) *run {
+// and returns it, or why it did not start (no permit of its job's cluster
+// limit in time).
+func (s *Scheduler) startRun(rn *session, e *entry, lease Lease, attempts int, sl *slot) (*run, error) {
 	r := s.newRun(e, lease, time.Time{}, s.cfg.clock(), attempts)
 	r.slot = sl
 	s.launch(rn, r, lease.Keep(rn.jobCtx), nil)
-	<-r.started // there is no ready to fail
-	return r
+	if err := r.awaitStart(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // launch starts r's goroutine, which closes r.started once r's job has
@@ -156,20 +161,24 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 		if r.cancel != nil {
 			defer r.cancel(nil)
 		}
+		var err error
 		if ready != nil {
-			err := ready()
-			if err == nil {
+			if err = ready(); err == nil {
 				err = outlived(kept)
 			}
-			if err != nil {
-				if err == errWithdrawn { // its handler has dealt with it
-					return
-				}
-				r.failed <- err
-				r.batch.done()
+		}
+		if err == nil {
+			err = s.takePermit(r, kept)
+		}
+		if err != nil {
+			if err == errWithdrawn { // its handler has dealt with it
 				return
 			}
+			r.failed <- err
+			r.batch.done()
+			return
 		}
+		base, unwatch := withPermit(r, base)
 		s.markStart(rn, r, base)
 		close(r.started) // wakes no handler waiting for its group
 		r.batch.done()
@@ -177,6 +186,8 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 		defer func() {
 			out.cause, out.returned = context.Cause(r.ctx), time.Now()
 			r.stopCtx()
+			unwatch()
+			r.releasePermit()
 			s.end(r, out, nil, false)
 			r.done <- out
 		}()
@@ -198,7 +209,7 @@ func outlived(kept context.Context) error {
 		return nil
 	}
 	if late := time.Since(until()); late >= 0 {
-		return fmt.Errorf("%w: its validity ended %v before its run could start", ErrLockLost, late)
+		return fmt.Errorf("%w: its validity ended %v before its run could start", mutex.ErrLost, late)
 	}
 	return nil
 }
@@ -220,7 +231,7 @@ func (s *Scheduler) markStart(rn *session, r *run, base context.Context) {
 		startDelay = wall.Sub(tick)
 	}
 	r.delay = startDelay
-	s.emit(e, Event{Kind: eventRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
+	s.emit(e, Event{Kind: KindRunStarted, Job: e.name, Tick: tick, RunID: r.info.RunID, Fence: r.info.Fence,
 		StartDelay: startDelay, Attempts: r.attempts})
 	if s.log.Enabled(rn.jobCtx, slog.LevelDebug) {
 		s.log.LogAttrs(rn.jobCtx, slog.LevelDebug, "run started", r.attrs(slog.Duration("start_delay", startDelay))...)
@@ -263,7 +274,7 @@ func (s *Scheduler) finishRun(rn *session, r *run) {
 	relErr := s.release(rn, r.lease, Outcome{RunID: r.info.RunID, Result: ledger, Err: r.ledgerErr(ledgerErr), Try: int(r.tries.Load()), Delay: r.delay},
 		func() []slog.Attr { return r.attrs() })
 	result, err := s.end(r, out, relErr, true)
-	s.emit(r.e, Event{Kind: eventRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
+	s.emit(r.e, Event{Kind: KindRunFinished, Job: r.info.Job, Tick: r.info.Tick, RunID: r.info.RunID,
 		Fence: r.info.Fence, Result: result, Duration: duration, Attempts: r.attempts, Try: int(r.tries.Load()), Err: err})
 
 	s.logRun(context.WithoutCancel(rn.jobCtx), r, result, duration, err)
@@ -334,11 +345,11 @@ func (s *Scheduler) logRun(ctx context.Context, r *run, result string, duration 
 // the keepalive, so a loss after it is one.
 func classify(out outcome, releaseErr error) (string, error) {
 	switch {
-	case errors.Is(out.cause, ErrLockLost):
+	case errors.Is(out.cause, mutex.ErrLost):
 		return resultLockLost, withCause(out.cause, out.err)
 	case out.abandoned:
-		return resultAbandoned, errors.Join(ErrShutdownTimeout, out.cause)
-	case (out.cause == nil || errors.Is(out.cause, ErrRunTimeout)) && errors.Is(releaseErr, ErrLockLost):
+		return resultAbandoned, fmt.Errorf("scheduler: the job did not stop in time: %w", out.cause)
+	case (out.cause == nil || errors.Is(out.cause, ErrRunTimeout)) && errors.Is(releaseErr, mutex.ErrLost):
 		return resultLockLost, withCause(releaseErr, out.err)
 	}
 	if _, ok := out.err.(*PanicError); ok {

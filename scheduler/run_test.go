@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -54,7 +55,7 @@ func TestOverlapIsSkipped(t *testing.T) {
 			t.Errorf("ran ticks %v, want %v", got, want)
 		}
 		// Per replica, the six other ticks are overlaps; the run ticks are
-		// overlaps (ErrHeld for the same tick) for the losing replica.
+		// overlaps (mutex.ErrHeld for the same tick) for the losing replica.
 		if got, want := len(obs.skips("overlap")), 2*6; got != want {
 			t.Errorf("%d overlap skips, want %d", got, want)
 		}
@@ -219,8 +220,8 @@ func TestCatchUp(t *testing.T) {
 
 				tick := t0.Add(time.Hour)
 				retries := obs.of("lock_retry")
-				if len(retries) == 0 || !errors.Is(retries[0].Err, scheduler.ErrNoQuorum) {
-					t.Errorf("lock retries %v, want some with ErrNoQuorum", retries)
+				if len(retries) == 0 || !errors.Is(retries[0].Err, mutex.ErrNoQuorum) {
+					t.Errorf("lock retries %v, want some with mutex.ErrNoQuorum", retries)
 				}
 				for _, ev := range retries {
 					if !ev.Tick.Equal(tick) {
@@ -244,10 +245,10 @@ func TestCatchUp(t *testing.T) {
 				if got := log.ticks(); len(got) != 0 {
 					t.Errorf("ran %v, want nothing", got)
 				}
-				if len(noQuorum) != 1 || !noQuorum[0].Tick.Equal(tick) || !errors.Is(noQuorum[0].Err, scheduler.ErrNoQuorum) {
-					t.Errorf("no-quorum skips %+v, want the 01:00 tick with ErrNoQuorum", noQuorum)
+				if len(noQuorum) != 1 || !noQuorum[0].Tick.Equal(tick) || !errors.Is(noQuorum[0].Err, mutex.ErrNoQuorum) {
+					t.Errorf("no-quorum skips %+v, want the 01:00 tick with mutex.ErrNoQuorum", noQuorum)
 				}
-				if e := s.Entries()[0]; e.LastSkip != "no_quorum" || !errors.Is(e.LastErr, scheduler.ErrNoQuorum) {
+				if e := s.Entries()[0]; e.LastSkip != "no_quorum" || !errors.Is(e.LastErr, mutex.ErrNoQuorum) {
 					t.Errorf("entry %+v, want the last skip to be no_quorum", e)
 				}
 			})
@@ -375,7 +376,7 @@ func TestNoQuorumRetriesEndAtNextTick(t *testing.T) {
 		var skipped []time.Time
 		for _, ev := range obs.skips("no_quorum") {
 			skipped = append(skipped, ev.Tick)
-			if !errors.Is(ev.Err, scheduler.ErrNoQuorum) || !strings.Contains(fmt.Sprint(ev.Err), "retries ended: scheduler: a newer tick") {
+			if !errors.Is(ev.Err, mutex.ErrNoQuorum) || !strings.Contains(fmt.Sprint(ev.Err), "retries ended: scheduler: a newer tick") {
 				t.Errorf("skip of %v: error %v, want the locker's no-quorum error and that retries ended for a newer tick", ev.Tick, ev.Err)
 			}
 		}
@@ -389,7 +390,7 @@ func TestNoQuorumRetriesEndAtNextTick(t *testing.T) {
 }
 
 // TestLockLost loses the lease during a run: the job's context is
-// cancelled with ErrLockLost and the run reported as lock_lost.
+// cancelled with mutex.ErrLost and the run reported as lock_lost.
 func TestLockLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := locker()
@@ -407,13 +408,13 @@ func TestLockLost(t *testing.T) {
 		if !l.LoseLease("job") {
 			t.Fatal("no lease held during the run")
 		}
-		if err := <-cause; !errors.Is(err, scheduler.ErrLockLost) {
-			t.Errorf("job's context cause = %v, want ErrLockLost", err)
+		if err := <-cause; !errors.Is(err, mutex.ErrLost) {
+			t.Errorf("job's context cause = %v, want mutex.ErrLost", err)
 		}
 		synctest.Wait()
 		fin := obs.finished()
-		if len(fin) != 1 || fin[0].Result != "lock_lost" || !errors.Is(fin[0].Err, scheduler.ErrLockLost) {
-			t.Errorf("finished events %+v, want one lock_lost with ErrLockLost", fin)
+		if len(fin) != 1 || fin[0].Result != "lock_lost" || !errors.Is(fin[0].Err, mutex.ErrLost) {
+			t.Errorf("finished events %+v, want one lock_lost with mutex.ErrLost", fin)
 		}
 		if e := s.Entries()[0]; e.LastResult != "lock_lost" || e.Running {
 			t.Errorf("entry %+v, want the last result lock_lost", e)

@@ -13,6 +13,9 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/redcron/redcron/internal/lockcheck"
+	"github.com/redcron/redcron/mutex"
 )
 
 // maxNameLen is the longest job name or instance id, in bytes.
@@ -27,8 +30,11 @@ const maxNameLen = 200
 // or Shutdown has been called the Scheduler is closed.
 type Scheduler struct {
 	locker Locker
-	cfg    config
-	log    *slog.Logger
+	// check is the Locker's check of a job's requests, if it offers one
+	// (a Locker of ours: internal/lockcheck); Add calls it.
+	check func(LockRequest) error
+	cfg   config
+	log   *slog.Logger
 
 	wake    chan struct{} // capacity 1: the job table changed
 	started chan struct{} // closed when Run starts
@@ -103,6 +109,8 @@ type Entry struct {
 	CatchUp      time.Duration
 	Attempts     int
 	Backoff      time.Duration
+	// Tags are the job's tags (WithTags), sorted; nil for none.
+	Tags []string
 	// Next is the next tick not yet handled; zero if the schedule has none
 	// within five years. With WithLockAhead, a tick is handled from its
 	// lock-ahead on, so Next is then the tick after it.
@@ -125,7 +133,8 @@ type Entry struct {
 }
 
 // New returns a Scheduler that elects the replica running each tick through l.
-// It starts no goroutines and does no I/O; see Run.
+// It starts no goroutines and does no I/O; see Run. It calls l's AcquireAll
+// once with no requests (see Locker).
 func New(l Locker, opts ...Option) (*Scheduler, error) {
 	if l == nil {
 		return nil, errors.New("scheduler: nil Locker")
@@ -133,10 +142,10 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil Option", ErrInvalidOption)
+			return nil, fmt.Errorf("%w: nil Option", mutex.ErrInvalidOption)
 		}
 		if err := o(&cfg); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+			return nil, fmt.Errorf("%w: %w", mutex.ErrInvalidOption, err)
 		}
 	}
 	var limit *limiter
@@ -146,6 +155,7 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 	return &Scheduler{
 		limit:   limit,
 		locker:  l,
+		check:   lockcheck.Of(l.AcquireAll, cfg.instanceID),
 		cfg:     cfg,
 		log:     cfg.logger.With(slog.String("instance", cfg.instanceID)),
 		wake:    make(chan struct{}, 1),
@@ -179,16 +189,17 @@ func New(l Locker, opts ...Option) (*Scheduler, error) {
 // ones). A replica registering it, or starting, after t runs it at once
 // if t is past by no more than its misfire grace or catch-up window, unless
 // it ran; past that, never. Its time may lie at most as far back as the
-// Locker keeps a tick's mark (Add asks the Locker's Check); afterwards,
+// Locker keeps a tick's mark (Add asks the Locker); afterwards,
 // remove the job from the code.
 //
 // Add returns an error matching ErrInvalidJob for a name that is not valid
 // or a spec it cannot parse or that has no tick within five years (or an
 // @at time further back than the Locker keeps a mark),
 // ErrDuplicateJob if the name is taken,
-// ErrInvalidOption for a bad JobOption, and ErrClosed once the Scheduler
-// is closed. Add also returns the error of the Locker's Check for the job's
-// name, lock TTL and reach (the Redlock adapter's matches ErrInvalidOption
+// mutex.ErrInvalidOption for a bad JobOption, and ErrClosed once the Scheduler
+// is closed. Add also returns the refusal of the Locker's check of the
+// job's name, lock TTL and reach, when the Locker is one of redcron's (see
+// Locker): the Redlock adapter's matches mutex.ErrInvalidOption
 // for a TTL out of the Redlock's range, a lock-ahead longer than its max
 // TTL, or a misfire grace or catch-up window longer than it keeps a tick's
 // mark).
@@ -210,17 +221,17 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	cfg := defaultJobConfig()
 	for _, o := range opts {
 		if o == nil {
-			return fmt.Errorf("%w: job %q: nil JobOption", ErrInvalidOption, name)
+			return fmt.Errorf("%w: job %q: nil JobOption", mutex.ErrInvalidOption, name)
 		}
 		if err := o(&cfg); err != nil {
-			return fmt.Errorf("%w: job %q: %w", ErrInvalidOption, name, err)
+			return fmt.Errorf("%w: job %q: %w", mutex.ErrInvalidOption, name, err)
 		}
 	}
 	req := LockRequest{Job: name, TTL: cfg.lockTTL, Owner: s.cfg.instanceID, Lead: s.cfg.lockAhead, Reach: cfg.lateLimit()}
 	if err := s.checkPastAt(req, spec, sched, now); err != nil {
 		return err
 	}
-	if err := s.locker.Check(req); err != nil {
+	if err := s.checkRequest(req); err != nil {
 		return fmt.Errorf("scheduler: job %q: refused by the Locker: %w", name, err)
 	}
 	e := &entry{name: name, spec: spec, sched: sched, loc: loc, job: job, cfg: cfg}
@@ -243,7 +254,7 @@ func (s *Scheduler) Add(name, spec string, job JobFunc, opts ...JobOption) error
 	}
 	// Reported before the loop can see the job, so that observers know it
 	// before any of its other events.
-	s.emit(e, Event{Kind: eventJobAdded, Job: name})
+	s.emit(e, Event{Kind: KindJobAdded, Job: name})
 	s.jobs[name] = e
 	s.mu.Unlock()
 
@@ -272,17 +283,13 @@ func (s *Scheduler) Remove(name string) error {
 	}
 	// Reported under the lock, as Add reports, so that an Add of the same
 	// name that follows is reported after it.
-	s.emit(e, Event{Kind: eventJobRemoved, Job: name})
+	s.emit(e, Event{Kind: KindJobRemoved, Job: name})
 	s.mu.Unlock()
 
 	s.notify()
 	s.log.LogAttrs(context.Background(), slog.LevelDebug, "job removed", slog.String("job", name))
 	return nil
 }
-
-// InstanceID returns this replica's instance id (WithInstanceID): the owner
-// of its locks.
-func (s *Scheduler) InstanceID() string { return s.cfg.instanceID }
 
 // Entries returns a snapshot of the registered jobs, sorted by name.
 func (s *Scheduler) Entries() []Entry {
@@ -300,6 +307,7 @@ func (s *Scheduler) Entries() []Entry {
 			CatchUp:      e.cfg.catchUp,
 			Attempts:     e.cfg.attempts,
 			Backoff:      e.cfg.backoff,
+			Tags:         slices.Clone(e.cfg.tags),
 			Next:         e.next,
 			Prev:         e.prev,
 			Running:      e.running.Load() > 0,
@@ -354,7 +362,7 @@ func (s *Scheduler) observeJob(o func(Event), ev Event) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.log.LogAttrs(context.Background(), slog.LevelError, "job observer panicked",
-				tickAttrs(ev.Job, ev.Tick, slog.String("event", ev.Kind), slog.Any("panic", v),
+				tickAttrs(ev.Job, ev.Tick, slog.String("event", string(ev.Kind)), slog.Any("panic", v),
 					slog.String("stack", string(debug.Stack())))...)
 		}
 	}()

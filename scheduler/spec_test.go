@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/redcron/redcron/internal/lockcheck"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -189,15 +191,15 @@ func TestAddRejectsBadInput(t *testing.T) {
 		{name: "invalid UTF-8", job: "back\xffup", is: scheduler.ErrInvalidJob, mention: []string{"UTF-8"}},
 		{name: "nil job", job: "backup", nilJob: true, mention: []string{`"backup"`, "nil Job"}},
 		{name: "short TTL", job: "backup", opts: []scheduler.JobOption{scheduler.WithLockTTL(500 * time.Millisecond)},
-			is: scheduler.ErrInvalidOption, mention: []string{`"backup"`, "WithLockTTL"}},
+			is: mutex.ErrInvalidOption, mention: []string{`"backup"`, "WithLockTTL"}},
 		{name: "negative timeout", job: "backup", opts: []scheduler.JobOption{scheduler.WithRunTimeout(-time.Second)},
-			is: scheduler.ErrInvalidOption, mention: []string{"WithRunTimeout"}},
+			is: mutex.ErrInvalidOption, mention: []string{"WithRunTimeout"}},
 		{name: "zero grace", job: "backup", opts: []scheduler.JobOption{scheduler.WithMisfireGrace(0)},
-			is: scheduler.ErrInvalidOption, mention: []string{"WithMisfireGrace"}},
+			is: mutex.ErrInvalidOption, mention: []string{"WithMisfireGrace"}},
 		{name: "zero catch-up", job: "backup", opts: []scheduler.JobOption{scheduler.WithCatchUp(0)},
-			is: scheduler.ErrInvalidOption, mention: []string{"WithCatchUp"}},
+			is: mutex.ErrInvalidOption, mention: []string{"WithCatchUp"}},
 		{name: "nil option", job: "backup", opts: []scheduler.JobOption{nil},
-			is: scheduler.ErrInvalidOption, mention: []string{"nil JobOption"}},
+			is: mutex.ErrInvalidOption, mention: []string{"nil JobOption"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,7 +232,16 @@ type pickyLocker struct{ scheduler.Locker }
 
 var errPicky = errors.New("picky: name refused")
 
-func (pickyLocker) Check(req scheduler.LockRequest) error {
+// AcquireAll offers, with no requests (New's call), check.
+func (l pickyLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) == 0 {
+		lockcheck.Offer(ctx, l.check)
+		return nil
+	}
+	return l.Locker.AcquireAll(ctx, reqs)
+}
+
+func (pickyLocker) check(req scheduler.LockRequest) error {
 	if strings.HasPrefix(req.Job, "bad") {
 		return errPicky
 	}
@@ -293,8 +304,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.option, func(t *testing.T) {
 			s, err := scheduler.New(locker(), tt.opt)
-			if s != nil || !errors.Is(err, scheduler.ErrInvalidOption) {
-				t.Fatalf("New = %v, %v; want nil, ErrInvalidOption", s, err)
+			if s != nil || !errors.Is(err, mutex.ErrInvalidOption) {
+				t.Fatalf("New = %v, %v; want nil, mutex.ErrInvalidOption", s, err)
 			}
 			if !strings.Contains(err.Error(), tt.option) {
 				t.Errorf("error %q does not name %s", err, tt.option)
@@ -304,7 +315,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if _, err := scheduler.New(nil); err == nil {
 		t.Error("New(nil) succeeded")
 	}
-	if _, err := scheduler.New(locker(), scheduler.WithLocation(nil)); err.Error() != "scheduler: invalid option: WithLocation: nil location" {
+	if _, err := scheduler.New(locker(), scheduler.WithLocation(nil)); err.Error() != "redcron: invalid option: WithLocation: nil location" {
 		t.Errorf("error text: %q", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/parts"
+	"github.com/redcron/redcron/mutex"
 )
 
 // handleTick handles one tick of one job: it checks that the tick is not
@@ -210,7 +211,7 @@ func (s *Scheduler) lockAndRun(rn *session, d dueTick, req LockRequest, first *L
 			if ended {
 				return
 			}
-		case lost != nil && errors.Is(err, ErrHeld):
+		case lost != nil && errors.Is(err, mutex.ErrHeld):
 			// Another replica won the tick (the lost lease's mark had not
 			// reached a majority): it runs it.
 			s.lockFailed(rn, d, total, err)
@@ -244,6 +245,11 @@ func (s *Scheduler) runWon(rn *session, d dueTick, lease Lease, total int, start
 	switch {
 	case err == nil:
 		s.finishRun(rn, r)
+		return true, nil
+	case errors.Is(err, errClusterLimit):
+		s.skip(d.e, d.tick, skipLimit, total, err)
+		s.log.LogAttrs(d.ctx, slog.LevelWarn, "tick skipped: no permit of its job's cluster limit came free in time",
+			tickAttrs(d.e.name, d.tick, slog.Any("error", err))...)
 		return true, nil
 	case abandoned(d) || errors.Is(err, errRemoved):
 		s.lockFailed(rn, d, total, err)
@@ -293,9 +299,9 @@ func (s *Scheduler) lockFailed(rn *session, d dueTick, attempts int, err error) 
 		s.log.LogAttrs(d.ctx, slog.LevelDebug, "tick abandoned: job removed",
 			tickAttrs(e.name, tick, slog.Any("error", err))...)
 		return
-	case errors.Is(err, ErrHeld):
+	case errors.Is(err, mutex.ErrHeld):
 		reason = skipHeld
-	case errors.Is(err, ErrAlreadyRun):
+	case errors.Is(err, mutex.ErrAlreadyRun):
 		reason = skipAlreadyRun
 	case errors.Is(err, ErrOverlap):
 		reason = skipOverlap
@@ -359,7 +365,7 @@ func (s *Scheduler) skip(e *entry, tick time.Time, reason string, attempts int, 
 		return
 	}
 	e.lastResult, e.lastSkip, e.lastErr = "", reason, err
-	s.emit(e, Event{Kind: eventSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
+	s.emit(e, Event{Kind: KindSkipped, Job: e.name, Tick: tick, Skip: reason, Attempts: attempts, Err: err})
 }
 
 // tickAttrs returns the log attributes naming a tick of a job.

@@ -20,7 +20,7 @@ import (
 //
 // Errors: ErrUnknownJob at once for a name no job has (or one removed
 // meanwhile); ErrOverlap if this replica runs the job or holds its lock;
-// ErrHeld if another replica holds it; ErrNoQuorum if no decision was
+// mutex.ErrHeld if another replica holds it; mutex.ErrNoQuorum if no decision was
 // reached (or, for a request of the admin command's, which the front door
 // takes, the request was taken by another replica or withdrawn); ErrClosed
 // once the Scheduler is closed.
@@ -61,7 +61,15 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 	}
 	sl.settle()
 
-	started := make(chan RunInfo, 1)
+	return s.runTriggered(rn, e, lease, attempts, sl, removed)
+}
+
+// runTriggered starts the run of a trigger of e whose lease was won, in
+// run slot sl, and returns its RunInfo once it started, or why it did not:
+// the scheduler stopped (ErrClosed), the job removed (removed), or no
+// permit of its cluster limit in time.
+func (s *Scheduler) runTriggered(rn *session, e *entry, lease Lease, attempts int, sl *slot, removed error) (RunInfo, error) {
+	name := e.name
 	s.mu.Lock()
 	switch {
 	case rn.stopped || rn.loopCtx.Err() != nil:
@@ -75,14 +83,25 @@ func (s *Scheduler) Trigger(ctx context.Context, name string) (RunInfo, error) {
 		s.releaseUnused(rn, name, time.Time{}, lease)
 		return RunInfo{}, removed
 	}
+	started, failed := make(chan RunInfo, 1), make(chan error, 1)
 	rn.wg.Go(func() {
 		defer sl.free() // if the run was abandoned
-		r := s.startRun(rn, e, lease, attempts, sl)
+		r, err := s.startRun(rn, e, lease, attempts, sl)
+		if err != nil {
+			s.releaseUnused(rn, name, time.Time{}, lease) // the run never started
+			failed <- err
+			return
+		}
 		started <- r.info
 		s.finishRun(rn, r)
 	})
 	s.mu.Unlock()
-	return <-started, nil
+	select {
+	case info := <-started:
+		return info, nil
+	case err := <-failed:
+		return RunInfo{}, fmt.Errorf("scheduler: trigger job %q: %w", name, err)
+	}
 }
 
 // triggerable waits for Run, if the job called name exists, and returns

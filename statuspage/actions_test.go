@@ -204,9 +204,9 @@ func TestNodesAndSecrets(t *testing.T) {
 }
 
 // TestOptions: bad options are refused with errors that match
-// scheduler.ErrInvalidOption, through the front door too.
+// mutex.ErrInvalidOption, through the front door too.
 func TestOptions(t *testing.T) {
-	if _, err := statuspage.New(nil); !errors.Is(err, scheduler.ErrInvalidOption) {
+	if _, err := statuspage.New(nil); !errors.Is(err, mutex.ErrInvalidOption) {
 		t.Errorf("New(nil): %v", err)
 	}
 	s, err := redcron.New([]string{"127.0.0.1:1"})
@@ -215,7 +215,7 @@ func TestOptions(t *testing.T) {
 	}
 	defer s.Shutdown(context.Background())
 	for _, o := range []statuspage.Option{nil, statuspage.WithAuthorize(nil), statuspage.WithLogger(nil), statuspage.WithJobs(nil)} {
-		if _, err := s.StatusPage(o); !errors.Is(err, redcron.ErrInvalidOption) || !errors.Is(err, scheduler.ErrInvalidOption) {
+		if _, err := s.StatusPage(o); !errors.Is(err, mutex.ErrInvalidOption) || !errors.Is(err, mutex.ErrInvalidOption) {
 			t.Errorf("StatusPage(bad option): %v", err)
 		}
 	}

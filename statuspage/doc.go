@@ -28,7 +28,7 @@
 //
 // A fleet may run 100,000 jobs: the main page lists 100 of them a page,
 // by name (?page=2, with links to the previous and next pages), those
-// whose name or spec holds the text searched for, whatever its case
+// whose name, spec or a tag holds the text searched for, whatever its case
 // (?q=report, with how many match); its live part refreshes the same page
 // and search. It lists 100 of the names no live replica publishes, and
 // says how many more match. The headline names 10 jobs paused and 10 with

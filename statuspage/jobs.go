@@ -66,7 +66,7 @@ func localJob(e scheduler.Entry) *jobView {
 	if !next.IsZero() && e.Location != nil {
 		next = next.In(e.Location)
 	}
-	return &jobView{Name: e.Name, Link: jobLink(e.Name), Local: true, Spec: e.Spec, Zone: zone, Next: next, Running: e.Running}
+	return &jobView{Name: e.Name, Link: jobLink(e.Name), Local: true, Spec: e.Spec, Zone: zone, Tags: e.Tags, Next: next, Running: e.Running}
 }
 
 // publishedJob returns the row of a job another live replica publishes:
@@ -77,7 +77,7 @@ func publishedJob(j admin.Job) *jobView {
 	if loc, err := time.LoadLocation(j.Zone); err == nil && !next.IsZero() {
 		next = next.In(loc)
 	}
-	return &jobView{Name: j.Name, Link: jobLink(j.Name), Spec: j.Spec, Zone: j.Zone, Next: next}
+	return &jobView{Name: j.Name, Link: jobLink(j.Name), Spec: j.Spec, Zone: j.Zone, Tags: j.Tags, Next: next}
 }
 
 // ranAt returns when a run of a ledger record last did something (its

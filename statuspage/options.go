@@ -5,15 +5,16 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
 // invalidOption is the error of New for a bad option or argument, which it
-// names; it matches scheduler.ErrInvalidOption.
+// names; it matches mutex.ErrInvalidOption.
 type invalidOption struct{ err error }
 
 func (e *invalidOption) Error() string   { return "statuspage: " + e.err.Error() }
-func (e *invalidOption) Unwrap() []error { return []error{scheduler.ErrInvalidOption, e.err} }
+func (e *invalidOption) Unwrap() []error { return []error{mutex.ErrInvalidOption, e.err} }
 
 // invalid returns New's error for a bad option or argument, formatted as
 // fmt.Errorf formats.

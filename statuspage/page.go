@@ -100,7 +100,7 @@ type nodeError struct {
 // WithAuthorize), and the actions, POST /job/{name}/pause, /resume,
 // /trigger and POST /leaks/fix, each answered with a redirect (303) back to
 // the page it came from. It does no I/O. Its errors, for a bad option or
-// argument, name it and match scheduler.ErrInvalidOption.
+// argument, name it and match mutex.ErrInvalidOption.
 func New(locks *mutex.Redlock, opts ...Option) (http.Handler, error) {
 	if locks == nil {
 		return nil, invalid("New: nil Redlock")

@@ -2,12 +2,13 @@ package statuspage
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // Paging of the main page's lists. A fleet may run 100,000 jobs: the main
-// page shows pageSize of them at a time, those whose name (or spec)
+// page shows pageSize of them at a time, those whose name (or spec, or a tag)
 // holds the search text, and at most maxUnpublished of the names no live
 // replica publishes. Its cost per view is one filter and one sort over
 // the names, and rendering and per-job reads for the rows shown alone.
@@ -41,10 +42,11 @@ func query(page int, q string, fragment bool) string {
 	return "?" + v.Encode()
 }
 
-// matches reports whether a job's name or spec holds lower, a search text
-// in lower case.
+// matches reports whether a job's name, spec or one of its tags holds
+// lower, a search text in lower case.
 func matches(j *jobView, lower string) bool {
-	return lower == "" || strings.Contains(strings.ToLower(j.Name), lower) || strings.Contains(strings.ToLower(j.Spec), lower)
+	return lower == "" || strings.Contains(strings.ToLower(j.Name), lower) || strings.Contains(strings.ToLower(j.Spec), lower) ||
+		slices.ContainsFunc(j.Tags, func(t string) bool { return strings.Contains(strings.ToLower(t), lower) })
 }
 
 // filter returns the jobs of jobs (kept in their order) that match the

@@ -194,3 +194,20 @@ func TestSearch(t *testing.T) {
 		t.Errorf("?q=old-14: %d unpublished names; want 10", n)
 	}
 }
+
+// TestSearchTag: a job's tags are shown in its row, and ?q= finds the
+// jobs one of whose tags holds it.
+func TestSearchTag(t *testing.T) {
+	p := bigPage(t)
+	entries := p.cfg.jobs()
+	entries[3].Tags = []string{"nightly-reports", "team-data"}
+	entries[7].Tags = []string{"reports"}
+	p.cfg.jobs = func() []scheduler.Entry { return entries }
+	body := get(t, p, "/?q=Reports")
+	if r := rows(body); len(r) != 2 || r[0] != entries[3].Name || r[1] != entries[7].Name {
+		t.Errorf("?q=Reports: %q; want the two jobs tagged with it", r)
+	}
+	if !strings.Contains(body, `<span class="tag">nightly-reports</span> <span class="tag">team-data</span>`) {
+		t.Errorf("?q=Reports: the tags are not shown:\n%s", body)
+	}
+}

@@ -90,6 +90,8 @@ func why(reason string) string {
 		return "the lease was lost before the run started"
 	case "max_runs":
 		return "every run slot of the replica was taken (WithMaxConcurrentRuns)"
+	case "cluster_limit":
+		return "no permit of the job's cluster limit came free in time (WithClusterLimit)"
 	case "overload":
 		return "the replica's claims of the job's shard were behind (overloaded)"
 	}

@@ -55,6 +55,7 @@ type jobView struct {
 	Name, Link string
 	Local      bool // on this replica: Spec, Zone, Next and Running are its
 	Spec, Zone string
+	Tags       []string // its tags (scheduler.WithTags)
 	Next       time.Time
 	Running    bool
 	Paused     string // "", or "paused 3/3", "partial 1/3"

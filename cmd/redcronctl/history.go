@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/admin"
-	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/mutex"
 )
 
 // The states of a record (admin.Record.State).
@@ -54,7 +54,7 @@ func (a *cmd) history(ctx context.Context) int {
 		read++
 	}
 	switch {
-	case errors.Is(err, scheduler.ErrNoQuorum):
+	case errors.Is(err, mutex.ErrNoQuorum):
 		fmt.Fprintf(stderr, "redcronctl: %d of %s read, not a majority: the history could miss runs\n", read, plural(len(cfg.addrs), "node", "nodes"))
 		return exitError
 	case err != nil:

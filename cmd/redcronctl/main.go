@@ -56,6 +56,12 @@
 // publishes in its job table: any other name fails with "no such job"
 // (exit 2) and writes nothing, unless -force is given.
 //
+// -tag TAG selects jobs by a tag their replicas publish
+// (scheduler.WithTags): status lists only the jobs carrying it; pause,
+// resume, trigger and history, given no JOB, act on each of them in name
+// order, as if run once per job (with -json, one document per job), and
+// exit 2 if any failed or no live replica publishes a job with the tag.
+//
 // Usage:
 //
 //	redcronctl -addrs redis-a:6379,redis-b:6379,redis-c:6379 [flags] [leaks]
@@ -64,6 +70,7 @@
 //	redcronctl -addrs ... [flags] resume JOB
 //	redcronctl -addrs ... [flags] history JOB
 //	redcronctl -addrs ... [flags] trigger JOB
+//	redcronctl -addrs ... [flags] -tag TAG status|pause|resume|history|trigger
 //
 // Flags may come after the command too: redcronctl status -json,
 // redcronctl history -last 5 JOB, redcronctl pause JOB -force.
@@ -85,6 +92,8 @@
 //	-fix                   delete the leaks found (default: dry run)
 //	-force                 pause, resume, trigger, history: act on a job no live
 //	                       replica publishes (not deployed yet, or gone)
+//	-tag TAG               status: only the jobs tagged TAG; pause, resume,
+//	                       trigger, history: each job tagged TAG, without JOB
 //
 // A flag given on the command line overrides its environment variable.
 // The password is never printed, not even in error messages; every error
@@ -210,6 +219,7 @@ type config struct {
 	last     int    // history: how many records
 	command  string // "" (the leak scan), "status", "history", "pause", "resume" or "trigger"
 	job      string // the job of history, pause, resume and trigger
+	tag      string // -tag: status lists, and the others act on, the jobs carrying it
 }
 
 // usageError is a problem with the flags or the environment; its message
@@ -245,11 +255,18 @@ func parseCommand(cfg *config, args []string) error {
 		cfg.command = "status"
 		return nil
 	case "pause", "resume", "history", "trigger":
+		if cfg.tag != "" {
+			if len(args) != 1 {
+				return usagef("%s -tag %s takes no job name: it acts on each job tagged %s", args[0], cfg.tag, cfg.tag)
+			}
+			cfg.command = args[0]
+			return nil
+		}
 	default:
 		return usagef("unexpected argument %q: the commands are leaks (the default), status, history JOB, pause JOB, resume JOB and trigger JOB; every setting is a flag (-name value)", args[0])
 	}
 	if len(args) != 2 {
-		return usagef("%s takes one job name", args[0])
+		return usagef("%s takes one job name, or -tag TAG", args[0])
 	}
 	if err := engine.CheckName(args[1]); err != nil {
 		return usagef("%s: %v", args[0], err)
@@ -291,9 +308,11 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	fs.BoolVar(&cfg.json, "json", false, "print a JSON document (see the README) instead of a table")
 	fs.IntVar(&cfg.last, "last", 20, "history: how many of the newest records to print")
 	fs.BoolVar(&cfg.fix, "fix", false, "delete the leaks found, by compare-and-delete (default: dry run)")
+	fs.StringVar(&cfg.tag, "tag", "", "status: list only the jobs carrying this `tag`; pause, resume, trigger, history: act on each of them, without JOB")
 	fs.BoolVar(&cfg.force, "force", false, "pause, resume, trigger, history: act on a job no live replica publishes (not deployed yet, or gone)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | history JOB | pause JOB | resume JOB | trigger JOB]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: redcronctl -addrs host:port,host:port,... [flags] [leaks | status | history JOB | pause JOB | resume JOB | trigger JOB]\n"+
+			"       redcronctl -addrs ... -tag TAG [status | history | pause | resume | trigger]\n\n"+
 			"leaks (the default) scans the Redis masters for leaked redcron locks; -fix deletes them.\n"+
 			"status lists every job's lock: paused or not, its holder and the tick it claims; and the live replicas:\n"+
 			"their versions, job tables (marked when they differ), clock offsets and last heartbeats.\n"+
@@ -313,11 +332,17 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 		}
 		return nil, &usageError{msg: err.Error(), printed: true}
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["tag"] && cfg.tag == "" {
+		return nil, usagef("-tag: empty")
+	}
 	if err := parseCommand(&cfg, positional); err != nil {
 		return nil, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if cfg.tag != "" && cfg.command == "" {
+		return nil, usagef("-tag: only status, pause, resume, trigger and history take it")
+	}
 
 	// Flags override the environment.
 	addrSource := "-addrs"
@@ -366,7 +391,7 @@ func parseConfig(args []string, env func(string) string, stderr io.Writer) (*con
 	if cfg.maxAge < 0 {
 		return nil, usagef("-max-age: %v is negative (0 turns the over-age check off)", cfg.maxAge)
 	}
-	if cfg.force && cfg.job == "" {
+	if cfg.force && cfg.job == "" && cfg.tag == "" {
 		return nil, usagef("-force: only pause, resume, trigger and history take it")
 	}
 	if cfg.last < 1 {

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/mutex"
 )
 
 // pauseDoc is what pause and resume print with -json.
@@ -58,7 +58,7 @@ func (a *cmd) pause(ctx context.Context) int {
 		}
 	}
 	switch {
-	case errors.Is(err, scheduler.ErrNoQuorum):
+	case errors.Is(err, mutex.ErrNoQuorum):
 		fmt.Fprintf(stderr, "redcronctl: %s %s reached %d of %s, not a majority (a pause is taken back): run it again\n",
 			cfg.command, cfg.job, doc.Changed, plural(nodes, "node", "nodes"))
 		return exitError

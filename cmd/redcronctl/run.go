@@ -97,17 +97,34 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		return exitError
 	}
 	a := &cmd{cfg: cfg, c: c, stdout: stdout, stderr: stderr, hide: hide}
-	switch cfg.command {
-	case "pause", "resume":
-		return a.pause(ctx)
-	case "status":
+	act := map[string]func(context.Context) int{"pause": a.pause, "resume": a.pause, "history": a.history, "trigger": a.trigger}[cfg.command]
+	switch {
+	case act != nil && cfg.tag != "":
+		return a.eachTagged(ctx, act)
+	case act != nil:
+		return act(ctx)
+	case cfg.command == "status":
 		return a.status(ctx)
-	case "history":
-		return a.history(ctx)
-	case "trigger":
-		return a.trigger(ctx)
 	}
 	return a.leaks(ctx)
+}
+
+// eachTagged runs act once for each job tagged -tag (admin.Client.Tagged),
+// in name order, and returns the worst exit status. When the job tables
+// of some live replicas could not be read, it acts on the jobs found and
+// exits 2.
+func (a *cmd) eachTagged(ctx context.Context, act func(context.Context) int) int {
+	jobs, err := a.c.Tagged(ctx, a.cfg.tag)
+	code := exitClean
+	if err != nil {
+		fmt.Fprintf(a.stderr, "redcronctl: %s\n", a.hide(err.Error()))
+		code = exitError
+	}
+	for _, job := range jobs {
+		a.cfg.job = job
+		code = max(code, act(ctx))
+	}
+	return code
 }
 
 // cmd is a run of a command over its client.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,7 +17,8 @@ type jobStatus struct {
 	Name string    `json:"name"`
 	Spec string    `json:"spec,omitempty"` // from the job table the most replicas publish
 	Zone string    `json:"zone,omitempty"`
-	Next time.Time `json:"next,omitzero"` // its next tick
+	Tags []string  `json:"tags,omitempty"` // its tags, sorted
+	Next time.Time `json:"next,omitzero"`  // its next tick
 	// PublishedBy is how many live replicas list it in their job table;
 	// Phantom: none does (a leftover of a job gone, or one not deployed yet).
 	PublishedBy int       `json:"published_by"`
@@ -43,7 +46,7 @@ func (a *cmd) status(ctx context.Context) int {
 		fmt.Fprintf(a.stderr, "redcronctl: no node could be scanned; nothing to report\n")
 		return exitError
 	}
-	jobs := jobsOf(st.Jobs, a.hide)
+	jobs := jobsOf(st.Jobs, a.cfg.tag, a.hide)
 	nodes := nodeStatuses(st.Nodes, a.hide)
 	replicas := replicasOf(st.Replicas, time.Now())
 	scanned := 0
@@ -71,7 +74,7 @@ func (a *cmd) status(ctx context.Context) int {
 		return exitClean
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "JOB\tSPEC\tNEXT\tPAUSED\tHELD BY\tTICK\tHELD ON\tLAST RUN\n")
+	fmt.Fprintf(tw, "JOB\tSPEC\tTAGS\tNEXT\tPAUSED\tHELD BY\tTICK\tHELD ON\tLAST RUN\n")
 	for _, j := range jobs {
 		paused, holder, tick, on := "no", "-", "-", "-"
 		switch {
@@ -96,7 +99,8 @@ func (a *cmd) status(ctx context.Context) int {
 		if !j.Next.IsZero() {
 			next = j.Next.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), spec, next, paused, holder, tick, on, lastRunText(j.LastRun))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), spec, printable(orDash(strings.Join(j.Tags, ","))), next, paused,
+			holder, tick, on, lastRunText(j.LastRun))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitError
@@ -113,16 +117,20 @@ func (a *cmd) status(ctx context.Context) int {
 }
 
 // jobsOf returns the jobs as status prints them, each with its last run
-// or missed tick.
-func jobsOf(jobs []admin.Job, hide func(string) string) []jobStatus {
-	out := make([]jobStatus, len(jobs))
-	for i, j := range jobs {
-		out[i] = jobStatus{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, PublishedBy: j.Publishers, Phantom: j.Phantom,
+// or missed tick: those tagged tag, or all for "".
+func jobsOf(jobs []admin.Job, tag string, hide func(string) string) []jobStatus {
+	out := make([]jobStatus, 0, len(jobs))
+	for _, j := range jobs {
+		if tag != "" && !slices.Contains(j.Tags, tag) {
+			continue
+		}
+		js := jobStatus{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Tags: j.Tags, Next: j.Next, PublishedBy: j.Publishers, Phantom: j.Phantom,
 			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
 		if j.LastRun != nil {
 			r := historyRunOf(*j.LastRun, hide)
-			out[i].LastRun = &r
+			js.LastRun = &r
 		}
+		out = append(out, js)
 	}
 	return out
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redcron/redcron/scheduler"
+	"github.com/redcron/redcron/mutex"
 )
 
 // trigger runs trigger JOB: it places a request (a ticket naming the
@@ -32,7 +32,7 @@ func (a *cmd) trigger(ctx context.Context) int {
 		placed++
 	}
 	switch {
-	case errors.Is(err, scheduler.ErrNoQuorum):
+	case errors.Is(err, mutex.ErrNoQuorum):
 		fmt.Fprintf(stderr, "redcronctl: trigger %s reached %d of %s, not a majority (withdrawn): run it again\n", cfg.job, placed,
 			plural(len(cfg.addrs), "node", "nodes"))
 		return exitError

@@ -133,7 +133,7 @@ func checkNarration(t *testing.T, text string, want ...string) {
 	t.Helper()
 	for _, w := range append(want,
 		"stalled r",
-		"context.Cause is scheduler.ErrLockLost",
+		"context.Cause is mutex.ErrLost",
 		"another replica ran the next tick",
 		"resumed r",
 		"PASS:",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redcron/redcron/mutex"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -64,7 +65,7 @@ func (w *workload) job(replica string) scheduler.JobFunc {
 		outcome := outcomeDone
 		switch {
 		case cause == nil:
-		case errors.Is(cause, scheduler.ErrLockLost):
+		case errors.Is(cause, mutex.ErrLost):
 			// The lease could not be extended: another replica may run the
 			// next tick now. Stop at once and write nothing more; storage
 			// would refuse this run's fence anyway once a newer one wrote.

@@ -134,15 +134,15 @@ func (r *recorder) event(replica string, ev scheduler.Event) {
 	defer r.mu.Unlock()
 	info := scheduler.RunInfo{Job: ev.Job, Tick: ev.Tick, Fence: ev.Fence, RunID: ev.RunID}
 	switch ev.Kind {
-	case "run_started":
+	case scheduler.KindRunStarted:
 		r.runLocked(replica, info).StartDelay = ev.StartDelay
-	case "run_finished":
+	case scheduler.KindRunFinished:
 		rr := r.runLocked(replica, info)
 		rr.Result, rr.Err = ev.Result, ev.Err
-	case "skipped":
+	case scheduler.KindSkipped:
 		r.skips[ev.Skip]++
 		r.tickLocked(ev.Job, ev.Tick).skips[replica] = ev.Skip
-	case "lock_retry":
+	case scheduler.KindLockRetry:
 		r.retries++
 	}
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/redcron/redcron/mutex"
 	"strings"
 	"time"
-
-	"github.com/redcron/redcron/scheduler"
 )
 
 // plan is when each step of the scenario happens, from the start.
@@ -132,8 +131,8 @@ func (s *scenario) stall(ctx context.Context) {
 	select {
 	case end := <-s.slow.ended:
 		switch {
-		case errors.Is(end.cause, scheduler.ErrLockLost):
-			s.nar.say("%s: %s tick %s cancelled after %v: context.Cause is scheduler.ErrLockLost, so the job stopped (it had %v of work left)",
+		case errors.Is(end.cause, mutex.ErrLost):
+			s.nar.say("%s: %s tick %s cancelled after %v: context.Cause is mutex.ErrLost, so the job stopped (it had %v of work left)",
 				end.replica, job, clock(end.info.Tick), end.ran.Round(10*time.Millisecond), (s.slow.length - end.ran).Round(10*time.Millisecond))
 		case end.cause != nil:
 			s.nar.say("%s: %s tick %s ended after %v with cause %v (not a lost lease)", end.replica, job, clock(end.info.Tick), end.ran.Round(10*time.Millisecond), end.cause)

@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
-// specs sets each job's Spec, Zone and Next from the live replicas' job
+// specs sets each job's Spec, Zone, Tags and Next from the live replicas' job
 // tables (t.Spec: the most published table that lists it), and its
 // Publishers and Phantom. Jobs no table lists keep no spec.
 func specs(t *Tables, jobs []Job, now time.Time) {
@@ -19,7 +20,7 @@ func specs(t *Tables, jobs []Job, now time.Time) {
 		if !ok {
 			continue
 		}
-		jobs[i].Spec, jobs[i].Zone = js.Spec, js.Zone
+		jobs[i].Spec, jobs[i].Zone, jobs[i].Tags = js.Spec, js.Zone, js.Tags
 		jobs[i].Next = NextTick(js, now)
 	}
 }
@@ -59,15 +60,13 @@ func NextTick(js engine.JobSpec, now time.Time) time.Time {
 type nopLocker struct{}
 
 func (nopLocker) Acquire(context.Context, scheduler.LockRequest) (scheduler.Lease, error) {
-	return nil, scheduler.ErrNoQuorum
+	return nil, mutex.ErrNoQuorum
 }
 
 func (nopLocker) AcquireAll(_ context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
 	out := make([]scheduler.LockResult, len(reqs))
 	for i := range out {
-		out[i].Err = scheduler.ErrNoQuorum
+		out[i].Err = mutex.ErrNoQuorum
 	}
 	return out
 }
-
-func (nopLocker) Check(scheduler.LockRequest) error { return nil }

@@ -26,6 +26,7 @@ type Job struct {
 	// live replica runs, or replicas of an older release).
 	Spec, Zone string
 	Next       time.Time
+	Tags       []string // its tags, from the same table (scheduler.WithTags)
 	// Publishers is how many live replicas list it in their job table.
 	// Phantom: none does, while every live replica's table was read (see
 	// Tables.Check; with no live replica, every job is phantom).

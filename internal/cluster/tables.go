@@ -75,6 +75,22 @@ func (t *Tables) Names() []string {
 	return slices.Compact(out)
 }
 
+// Tagged returns the jobs that some live replica's table lists with tag,
+// sorted: during a deploy that adds or removes a tag, a job counts as
+// tagged while any replica says so.
+func (t *Tables) Tagged(tag string) []string {
+	var out []string
+	for _, d := range t.used() {
+		for name, js := range t.ByDigest[d] {
+			if slices.Contains(js.Tags, tag) {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Spec returns job's spec and zone from the table that the most live
 // replicas publish among those listing it (of two as common, the smaller
 // digest's), and whether some table lists it.

@@ -76,3 +76,20 @@ func TestCheck(t *testing.T) {
 		t.Errorf("report with no live replica: %v; want no such job", err)
 	}
 }
+
+// TestTagged: a job is tagged while any live replica publishes it with
+// the tag (a deploy adding or removing it), not after only a replica
+// gone did; tags are matched whole.
+func TestTagged(t *testing.T) {
+	tagged := func(tags ...string) engine.JobSpec { return engine.JobSpec{Spec: "@hourly", Tags: tags} }
+	tb := &cluster.Tables{Of: map[string]string{"a1": "old", "a2": "new"}, ByDigest: map[string]map[string]engine.JobSpec{
+		"old":  {"report": tagged("reports"), "cleanup": tagged()},
+		"new":  {"report": tagged("eu", "reports"), "cleanup": tagged("reports"), "reporting": tagged("report")},
+		"gone": {"archive": tagged("reports")}, // no live replica publishes it
+	}}
+	for tag, want := range map[string][]string{"reports": {"cleanup", "report"}, "eu": {"report"}, "report": {"reporting"}, "repo": nil} {
+		if got := tb.Tagged(tag); !slices.Equal(got, want) {
+			t.Errorf("Tagged(%q) = %q, want %q", tag, got, want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +15,11 @@ import (
 // round trip (and adjacent calls of one script share a script call,
 // mergeCalls), and a caller costs no goroutine. The worker starts with the
 // first call and ends after idleTimeout without calls; nothing needs to be
-// closed.
+// closed. A caller that waits for its answer at once (MayBlock) and finds
+// the node idle sends its calls itself, from its own goroutine, saving the
+// worker's two hand-offs; calls made meanwhile queue for the worker, which
+// it starts when it is done. On a single-server client the calls go on
+// one connection (see conn.go).
 const (
 	idleTimeout     = time.Second
 	maxBatch        = 512              // calls per pipeline
@@ -40,6 +43,9 @@ type call struct {
 	// cleanup calls (releases) are sent even while the node backs off: a
 	// key left behind blocks others until it expires.
 	cleanup bool
+	// plain, for an acquire call of one lock, sends it as plain commands
+	// (see plainAcquire), and as the script only when they cannot tell.
+	plain *plainAcquire
 }
 
 // batcher queues calls for one node and runs its worker.
@@ -48,7 +54,12 @@ type batcher struct {
 	mu     sync.Mutex
 	queue  []*call
 	urgent []*call // extensions: sent ahead of the queue, so that a lease kept alive never waits behind claims
-	active bool    // the worker goroutine is running
+	// active: a sender owns the node's sending, the worker goroutine or a
+	// caller sending its own calls (submit); the fields below marked "the
+	// sender's" are used by it alone.
+	active bool
+	worker bool // the worker goroutine is running
+	parked bool // the worker waits for calls: the connection may be closed
 	wake   chan struct{}
 	health health
 	stats  Stats
@@ -56,13 +67,29 @@ type batcher struct {
 	// others go as EVAL, with their source, so that a script's first call
 	// is not answered NOSCRIPT and sent again after the calls that
 	// followed it (a node's calls run in the order they were made, but for
-	// the extensions, sent ahead). Used by the worker only.
+	// the extensions, sent ahead). The sender's.
 	loaded map[*script]bool
+	// conn is the connection the calls go on (single-server clients), and
+	// server what its first pipeline's INFO said (nil until read). The
+	// sender's; the idle closer takes them while no sender is active.
+	conn   *redis.Conn
+	server *serverRead
+	// lastSent is when a sender last finished; closing says the idle
+	// closer (closeIdle) is armed.
+	lastSent time.Time
+	closing  bool
+	// settled says a pipeline went through the client's pool: a Conn made
+	// before the client initialised a connection of its own races with it
+	// (go-redis v9.23: a Conn writes the options it shares with its client,
+	// the maintenance notifications' mode, under a lock of its own, as it
+	// initialises its first connection). The sender's.
+	settled bool
 }
 
 // Stats counts a node's lock traffic.
 type Stats struct {
-	Calls     uint64 // script calls sent (a NOSCRIPT retry counts again)
+	Calls     uint64 // script calls sent (a NOSCRIPT retry counts again, as does a plain acquisition the script had to decide)
+	Plain     uint64 // acquisitions sent as plain commands, not a script call (see plainAcquire)
 	Pipelines uint64 // round trips that carried them
 	Failed    uint64 // pipelines that failed with a network error or a timeout
 	Skipped   uint64 // calls failed at once: node backing off, or context done
@@ -81,9 +108,12 @@ func newBatcher(n *Node) *batcher {
 
 // submit queues calls, together so that they share a pipeline, and
 // completes at once those whose context is done, or all of them when the
-// node is backing off (cleanup calls excepted).
-func (b *batcher) submit(calls ...*call) {
-	var failed []*call
+// node is backing off (cleanup calls excepted). With inline set (the
+// caller waits for the answers at once, see MayBlock) and the node idle
+// and healthy, the caller sends them itself instead, before submit
+// returns.
+func (b *batcher) submit(inline bool, calls ...*call) {
+	var failed, live []*call
 	var errs []error
 	now := time.Now()
 	b.mu.Lock()
@@ -101,6 +131,19 @@ func (b *batcher) submit(calls ...*call) {
 			failed, errs = append(failed, c), append(errs, err)
 			continue
 		}
+		live = append(live, c)
+	}
+	if inline && len(live) > 0 && !b.active && queued == 0 && down == nil && b.health.failures == 0 {
+		b.active = true
+		b.mu.Unlock()
+		for i, c := range failed {
+			c.done(failedCmd(c.ctx, errs[i]))
+		}
+		b.flush(live)
+		b.release()
+		return
+	}
+	for _, c := range live {
 		if c.script == extendScript {
 			b.urgent = append(b.urgent, c)
 		} else {
@@ -110,9 +153,9 @@ func (b *batcher) submit(calls ...*call) {
 	after := len(b.queue) + len(b.urgent)
 	start := !b.active && after > queued
 	if start {
-		b.active = true
+		b.active, b.worker = true, true
 	}
-	wake := b.active && after > queued
+	wake := b.worker && after > queued
 	b.mu.Unlock()
 	for i, c := range failed {
 		c.done(failedCmd(c.ctx, errs[i]))
@@ -128,6 +171,21 @@ func (b *batcher) submit(calls ...*call) {
 	}
 }
 
+// release ends a caller's own sending (submit): the calls queued meanwhile
+// go to the worker, started for them; with none, the node is idle, and
+// its connection is given back after connIdle unless used again.
+func (b *batcher) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue)+len(b.urgent) > 0 {
+		b.worker = true
+		go b.work()
+		return
+	}
+	b.active = false
+	b.idled()
+}
+
 // work sends the queued calls, a pipeline at a time, until the queue has
 // been empty for idleTimeout.
 func (b *batcher) work() {
@@ -136,6 +194,10 @@ func (b *batcher) work() {
 	for {
 		b.mu.Lock()
 		batch := b.take()
+		b.parked = len(batch) == 0
+		if b.parked {
+			b.idled()
+		}
 		b.mu.Unlock()
 		if len(batch) > 0 {
 			b.flush(batch)
@@ -147,8 +209,12 @@ func (b *batcher) work() {
 		case <-idle.C:
 			b.mu.Lock()
 			if len(b.queue)+len(b.urgent) == 0 {
-				b.active = false
+				b.active, b.worker, b.parked = false, false, false
+				conn := b.detach()
 				b.mu.Unlock()
+				if conn != nil {
+					_ = conn.Close()
+				}
 				return
 			}
 			b.mu.Unlock()
@@ -208,7 +274,7 @@ func (b *batcher) send(ctx context.Context, batch []*call) ([]*redis.Cmd, int) {
 	cmds := b.exec(ctx, batch, false)
 	var again []int
 	for i := range batch {
-		if isNoScript(cmds[i].Err()) {
+		if cmds[i] == nil || isNoScript(cmds[i].Err()) { // nil: plain commands that could not tell
 			again = append(again, i)
 		}
 	}
@@ -237,21 +303,41 @@ func (b *batcher) flush(batch []*call) {
 		return
 	}
 	batch = live
+	b.askInfo(batch)
 	if b.n.singleServer() {
 		batch = mergeCalls(batch)
+	}
+	for _, c := range batch {
+		c.script = c.script.lean(c.items)
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	cmds, again := b.send(ctx, batch)
-	failed := false
+	failed, broken := false, false
 	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) && !ServerError(err) {
-			failed = true
+		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			failed = failed || !ServerError(err)
+			broken = true
 		}
 	}
+	if broken && b.conn != nil {
+		// Whatever the error, the next pipeline goes on a new connection
+		// and reads the server again.
+		_ = b.detach().Close()
+	} else {
+		b.readInfo(batch, cmds)
+	}
+	b.settled = b.settled || !broken
 	b.mu.Lock()
 	b.health.record(time.Now(), failed)
-	b.stats.Calls += uint64(len(batch) + again)
+	plain := 0
+	for _, c := range batch {
+		if c.plain != nil && c.args[0] != "1" { // sent as plain commands (exec)
+			plain++
+		}
+	}
+	b.stats.Calls += uint64(len(batch) - plain + again)
+	b.stats.Plain += uint64(plain)
 	b.stats.Pipelines += 1 + uint64(min(again, 1))
 	b.stats.Skipped += uint64(skipped)
 	if failed {
@@ -270,20 +356,29 @@ func (b *batcher) flush(batch []*call) {
 // NOSCRIPT.)
 func (b *batcher) exec(ctx context.Context, calls []*call, load bool) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
-	pipe := b.n.client.Pipeline()
+	pipe := b.pipeline()
 	if b.loaded == nil {
 		b.loaded = map[*script]bool{}
 	}
 	single := b.n.singleServer() // a Cluster's servers each load a script on its first NOSCRIPT
 	for i, c := range calls {
-		if load || single && !b.loaded[c.script] {
+		switch {
+		case c.plain != nil && !load && c.args[0] != "1":
+			c.plain.queue(ctx, pipe)
+		case load || single && !b.loaded[c.script]:
 			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.args...)
-		} else {
+		default:
 			cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, c := range calls {
+		if c.plain != nil && !load && c.args[0] != "1" {
+			if cmd, ok := c.plain.answer(ctx); ok {
+				cmds[i] = cmd
+			} // else nil: sent again as the script (send)
+			continue
+		}
 		err := cmds[i].Err()
 		switch {
 		case isNoScript(err): // the server restarted: its cache is empty
@@ -293,15 +388,4 @@ func (b *batcher) exec(ctx context.Context, calls []*call, load bool) []*redis.C
 		}
 	}
 	return cmds
-}
-
-func isNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
-}
-
-// failedCmd returns a command that failed with err before it was sent.
-func failedCmd(ctx context.Context, err error) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(err)
-	return cmd
 }

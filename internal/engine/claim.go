@@ -139,7 +139,7 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 		return
 	}
 	left.Store(int32(len(calls)))
-	n.batch.submit(calls...)
+	n.batch.submit(mayBlock(ctx), calls...)
 }
 
 // claimCall returns the script call claiming the parts reqs[i] for i in

@@ -26,6 +26,7 @@ type JobSpec struct {
 	CatchUp      time.Duration `json:"catch_up_ns,omitempty"`
 	Attempts     int           `json:"attempts,omitempty"`
 	Backoff      time.Duration `json:"backoff_ns,omitempty"`
+	Tags         []string      `json:"tags,omitempty"` // sorted (scheduler.WithTags)
 }
 
 // EncodeJobTable returns the job table jobs (name → spec) as its hash

@@ -50,6 +50,9 @@ type LockKeys struct {
 	// Trigger holds a trigger's request (a ticket) while no replica has
 	// taken it; a commit with the ticket takes it.
 	Trigger string
+	// Turn holds the waiter whose turn it is to take the lock (see
+	// AcquireRequest.Waiter), with a TTL.
+	Turn string
 }
 
 // NewKeyspace returns the keyspace under prefix ("" means DefaultPrefix).
@@ -93,7 +96,7 @@ func (k Keyspace) Lock(name string) (LockKeys, error) {
 	}
 	tag := k.shardTag(ShardOf(name))
 	return LockKeys{Name: name, Lock: tag + name + ":lock", State: tag + "state", Pause: tag + name + ":paused",
-		Ledger: tag + "ledger", Trigger: tag + name + ":trigger"}, nil
+		Ledger: tag + "ledger", Trigger: tag + name + ":trigger", Turn: tag + name + ":turn"}, nil
 }
 
 // FenceField and MarkField return the fields of the lock's fence counter

@@ -56,6 +56,23 @@ type AcquireRequest struct {
 	// WantInfo asks the node for its run id and uptime, for the restart
 	// check.
 	WantInfo bool
+	// FenceFloor, unless 0, commits the fence with the vote (a lock on one
+	// node): once the lock is set, its fence counter is raised to the
+	// larger of the counter + 1 and FenceFloor, the state then kept for
+	// StateTTL (or at most a minute less, as it already was: a fence
+	// counter forgotten starts over from the time floor), and the reply's
+	// Fence is the raised counter.
+	FenceFloor uint64
+	StateTTL   time.Duration
+	// Waiter, unless "", is the waiter making the attempt ("id|start":
+	// an id of its own and when it began to wait, in unix ms; see
+	// lua/acquire.lua): refused by a holder, it takes the lock's turn
+	// (Keys.Turn) for TurnTTL, unless a waiter that came before it holds
+	// it. Any other attempt without an occurrence is refused while the
+	// turn is set (Held, its Holder "turn " and the waiter, when the lock
+	// itself is free).
+	Waiter  string
+	TurnTTL time.Duration
 }
 
 // AcquireReply is a node's answer to an AcquireRequest.
@@ -109,13 +126,17 @@ func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done 
 	at := byShard(len(reqs), func(i int) string { return reqs[i].Keys.State })
 	reqs = permute(reqs, at)
 	out := make([]AcquireResult, len(reqs))
-	n.submitAll(ctx, acquireScript, len(reqs), func(lo, hi int) ([]string, []any) {
-		keys := make([]string, 0, 3*(hi-lo))
-		args := make([]any, 1, 1+4*(hi-lo))
+	var plain *plainAcquire
+	if plainEligible(n, reqs) {
+		plain = &plainAcquire{req: reqs[0]}
+	}
+	n.submitPlain(ctx, acquireScript, len(reqs), plain, func(lo, hi int) ([]string, []any) {
+		keys := make([]string, 0, 4*(hi-lo))
+		args := make([]any, 1, 1+8*(hi-lo))
 		args[0] = "0"
 		for _, r := range reqs[lo:hi] {
-			keys = append(keys, r.Keys.Lock, r.Keys.State, r.Keys.Pause)
-			args = append(args, r.Keys.Name, r.Value, millis(r.TTL), r.Occurrence)
+			keys = append(keys, r.Keys.Lock, r.Keys.State, r.Keys.Pause, r.Keys.Turn)
+			args = append(args, r.Keys.Name, r.Value, millis(r.TTL), r.Occurrence, r.FenceFloor, millis(r.StateTTL), r.Waiter, millis(r.TurnTTL))
 			if r.WantInfo {
 				args[0] = "1"
 			}
@@ -306,16 +327,21 @@ func (n *Node) ReleaseAsync(ctx context.Context, k LockKeys, value string, occur
 // whether it did. The leak scan fixes leaks with it, so that a key that
 // changed since it was scanned is never touched.
 func (n *Node) DeleteIfValue(ctx context.Context, key, value string) (bool, error) {
-	return wait(func(done func(bool, error)) {
-		n.boolCall(ctx, "delete", true, releaseScript, []string{key, key, key},
-			[]any{millis(time.Millisecond), "", value, 0, "", "", 0, 0, 0}, done)
-	})
+	return wait(func(done func(bool, error)) { n.DeleteIfValueAsync(ctx, key, value, done) })
+}
+
+// DeleteIfValueAsync is DeleteIfValue, with the answer passed to done (see
+// AcquireAsync); done may be nil. Like a release, it is sent even while
+// the node backs off.
+func (n *Node) DeleteIfValueAsync(ctx context.Context, key, value string, done func(bool, error)) {
+	n.boolCall(ctx, "delete", true, releaseScript, []string{key, key, key},
+		[]any{millis(time.Millisecond), "", value, 0, "", "", 0, 0, 0}, done)
 }
 
 // boolCall queues a compare-and-act script on one lock, whose answer is 1
 // or 0; a cleanup call is sent even while the node backs off.
 func (n *Node) boolCall(ctx context.Context, op string, cleanup bool, s *script, keys []string, args []any, done func(bool, error)) {
-	n.batch.submit(&call{ctx: ctx, script: s, keys: keys, args: args, items: 1, cleanup: cleanup, done: func(cmd *redis.Cmd) {
+	n.batch.submit(mayBlock(ctx), &call{ctx: ctx, script: s, keys: keys, args: args, items: 1, cleanup: cleanup, done: func(cmd *redis.Cmd) {
 		if done == nil {
 			return
 		}

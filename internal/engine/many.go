@@ -20,6 +20,12 @@ const maxItems = 256
 // client that may spread keys over several servers (Cluster, Ring) gets one
 // item per call, since a script's keys must live on one server.
 func (n *Node) submitAll(ctx context.Context, s *script, count int, encode func(lo, hi int) ([]string, []any), decode func(lo, hi int, res []any, err error), done func()) {
+	n.submitPlain(ctx, s, count, nil, encode, decode, done)
+}
+
+// submitPlain is submitAll, with plain, if not nil, sending a call of one
+// lock as plain commands (see plainAcquire).
+func (n *Node) submitPlain(ctx context.Context, s *script, count int, plain *plainAcquire, encode func(lo, hi int) ([]string, []any), decode func(lo, hi int, res []any, err error), done func()) {
 	if count == 0 {
 		done()
 		return
@@ -34,7 +40,7 @@ func (n *Node) submitAll(ctx context.Context, s *script, count int, encode func(
 	for lo := 0; lo < count; lo += size {
 		hi := min(lo+size, count)
 		keys, args := encode(lo, hi)
-		calls = append(calls, &call{ctx: ctx, script: s, keys: keys, args: args, items: hi - lo, cleanup: s == freeScript, done: func(cmd *redis.Cmd) {
+		calls = append(calls, &call{ctx: ctx, script: s, keys: keys, args: args, items: hi - lo, cleanup: s == freeScript, plain: plain, done: func(cmd *redis.Cmd) {
 			res, err := s.answer(cmd, hi-lo)
 			decode(lo, hi, res, err)
 			if left.Add(-1) == 0 {
@@ -42,7 +48,7 @@ func (n *Node) submitAll(ctx context.Context, s *script, count int, encode func(
 			}
 		}})
 	}
-	n.batch.submit(calls...) // in one pipeline, unless there are more than maxBatch
+	n.batch.submit(mayBlock(ctx), calls...) // in one pipeline, unless there are more than maxBatch
 }
 
 // singleServer reports whether every key of the node lives on one server,
@@ -64,12 +70,12 @@ func mergeCalls(batch []*call) []*call {
 	out := make([]*call, 0, len(batch))
 	for i := 0; i < len(batch); {
 		first, j := batch[i], i+1
-		if first.script == claimScript { // its keys and arguments open with its parent's: never merged
+		if first.script == claimScript || first.plain != nil { // a claim's keys and arguments open with its parent's; plain commands are no script call
 			out = append(out, first)
 			i++
 			continue
 		}
-		for j < len(batch) && batch[j].script == first.script && batch[j].args[0] == first.args[0] {
+		for j < len(batch) && batch[j].script == first.script && batch[j].args[0] == first.args[0] && batch[j].plain == nil {
 			j++
 		}
 		run := batch[i:j]

@@ -53,8 +53,8 @@ func TestMergedAcquireSameLock(t *testing.T) {
 	for i := range calls {
 		answers[i] = make(chan ans, 1)
 		value := []string{"v1", "v2"}[i]
-		calls[i] = &call{ctx: ctx, script: acquireScript, keys: []string{k.Lock, k.State, k.Pause},
-			args: []any{"0", k.Name, value, int64(60000), int64(1000)}, items: 1, done: func(cmd *redis.Cmd) {
+		calls[i] = &call{ctx: ctx, script: acquireScript, keys: []string{k.Lock, k.State, k.Pause, k.Turn},
+			args: []any{"0", k.Name, value, int64(60000), int64(1000), int64(0), int64(1), "", int64(1)}, items: 1, done: func(cmd *redis.Cmd) {
 				res, err := acquireScript.answer(cmd, 1)
 				var rep AcquireReply
 				if err == nil {

@@ -39,6 +39,7 @@ const (
 	KindTriggers                 // p:triggers
 	KindJobTable                 // p:jobs:<digest>
 	KindReplicas                 // p:replicas
+	KindTurn                     // p:{s<shard>}:<name>:turn
 )
 
 // String returns the kind's name.
@@ -64,12 +65,14 @@ func (k KeyKind) String() string {
 		return "job_table"
 	case KindReplicas:
 		return "replicas"
+	case KindTurn:
+		return "turn"
 	}
 	return "foreign"
 }
 
 // Parse says which of the keyspace's keys key is, and returns the lock
-// name (for locks, pauses and triggers), the shard's tag ("s12", for
+// name (for locks, pauses, triggers and turns), the shard's tag ("s12", for
 // states and ledgers) or the owner (for heartbeats). A lock's key whose
 // name is not of its shard is foreign.
 func (k Keyspace) Parse(key string) (KeyKind, string) {
@@ -113,6 +116,8 @@ func (k Keyspace) Parse(key string) (KeyKind, string) {
 		return KindPause, name
 	case "trigger":
 		return KindTrigger, name
+	case "turn":
+		return KindTurn, name
 	}
 	return KindForeign, name
 }

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"context"
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -12,16 +14,24 @@ import (
 // with EVALSHA; a server that answers NOSCRIPT gets the call again as
 // EVAL, with the script's text, in one round trip.
 var (
+	//go:embed lua/base.lua
+	baseSrc string
 	//go:embed lua/prelude.lua
 	preludeSrc string
 	//go:embed lua/acquire.lua
 	acquireSrc string
+	//go:embed lua/acquire1.lua
+	acquire1Src string
 	//go:embed lua/commit.lua
 	commitSrc string
+	//go:embed lua/commit1.lua
+	commit1Src string
 	//go:embed lua/extend.lua
 	extendSrc string
 	//go:embed lua/release.lua
 	releaseSrc string
+	//go:embed lua/release1.lua
+	release1Src string
 	//go:embed lua/claim.lua
 	claimSrc string
 	//go:embed lua/free.lua
@@ -31,8 +41,13 @@ var (
 	commitScript  = newScript("commit", commitSrc, 0, 2)
 	extendScript  = newScript("extend", extendSrc, 0, 2)
 	releaseScript = newScript("release", releaseSrc, 0, 2)
-	claimScript   = newScript("claim", claimSrc, 2, 3)
-	freeScript    = newScript("free", freeSrc, 0, 2)
+	// acquire1Script, commit1Script and release1Script are acquireScript,
+	// commitScript and releaseScript for a call of one lock (see flush).
+	acquire1Script = newLeanScript("acquire", acquire1Src, 2, 3)
+	commit1Script  = newLeanScript("commit", commit1Src, 0, 2)
+	release1Script = newLeanScript("release", release1Src, 0, 2)
+	claimScript    = newScript("claim", claimSrc, 2, 3)
+	freeScript     = newScript("free", freeSrc, 0, 2)
 )
 
 // script is a lock script (its redis.Script sends it by hash, or with
@@ -47,11 +62,34 @@ type script struct {
 	head, width int
 }
 
-// newScript returns the lock script whose body is src, after the prelude
-// the lock scripts share (lua/prelude.lua).
+// newScript returns the lock script whose body is src, after the preludes
+// the lock scripts share (lua/base.lua, lua/prelude.lua).
 func newScript(name, src string, head, width int) *script {
-	src = preludeSrc + src
+	src = baseSrc + preludeSrc + src
 	return &script{Script: redis.NewScript(src), name: name, src: src, head: head, width: width}
+}
+
+// newLeanScript returns the lock script of one lock whose body is src,
+// after lua/base.lua only.
+func newLeanScript(name, src string, head, width int) *script {
+	src = baseSrc + src
+	return &script{Script: redis.NewScript(src), name: name, src: src, head: head, width: width}
+}
+
+// lean returns the script to send for a call of s carrying items locks:
+// its lean form for one lock, if it has one.
+func (s *script) lean(items int) *script {
+	switch {
+	case items != 1:
+		return s
+	case s == acquireScript:
+		return acquire1Script
+	case s == commitScript:
+		return commit1Script
+	case s == releaseScript:
+		return release1Script
+	}
+	return s
 }
 
 // answer returns the answer of a call of s carrying items locks: head
@@ -73,7 +111,7 @@ func ScriptName(cmd redis.Cmder) string {
 		return ""
 	}
 	id := fmt.Sprint(args[1])
-	for _, s := range []*script{acquireScript, commitScript, extendScript, releaseScript, claimScript, freeScript} {
+	for _, s := range []*script{acquireScript, acquire1Script, commitScript, commit1Script, extendScript, releaseScript, release1Script, claimScript, freeScript} {
 		if id == s.Hash() || id == s.src {
 			return s.name
 		}
@@ -154,4 +192,16 @@ func parseBool(res []any) (bool, error) {
 		return false, replyError(detail)
 	}
 	return result == 1, nil
+}
+
+// isNoScript reports whether err is a server's NOSCRIPT reply.
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// failedCmd returns a command that failed with err before it was sent.
+func failedCmd(ctx context.Context, err error) *redis.Cmd {
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(err)
+	return cmd
 }

@@ -43,7 +43,7 @@ func (h *Hook) Check(owner string, extending bool) error {
 
 // Observe hands the scheduler's skips to the replica's heartbeat.
 func (h *Hook) Observe(e scheduler.Event) {
-	if e.Kind == "skipped" {
+	if e.Kind == scheduler.KindSkipped {
 		h.due.Skipped(e.Job, e.Tick, e.Skip)
 	}
 }
@@ -81,6 +81,7 @@ const goodbyeTimeout = time.Second
 type Replica struct {
 	logNodes func(context.Context) // the Redlock's: logs the nodes' states
 	sched    *scheduler.Scheduler
+	self     string // the scheduler's instance id
 	scan     *leakscan.Scanner
 	shards   *shard.Keeper
 	table    *jobTable     // the digest its heartbeat publishes, the table publishJobTable publishes
@@ -114,7 +115,11 @@ func New(cfg Config) (*Replica, error) {
 	// nil) sets the version alone.
 	opts := append([]leakscan.Option{leakscan.WithLogger(cfg.Logger),
 		leakscan.WithReplicaInfo("", r.table.get)}, cfg.ScanOptions...)
-	self := cfg.Scheduler.InstanceID()
+	self := cfg.Gate.Instance() // the scheduler's id, told the gate by its New
+	if self == "" {
+		return nil, errors.New("fleet: New: the scheduler was not made over the gate")
+	}
+	r.self = self
 	if r.scan, err = leakscan.New(cfg.Locks, self, opts...); err != nil {
 		return nil, err
 	}
@@ -171,7 +176,7 @@ func (r *Replica) Changed() { r.table.changed() }
 func (r *Replica) Goodbye(ctx context.Context) {
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), goodbyeTimeout)
 	defer cancel()
-	key := r.keys.Heartbeat(r.sched.InstanceID())
+	key := r.keys.Heartbeat(r.self)
 	errs := engine.OnEach(r.nodes, func(_ int, n *engine.Node) error { return n.EndHeartbeat(gctx, key) })
 	if err := errors.Join(errs...); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelDebug, "heartbeat left on some nodes until its TTL", slog.Any("error", err))

@@ -63,7 +63,7 @@ func (t *jobTable) table() (map[string]string, string) {
 }
 
 // specsOf returns the job table of entries: every job's name, spec (its
-// fields, however spaced), time zone and options, so that two replicas
+// fields, however spaced), time zone, options and tags, so that two replicas
 // with the same jobs agree whatever order they added them in, and any job
 // added, removed or changed changes its digest (engine.EncodeJobTable).
 func specsOf(entries []scheduler.Entry) map[string]engine.JobSpec {
@@ -71,7 +71,7 @@ func specsOf(entries []scheduler.Entry) map[string]engine.JobSpec {
 	for _, e := range entries {
 		jobs[e.Name] = engine.JobSpec{Spec: strings.Join(strings.Fields(e.Spec), " "), Zone: e.Location.String(),
 			LockTTL: e.LockTTL, RunTimeout: e.RunTimeout, MisfireGrace: e.MisfireGrace, CatchUp: e.CatchUp,
-			Attempts: e.Attempts, Backoff: e.Backoff}
+			Attempts: e.Attempts, Backoff: e.Backoff, Tags: e.Tags}
 	}
 	return jobs
 }

@@ -133,7 +133,8 @@ func (s *Scanner) read(ctx context.Context, rep *Report) (map[string]*Finding, m
 // own records in rep (and live) a copy of one of redcron's own keys that
 // is not a leak, and reports whether c is one: a pause (it lasts until it
 // is resumed), a ledger, a trigger's request and the set of them, a
-// heartbeat and the scan turn (they expire by themselves).
+// waiter's turn, a heartbeat and the scan turn (they expire by
+// themselves).
 func own(rep *Report, live map[string]bool, kind engine.KeyKind, name string, c Copy) bool {
 	switch {
 	case kind == engine.KindPause:
@@ -142,6 +143,7 @@ func own(rep *Report, live map[string]bool, kind engine.KeyKind, name string, c 
 		return false
 	case kind == engine.KindLedger && c.Type == "zset":
 	case kind == engine.KindTrigger && c.Type == "string", kind == engine.KindTriggers && c.Type == "set", kind == engine.KindScanTurn,
+		kind == engine.KindTurn && c.Type == "string",
 		kind == engine.KindJobTable && c.Type == "hash", kind == engine.KindReplicas && c.Type == "zset":
 	case kind == engine.KindHeartbeat:
 		live[name] = true

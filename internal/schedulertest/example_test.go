@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -23,11 +24,11 @@ func Example() {
 
 	req.Owner = "replica-b"
 	_, err = l.Acquire(ctx, req)
-	fmt.Println("b while a runs:", errors.Is(err, scheduler.ErrHeld))
+	fmt.Println("b while a runs:", errors.Is(err, mutex.ErrHeld))
 
 	fmt.Println("a releases:", lease.Release(ctx, scheduler.Outcome{}))
 	_, err = l.Acquire(ctx, req)
-	fmt.Println("b after a ran:", errors.Is(err, scheduler.ErrAlreadyRun))
+	fmt.Println("b after a ran:", errors.Is(err, mutex.ErrAlreadyRun))
 
 	req.Tick = tick.Add(24 * time.Hour)
 	lease, err = l.Acquire(ctx, req)
@@ -41,7 +42,7 @@ func Example() {
 }
 
 // LoseLease simulates a lease that can no longer be extended: the job's
-// context is cancelled with ErrLockLost.
+// context is cancelled with mutex.ErrLost.
 func ExampleLocker_LoseLease() {
 	l := schedulertest.NewLocker()
 	ctx := context.Background()
@@ -50,8 +51,8 @@ func ExampleLocker_LoseLease() {
 
 	l.LoseLease("report")
 	<-jobCtx.Done()
-	fmt.Println(errors.Is(context.Cause(jobCtx), scheduler.ErrLockLost))
-	fmt.Println(errors.Is(lease.Release(ctx, scheduler.Outcome{}), scheduler.ErrLockLost))
+	fmt.Println(errors.Is(context.Cause(jobCtx), mutex.ErrLost))
+	fmt.Println(errors.Is(lease.Release(ctx, scheduler.Outcome{}), mutex.ErrLost))
 	// Output:
 	// true
 	// true

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redcron/redcron/internal/lockcheck"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -74,8 +76,9 @@ func NewLocker() *Locker {
 	return &Locker{jobs: make(map[string]*jobState)}
 }
 
-// Check implements scheduler.Locker: it refuses an empty job
-// name and a TTL that is not positive, as Acquire does.
+// Check refuses an empty job name and a TTL that is not positive, as
+// Acquire does; AcquireAll offers it to the scheduler's Add
+// (internal/lockcheck).
 func (l *Locker) Check(req scheduler.LockRequest) error {
 	switch {
 	case req.Job == "":
@@ -101,8 +104,13 @@ func (l *Locker) Acquire(ctx context.Context, req scheduler.LockRequest) (schedu
 
 // AcquireAll implements scheduler.Locker: it makes one attempt at each
 // request, in order, as Acquire would, and counts the call (see
-// AcquireAllCalls). Each request is one attempt for FailNext.
+// AcquireAllCalls). Each request is one attempt for FailNext. With no
+// requests (the scheduler's New), it offers Check and counts nothing.
 func (l *Locker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) == 0 {
+		lockcheck.Offer(ctx, l.Check)
+		return nil
+	}
 	out := make([]scheduler.LockResult, len(reqs))
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -132,7 +140,7 @@ func (l *Locker) AcquireAllCalls() int {
 func (l *Locker) acquireLocked(req scheduler.LockRequest) (scheduler.Lease, error) {
 	if l.failNext > 0 {
 		l.failNext--
-		return nil, fmt.Errorf("schedulertest: job %q: injected failure: %w", req.Job, scheduler.ErrNoQuorum)
+		return nil, fmt.Errorf("schedulertest: job %q: injected failure: %w", req.Job, mutex.ErrNoQuorum)
 	}
 	now := time.Now()
 	st := l.job(req.Job)
@@ -142,11 +150,11 @@ func (l *Locker) acquireLocked(req scheduler.LockRequest) (scheduler.Lease, erro
 				req.Job, h.owner, formatTick(h.tick), scheduler.ErrOverlap)
 		}
 		return nil, fmt.Errorf("schedulertest: job %q: held by %s for tick %s: %w",
-			req.Job, h.owner, formatTick(h.tick), scheduler.ErrHeld)
+			req.Job, h.owner, formatTick(h.tick), mutex.ErrHeld)
 	}
 	if !req.Tick.IsZero() && !req.Tick.After(st.mark) {
 		return nil, fmt.Errorf("schedulertest: job %q: tick %s not after %s: %w",
-			req.Job, formatTick(req.Tick), formatTick(st.mark), scheduler.ErrAlreadyRun)
+			req.Job, formatTick(req.Tick), formatTick(st.mark), mutex.ErrAlreadyRun)
 	}
 	st.fence++
 	if !req.Tick.IsZero() {
@@ -169,7 +177,7 @@ func (l *Locker) acquireLocked(req scheduler.LockRequest) (scheduler.Lease, erro
 }
 
 // FailNext makes the next n lock attempts (calls of Acquire, or requests of
-// AcquireAll, in order) fail with an error matching scheduler.ErrNoQuorum,
+// AcquireAll, in order) fail with an error matching mutex.ErrNoQuorum,
 // as if no quorum of nodes could be reached. It replaces any previous
 // count; FailNext(0) ends the failures.
 func (l *Locker) FailNext(n int) {
@@ -180,7 +188,7 @@ func (l *Locker) FailNext(n int) {
 
 // LoseLease makes the lease currently held for job lost, as if it could no
 // longer be extended: the context returned by its Keep is cancelled with a
-// cause matching scheduler.ErrLockLost, its Release returns such an error,
+// cause matching mutex.ErrLost, its Release returns such an error,
 // and the lock is free for others. It reports whether a lease was held.
 func (l *Locker) LoseLease(job string) bool {
 	l.mu.Lock()
@@ -282,7 +290,7 @@ type lease struct {
 var errReleased = errors.New("schedulertest: lease released")
 
 func (h *lease) lostError() error {
-	return fmt.Errorf("schedulertest: lease of job %q (fence %d) lost: %w", h.job, h.fence, scheduler.ErrLockLost)
+	return fmt.Errorf("schedulertest: lease of job %q (fence %d) lost: %w", h.job, h.fence, mutex.ErrLost)
 }
 
 // Fence implements scheduler.Lease.
@@ -314,7 +322,7 @@ func (h *lease) Keep(ctx context.Context) context.Context {
 }
 
 // Release implements scheduler.Lease. It fails with ctx's error, releasing
-// nothing, if ctx is done, and with an error matching scheduler.ErrLockLost
+// nothing, if ctx is done, and with an error matching mutex.ErrLost
 // if the lease was lost. Releasing again returns nil. It keeps no ledger.
 func (h *lease) Release(ctx context.Context, _ scheduler.Outcome) error {
 	if err := ctx.Err(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/schedulertest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -38,12 +39,12 @@ func TestAcquireRefusals(t *testing.T) {
 		ask     time.Time
 		want    error
 	}{
-		{"same tick", t1, t1, scheduler.ErrHeld},
+		{"same tick", t1, t1, mutex.ErrHeld},
 		{"later tick", t1, t2, scheduler.ErrOverlap},
-		{"earlier tick", t2, t1, scheduler.ErrHeld},
-		{"trigger during a tick", t1, time.Time{}, scheduler.ErrHeld},
+		{"earlier tick", t2, t1, mutex.ErrHeld},
+		{"trigger during a tick", t1, time.Time{}, mutex.ErrHeld},
 		{"tick during a trigger", time.Time{}, t1, scheduler.ErrOverlap},
-		{"trigger during a trigger", time.Time{}, time.Time{}, scheduler.ErrHeld},
+		{"trigger during a trigger", time.Time{}, time.Time{}, mutex.ErrHeld},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +71,7 @@ func TestMarkAndFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tick := range []time.Time{t1, t2} {
-		if _, err := l.Acquire(ctx, req("job", tick)); !errors.Is(err, scheduler.ErrAlreadyRun) {
+		if _, err := l.Acquire(ctx, req("job", tick)); !errors.Is(err, mutex.ErrAlreadyRun) {
 			t.Errorf("Acquire(%v) after %v ran = %v, want ErrAlreadyRun", tick, t2, err)
 		}
 	}
@@ -110,14 +111,14 @@ func TestExpiry(t *testing.T) {
 			t.Error("lease held past its TTL")
 		}
 		b := mustAcquire(t, l, req("job", now.Add(time.Minute)))
-		if err := a.Release(ctx, scheduler.Outcome{}); !errors.Is(err, scheduler.ErrLockLost) {
-			t.Errorf("Release of the expired lease = %v, want ErrLockLost", err)
+		if err := a.Release(ctx, scheduler.Outcome{}); !errors.Is(err, mutex.ErrLost) {
+			t.Errorf("Release of the expired lease = %v, want mutex.ErrLost", err)
 		}
 		if g, held := l.Held("job"); !held || g.Fence != b.Fence() {
 			t.Errorf("the expired lease's Release freed the new one: %+v, %v", g, held)
 		}
-		if ctx := a.Keep(context.Background()); !errors.Is(context.Cause(ctx), scheduler.ErrLockLost) {
-			t.Errorf("Keep of the expired lease: cause %v, want ErrLockLost", context.Cause(ctx))
+		if ctx := a.Keep(context.Background()); !errors.Is(context.Cause(ctx), mutex.ErrLost) {
+			t.Errorf("Keep of the expired lease: cause %v, want mutex.ErrLost", context.Cause(ctx))
 		}
 		if g := l.Grants(); !g[0].Lost || g[1].Lost {
 			t.Errorf("grants %+v, want the first lost", g)
@@ -149,18 +150,18 @@ func TestLoseLease(t *testing.T) {
 		t.Fatal("LoseLease reported false")
 	}
 	<-ctx.Done()
-	if err := context.Cause(ctx); !errors.Is(err, scheduler.ErrLockLost) {
-		t.Errorf("cause %v, want ErrLockLost", err)
+	if err := context.Cause(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Errorf("cause %v, want mutex.ErrLost", err)
 	}
 	if _, held := l.Held("job"); held {
 		t.Error("lost lease still held")
 	}
-	if _, err := l.Acquire(context.Background(), req("job", t1)); !errors.Is(err, scheduler.ErrAlreadyRun) {
+	if _, err := l.Acquire(context.Background(), req("job", t1)); !errors.Is(err, mutex.ErrAlreadyRun) {
 		t.Errorf("the lost tick = %v, want ErrAlreadyRun: the mark stays", err)
 	}
 	mustAcquire(t, l, req("job", t2))
-	if err := a.Release(context.Background(), scheduler.Outcome{}); !errors.Is(err, scheduler.ErrLockLost) {
-		t.Errorf("Release = %v, want ErrLockLost", err)
+	if err := a.Release(context.Background(), scheduler.Outcome{}); !errors.Is(err, mutex.ErrLost) {
+		t.Errorf("Release = %v, want mutex.ErrLost", err)
 	}
 	if _, held := l.Held("job"); !held {
 		t.Error("the lost lease's Release freed the new one")
@@ -192,7 +193,7 @@ func TestFailNext(t *testing.T) {
 	l := schedulertest.NewLocker()
 	l.FailNext(2)
 	for i := range 2 {
-		if _, err := l.Acquire(context.Background(), req("job", t1)); !errors.Is(err, scheduler.ErrNoQuorum) {
+		if _, err := l.Acquire(context.Background(), req("job", t1)); !errors.Is(err, mutex.ErrNoQuorum) {
 			t.Errorf("attempt %d = %v, want ErrNoQuorum", i, err)
 		}
 	}
@@ -221,7 +222,7 @@ func TestConcurrentAcquire(t *testing.T) {
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case errors.Is(err, scheduler.ErrHeld):
+			case errors.Is(err, mutex.ErrHeld):
 				refusals.Add(1)
 			}
 		})
@@ -266,7 +267,7 @@ func TestAcquireAll(t *testing.T) {
 	if len(res) != len(reqs) {
 		t.Fatalf("%d results for %d requests", len(res), len(reqs))
 	}
-	wantErrs := []error{scheduler.ErrNoQuorum, nil, scheduler.ErrHeld, scheduler.ErrOverlap, scheduler.ErrAlreadyRun}
+	wantErrs := []error{mutex.ErrNoQuorum, nil, mutex.ErrHeld, scheduler.ErrOverlap, mutex.ErrAlreadyRun}
 	for i, want := range wantErrs {
 		r := res[i]
 		switch {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/parts"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -49,12 +50,12 @@ var (
 type behindError struct{ text string }
 
 func (e behindError) Error() string   { return e.text }
-func (e behindError) Unwrap() []error { return []error{scheduler.ErrNoQuorum, parts.ErrBehind} }
+func (e behindError) Unwrap() []error { return []error{mutex.ErrNoQuorum, parts.ErrBehind} }
 
 func behindErrors(why string) [Count]error {
 	var out [Count]error
 	for k := range out {
-		out[k] = behindError{fmt.Sprintf("%s (%s): shard %d: %s", scheduler.ErrNoQuorum, parts.ErrBehind, k, why)}
+		out[k] = behindError{fmt.Sprintf("%s (%s): shard %d: %s", mutex.ErrNoQuorum, parts.ErrBehind, k, why)}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -43,6 +44,9 @@ func (h *heldLocker) Acquire(ctx context.Context, req scheduler.LockRequest) (sc
 }
 
 func (h *heldLocker) AcquireAll(_ context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) == 0 { // the scheduler's New: no check to offer
+		return nil
+	}
 	n := h.inFlight.Add(1)
 	for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
 	}
@@ -59,8 +63,6 @@ func (h *heldLocker) AcquireAll(_ context.Context, reqs []scheduler.LockRequest)
 	}
 	return out
 }
-
-func (h *heldLocker) Check(scheduler.LockRequest) error { return nil }
 
 // jobsIn returns n job names of shard k.
 func jobsIn(k, n int) []string {
@@ -99,7 +101,7 @@ func testFlow(t *testing.T) {
 	}
 	// In flight: AcquireAll answers at once, without asking.
 	res := g.AcquireAll(ctx, []scheduler.LockRequest{{Job: c, Tick: t1}})
-	if !errors.Is(res[0].Err, scheduler.ErrNoQuorum) || res[0].Lease != nil {
+	if !errors.Is(res[0].Err, mutex.ErrNoQuorum) || res[0].Lease != nil {
 		t.Fatalf("AcquireAll behind a claim in flight: %+v; want ErrNoQuorum at once", res[0])
 	}
 	// Acquire waits.
@@ -133,11 +135,11 @@ func testFlow(t *testing.T) {
 	acquire(left, e, t1)
 	waitQueued(3)
 	leave()
-	if got := <-answers; got.job != e+"@41" || !errors.Is(got.err, scheduler.ErrNoQuorum) || !errors.Is(got.err, context.Canceled) {
+	if got := <-answers; got.job != e+"@41" || !errors.Is(got.err, mutex.ErrNoQuorum) || !errors.Is(got.err, context.Canceled) {
 		t.Errorf("a waiter whose context ended: %+v; want ErrNoQuorum and its cause", got)
 	}
 	acquire(ctx, c, t2) // replaces c@t1
-	if got := <-answers; got.job != c+"@41" || !errors.Is(got.err, scheduler.ErrNoQuorum) {
+	if got := <-answers; got.job != c+"@41" || !errors.Is(got.err, mutex.ErrNoQuorum) {
 		t.Errorf("a waiter replaced by its job's newer tick: %+v; want ErrNoQuorum", got)
 	}
 	waitQueued(3) // d@t1, e (gone), c@t2
@@ -205,7 +207,7 @@ func TestFlowLimit(t *testing.T) {
 		t.Errorf("a claim with a limit of 2: %v", got)
 	}
 	inner.proceed <- struct{}{}
-	if r := <-done; r[0].Lease == nil || r[1].Lease == nil || !errors.Is(r[2].Err, scheduler.ErrNoQuorum) {
+	if r := <-done; r[0].Lease == nil || r[1].Lease == nil || !errors.Is(r[2].Err, mutex.ErrNoQuorum) {
 		t.Errorf("results: %+v; want two leases and ErrNoQuorum", r)
 	}
 
@@ -394,7 +396,7 @@ func TestFlowSkipOverload(t *testing.T) {
 		if !ok {
 			t.Fatalf("the tick behind the claim in flight was not reported skipped (skips: %v)", skips)
 		}
-		if second.Skip != "overload" || !errors.Is(second.Err, scheduler.ErrNoQuorum) {
+		if second.Skip != "overload" || !errors.Is(second.Err, mutex.ErrNoQuorum) {
 			t.Errorf("tick behind the claim in flight: skipped %q (%v); want overload, matching ErrNoQuorum", second.Skip, second.Err)
 		}
 	})

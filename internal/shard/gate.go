@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockcheck"
 	"github.com/redcron/redcron/internal/parts"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -47,8 +48,8 @@ func Of(job string) int { return engine.ShardOf(job) }
 // The gate's answers for a shard, made once: a refusal costs no
 // allocation.
 var (
-	errNotYet  = shardErrors(scheduler.ErrNoQuorum, "its lease is not won here yet")
-	errAnother = shardErrors(scheduler.ErrHeld, "another replica asks for its ticks")
+	errNotYet  = shardErrors(mutex.ErrNoQuorum, "its lease is not won here yet")
+	errAnother = shardErrors(mutex.ErrHeld, "another replica asks for its ticks")
 )
 
 func shardErrors(sentinel error, why string) [Count]error {
@@ -81,6 +82,16 @@ type Gate struct {
 	// partOf is parts' Of for this gate (made once).
 	partOf parts.Of
 	flow   flow
+	// instance is the id of the scheduler made over the gate (told by its
+	// New: internal/lockcheck), for Instance.
+	instance atomic.Value
+}
+
+// Instance returns the instance id of the scheduler made over the gate,
+// "" before one is.
+func (g *Gate) Instance() string {
+	id, _ := g.instance.Load().(string)
+	return id
 }
 
 // NewGate returns a Gate over inner. It passes every request until a
@@ -142,6 +153,10 @@ func (g *Gate) Acquire(ctx context.Context, req scheduler.LockRequest) (schedule
 // of a shard's ticks in one claim, with errBusy (asked again by the
 // scheduler, through Acquire).
 func (g *Gate) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
+	if len(reqs) == 0 { // the scheduler's New, asking for the inner Locker's check
+		g.instance.Store(lockcheck.Instance[scheduler.LockRequest](ctx))
+		return g.inner.AcquireAll(ctx, nil)
+	}
 	out := make([]scheduler.LockResult, len(reqs))
 	var pass []scheduler.LockRequest
 	var at, shards []int
@@ -193,10 +208,7 @@ func (g *Gate) acquireAll(ctx context.Context, reqs []scheduler.LockRequest) []s
 	out := make([]scheduler.LockResult, len(reqs))
 	n := copy(out, results)
 	for j := n; j < len(out); j++ {
-		out[j].Err = fmt.Errorf("%w: the locker returned %d results for %d requests", scheduler.ErrNoQuorum, len(results), len(reqs))
+		out[j].Err = fmt.Errorf("%w: the locker returned %d results for %d requests", mutex.ErrNoQuorum, len(results), len(reqs))
 	}
 	return out
 }
-
-// Check is the inner Locker's.
-func (g *Gate) Check(req scheduler.LockRequest) error { return g.inner.Check(req) }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -16,7 +17,7 @@ type countingLocker struct{ asked []string }
 
 func (c *countingLocker) Acquire(_ context.Context, req scheduler.LockRequest) (scheduler.Lease, error) {
 	c.asked = append(c.asked, req.Job)
-	return nil, scheduler.ErrAlreadyRun
+	return nil, mutex.ErrAlreadyRun
 }
 
 func (c *countingLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockRequest) []scheduler.LockResult {
@@ -26,8 +27,6 @@ func (c *countingLocker) AcquireAll(ctx context.Context, reqs []scheduler.LockRe
 	}
 	return out
 }
-
-func (c *countingLocker) Check(scheduler.LockRequest) error { return nil }
 
 // jobIn returns a job name in shard k.
 func jobIn(k int) string {
@@ -63,11 +62,11 @@ func TestGate(t *testing.T) {
 	if fmt.Sprint(inner.asked) != fmt.Sprint([]string{held, other}) {
 		t.Errorf("asked %v; want the held shard's job and the manual run", inner.asked)
 	}
-	if !errors.Is(res[0].Err, scheduler.ErrAlreadyRun) || !errors.Is(res[1].Err, scheduler.ErrNoQuorum) ||
-		!errors.Is(res[2].Err, scheduler.ErrHeld) || !errors.Is(res[3].Err, scheduler.ErrAlreadyRun) {
+	if !errors.Is(res[0].Err, mutex.ErrAlreadyRun) || !errors.Is(res[1].Err, mutex.ErrNoQuorum) ||
+		!errors.Is(res[2].Err, mutex.ErrHeld) || !errors.Is(res[3].Err, mutex.ErrAlreadyRun) {
 		t.Errorf("results %v; want the inner answer, no quorum, held, the inner answer", res)
 	}
-	if _, err := g.Acquire(context.Background(), reqs[2]); !errors.Is(err, scheduler.ErrHeld) {
+	if _, err := g.Acquire(context.Background(), reqs[2]); !errors.Is(err, mutex.ErrHeld) {
 		t.Errorf("Acquire of another's shard: %v; want ErrHeld", err)
 	}
 

@@ -43,9 +43,15 @@ func benchmark(ctx context.Context, cfg config, clients []*redis.Client, progres
 	var results []result
 	scs := cfg.scenarios()
 	for n, sc := range scs {
-		lockers := make([]locks.Locker, len(cfg.impls))
-		res := make([]result, len(cfg.impls))
-		for i, im := range cfg.impls {
+		var impls []locks.Impl
+		for _, im := range cfg.impls {
+			if !im.SingleNode || sc.Nodes == 1 {
+				impls = append(impls, im)
+			}
+		}
+		lockers := make([]locks.Locker, len(impls))
+		res := make([]result, len(impls))
+		for i, im := range impls {
 			l, err := im.New(clients[:sc.Nodes])
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", im.Name, err)
@@ -55,19 +61,19 @@ func benchmark(ctx context.Context, cfg config, clients []*redis.Client, progres
 		names := lockNames(sc.Names, sc.Goroutines)
 		for i, l := range lockers {
 			measure(ctx, l, names, cfg.warmup) // fills connection pools and script caches
-			locks.FlushAfter(ctx, cfg.impls[i].Name, l, progress)
+			locks.FlushAfter(ctx, impls[i].Name, l, progress)
 		}
 		for r := range cfg.rounds {
 			fmt.Fprintf(progress, "[%d/%d] %v: round %d/%d\n", n+1, len(scs), sc, r+1, cfg.rounds)
 			for k := range lockers {
 				i := (r + k) % len(lockers)
 				rd := measure(ctx, lockers[i], names, cfg.duration)
-				locks.FlushAfter(ctx, cfg.impls[i].Name, lockers[i], progress)
+				locks.FlushAfter(ctx, impls[i].Name, lockers[i], progress)
 				if err := ctx.Err(); err != nil {
 					return nil, fmt.Errorf("interrupted: %w", err)
 				}
 				if rd.errors > 0 {
-					fmt.Fprintf(progress, "  warning: %s: %d of %d cycles failed; first: %v\n", cfg.impls[i].Name, rd.errors, rd.ops, rd.firstErr)
+					fmt.Fprintf(progress, "  warning: %s: %d of %d cycles failed; first: %v\n", impls[i].Name, rd.errors, rd.ops, rd.firstErr)
 				}
 				res[i].rounds = append(res[i].rounds, rd)
 			}

@@ -19,7 +19,7 @@ const (
 
 // defaultImpls are the implementations measured unless -impls says
 // otherwise; "raw" is the reference.
-var defaultImpls = []string{"raw", "redcron-nofence", "redcron-fence", "redsync"}
+var defaultImpls = []string{"raw", "redcron-nofence", "redcron-fence", "redsync", "bsm-redislock"}
 
 // config is the parsed command line.
 type config struct {
@@ -32,6 +32,7 @@ type config struct {
 	rounds     int
 	json       bool
 	cpuProfile string
+	wake       int // waits per implementation and round of the wake-latency benchmark; 0 for the throughput one
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -46,6 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 5, "measurements per scenario and implementation, interleaved")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of a table")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (client side) to this file")
+	fs.IntVar(&c.wake, "wake", 0, "measure the wake latency instead (release to the waiter's return): this many waits per implementation and round")
 	if err := cli.Parse(fs, args); err != nil {
 		return config{}, err
 	}
@@ -68,6 +70,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.duration <= 0 || c.warmup < 0 || c.rounds < 1 {
 		return config{}, errors.New("-duration must be positive, -warmup not negative, -rounds at least 1")
+	}
+	if c.wake < 0 || c.wake > 0 && c.json {
+		return config{}, errors.New("-wake must not be negative, and has no -json report")
 	}
 	return c, nil
 }

@@ -9,6 +9,9 @@
 //	    (redcron-fence-noledger, redcron-nofence-noledger: the same with the
 //	    lock ledger off, reported against their twins as "ledger on ÷ off")
 //	    [-json] [-cpuprofile file]
+//	go run ./cmd/lockbench -wake 50 [-nodes 1,5] [-impls ...] [-rounds 5]
+//	    (the wake latency of a waiting Lock: from a release to the
+//	    waiter's return, for the implementations that can wait)
 package main
 
 import (
@@ -33,6 +36,14 @@ func run(ctx context.Context, cfg config, env cli.Env, stdout, stderr io.Writer)
 		return err
 	}
 	defer cl.Close()
+	if cfg.wake > 0 {
+		rs, err := wakeBench(ctx, cfg, cl.Clients, stderr)
+		if err != nil {
+			return err
+		}
+		writeWake(stdout, env.Machine, cfg, rs)
+		return nil
+	}
 	results, err := prof.CPU(cfg.cpuProfile, func() ([]result, error) {
 		return benchmark(ctx, cfg, cl.Clients, stderr)
 	})

@@ -57,7 +57,7 @@ func (c *collector) observer(id int) func(scheduler.Event) {
 		if !ok {
 			return
 		}
-		r := record{Kind: e.Kind, Skip: e.Skip, Result: e.Result, Replica: int8(id), Job: job,
+		r := record{Kind: string(e.Kind), Skip: e.Skip, Result: e.Result, Replica: int8(id), Job: job,
 			Attempts: int16(min(e.Attempts, 1<<14)), Tick: e.Tick.Unix(), Delay: e.StartDelay}
 		if !c.inWindow(r.Tick) {
 			return // the window's ticks only: at 10,000 jobs, the warm-up's would take memory

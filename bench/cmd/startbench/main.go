@@ -326,8 +326,6 @@ func sched(ctx context.Context, cfg config, jobs, ticks int) ([]time.Duration, e
 // freeLocker grants every lease at once, without I/O.
 type freeLocker struct{}
 
-func (freeLocker) Check(scheduler.LockRequest) error { return nil }
-
 func (freeLocker) Acquire(context.Context, scheduler.LockRequest) (scheduler.Lease, error) {
 	return &freeLease{}, nil
 }

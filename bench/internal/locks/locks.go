@@ -57,6 +57,13 @@ type Held interface {
 	Release(ctx context.Context) error
 }
 
+// Waiter is implemented by the Lockers that can wait for a held lock
+// (lockbench -wake): Lock returns once it holds the lock called name, for
+// TTL, or ctx is done. How each waits is said on its Locker.
+type Waiter interface {
+	Lock(ctx context.Context, name string) (Held, error)
+}
+
 // NodeStatser is implemented by the redcron Lockers: the lock traffic of
 // each of their nodes so far (store.Node.Stats), in node order.
 type NodeStatser interface {
@@ -64,10 +71,12 @@ type NodeStatser interface {
 }
 
 // Impl is a named implementation: New builds its Locker over one go-redis
-// client per node.
+// client per node. A SingleNode implementation locks on one node only: it
+// is left out of the scenarios of several.
 type Impl struct {
-	Name string
-	New  func(clients []*redis.Client) (Locker, error)
+	Name       string
+	New        func(clients []*redis.Client) (Locker, error)
+	SingleNode bool
 }
 
 // Impls is the registry of implementations, in report order; "raw" is the
@@ -76,13 +85,14 @@ type Impl struct {
 // without the suffix (NoLedgerSuffix). To add another library, write its
 // Locker in a file of its own and add an entry here.
 var Impls = []Impl{
-	{"raw", newRaw},
-	{"redcron-nofence", newRedcron(false, true)},
-	{"redcron-fence", newRedcron(true, true)},
-	{"redsync", newRedsync(false)},
-	{"redsync-failfast", newRedsync(true)},
-	{"redcron-nofence" + NoLedgerSuffix, newRedcron(false, false)},
-	{"redcron-fence" + NoLedgerSuffix, newRedcron(true, false)},
+	{"raw", newRaw, false},
+	{"redcron-nofence", newRedcron(false, true), false},
+	{"redcron-fence", newRedcron(true, true), false},
+	{"redsync", newRedsync(false), false},
+	{"bsm-redislock", newBSM, true},
+	{"redsync-failfast", newRedsync(true), false},
+	{"redcron-nofence" + NoLedgerSuffix, newRedcron(false, false), false},
+	{"redcron-fence" + NoLedgerSuffix, newRedcron(true, false), false},
 }
 
 // NoLedgerSuffix ends the names of the redcron variants with the ledger

@@ -68,6 +68,12 @@ func (l redcronLocker) TryLock(ctx context.Context, name string) (Held, error) {
 	return nil, err
 }
 
+// Lock implements Waiter with mutex.Redlock.Lock: woken by the release
+// (pub/sub), its retry delay at its default (100 ms).
+func (l redcronLocker) Lock(ctx context.Context, name string) (Held, error) {
+	return l.r.Lock(ctx, name, TTL)
+}
+
 // Flush implements Locker with mutex.Redlock.Flush: the clean-up of
 // failed attempts and the releases to slow nodes go on in the background.
 func (l redcronLocker) Flush(ctx context.Context) error { return l.r.Flush(ctx) }

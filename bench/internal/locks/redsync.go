@@ -51,6 +51,16 @@ func (l *redsyncLocker) TryLock(ctx context.Context, name string) (Held, error) 
 	return nil, nil // ErrFailed, ErrTaken, ErrNodeTaken: refused by the nodes
 }
 
+// Lock implements Waiter with LockContext and redsync's default retries
+// (32 tries, 50 to 250 ms apart): it polls.
+func (l *redsyncLocker) Lock(ctx context.Context, name string) (Held, error) {
+	m := l.rs.NewMutex(l.prefix+"{"+name+"}", redsync.WithExpiry(TTL), redsync.WithFailFast(l.failFast))
+	if err := m.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	return redsyncHeld{m}, nil
+}
+
 // Flush implements Locker: redsync leaves nothing under way, since its
 // TryLockContext and UnlockContext return once their calls are answered.
 func (l *redsyncLocker) Flush(context.Context) error { return nil }

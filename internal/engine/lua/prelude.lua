@@ -1,14 +1,11 @@
--- Prepended to every lock script. out is the script's answer; answer
--- appends one lock's values to it; failed tells an error reply of
--- redis.pcall, so that one lock's error does not stop the others.
+-- Prepended to every lock script that acts on any number of locks, after
+-- base.lua. out is the script's answer; answer appends one lock's values
+-- to it.
 local out = {}
 local function answer(...)
   for i = 1, select("#", ...) do
     out[#out + 1] = (select(i, ...))
   end
-end
-local function failed(r)
-  return type(r) == "table" and r.err ~= nil
 end
 
 -- groups returns the distinct keys at position at of each of n locks of
@@ -75,82 +72,6 @@ local function wrongType(key)
     return nil
   end
   return "WRONGTYPE " .. key .. " holds a " .. t .. ", not a lock's string"
-end
-
--- badState returns an error text when a lock's fence and mark, as its
--- shard's state hash (key) holds them, are not whole numbers below 2^53
--- (Lua compares numbers as doubles, exact only below it), and nil when
--- they are (or are absent): bad data at one lock fails that lock alone.
--- Its second and third results are the fence and the mark as numbers
--- (nil when absent).
-local function badNumber(v)
-  if not v then
-    return false, nil
-  end
-  local x = string.find(v, "^%d+$") and #v <= 16 and tonumber(v)
-  return not x or x >= 9007199254740992, x
-end
-local function badState(key, name, fence, mark)
-  local bf, f = badNumber(fence)
-  if bf then
-    return "ERR state " .. key .. ": field f|" .. name .. " is not a whole number below 2^53: " .. fence
-  end
-  local bm, m = badNumber(mark)
-  if bm then
-    return "ERR state " .. key .. ": field m|" .. name .. " is not a whole number below 2^53: " .. mark
-  end
-  return nil, f, m
-end
-
--- keep gives a shard's state hash a TTL of ttl ms unless it already lives
--- longer: the hash holds the marks of all its locks, which lockers with
--- different state TTLs may share, and a mark must live as long as the
--- longest asked for.
-local function keep(state, ttl)
-  local left = redis.pcall("PTTL", state)
-  if type(left) == "number" and left >= 0 and left < tonumber(ttl) then
-    redis.pcall("PEXPIRE", state, ttl)
-  elseif left == -1 then
-    redis.pcall("PEXPIRE", state, ttl)
-  end
-end
-
--- record writes records to a shard's ledger (key), a sorted set of record
--- texts by score (a tick, or a start, in unix ms): it removes the members
--- olds, adds news (score, member, score, member, ...), and if trim is set
--- keeps the newest cap records per lock of the shard (half the fields of
--- its state hash, state, rounded down), noting in the state's field "~trimmed"
--- the highest score it ever dropped (the ledger proves nothing at or
--- below it), and drops those older than window ms before score; either
--- way it gives the ledger a TTL of window. The ledger is a log, not the
--- lock: its errors (a key of another type) are ignored, so that they
--- never fail the locks' own answers.
-local function record(key, state, olds, news, trim, score, cap, window)
-  if #olds > 0 then
-    redis.pcall("ZREM", key, unpack(olds))
-  end
-  if #news == 0 or failed(redis.pcall("ZADD", key, unpack(news))) then
-    return
-  end
-  if trim then
-    local fields = redis.pcall("HLEN", state)
-    local limit = cap * math.max(1, math.floor((type(fields) == "number" and fields or 0) / 2))
-    local count = redis.pcall("ZCARD", key)
-    if type(count) == "number" and count > limit then
-      local last = redis.pcall("ZRANGE", key, count - limit - 1, count - limit - 1, "WITHSCORES")
-      local dropped = type(last) == "table" and tonumber(last[2])
-      if dropped then
-        local floor = redis.pcall("HGET", state, "~trimmed")
-        if not failed(floor) and (not floor or tonumber(floor) == nil or tonumber(floor) < dropped) then
-          redis.pcall("HSET", state, "~trimmed", string.format("%d", dropped))
-        end
-      end
-      redis.pcall("ZREMRANGEBYRANK", key, 0, count - limit - 1)
-    end
-    redis.pcall("ZREMRANGEBYSCORE", key, "-inf", "(" .. (score - window))
-  end
-  -- Always: a replacement that removed the last member made the key anew.
-  redis.pcall("PEXPIRE", key, window)
 end
 
 -- ledgerOf returns the cap and window of the records among locks (indices)

@@ -7,7 +7,9 @@
 -- "s|" .. old in the ledger by record, prefixed "r|" when the lock held
 -- value and "l|" when it did not (see record in the prelude; "" for
 -- none): the ledger says what the holder did even when its lease was
--- lost. The locks of one shard are read and written together.
+-- lost. The locks of one shard are read and written together. A lock
+-- deleted that claims no occurrence is published on its channel (its
+-- key's name) when a waiter is subscribed to it (see notify).
 -- Returns {result_1, detail_1, result_2, ...}: result 1 if the value held
 -- and was deleted, 0 if not, -1 if the lock or its state could not be read
 -- (detail = the server's error; the lock is then left as it is). One
@@ -33,7 +35,7 @@ for _, state in ipairs(order) do
   end
 end
 
-local dels, raise, olds, news, trim, score = {}, {}, {}, {}, {}, {}
+local dels, notifies, raise, olds, news, trim, score = {}, {}, {}, {}, {}, {}, {}
 for i = 1, n do
   local lock, state = KEYS[3 * i - 2], KEYS[3 * i - 1]
   local a = 8 * i - 6
@@ -54,6 +56,9 @@ for i = 1, n do
       r[#r + 1] = ARGV[a + 2]
     end
     dels[#dels + 1] = lock
+    if o == 0 then -- a lock claiming an occurrence has no waiters
+      notifies[#notifies + 1] = lock
+    end
     answer(1, "")
   end
   ending(olds, news, score, trim, state, ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], out[#out - 1] == 1)
@@ -61,6 +66,9 @@ end
 
 if #dels > 0 then
   redis.call("DEL", unpack(dels))
+end
+for _, lock in ipairs(notifies) do
+  notify(lock, "released")
 end
 for _, state in ipairs(order) do
   local r = raise[state]
