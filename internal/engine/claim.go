@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -45,12 +46,14 @@ type ClaimRequest struct {
 	Ledger LedgerWrite
 }
 
-// CompareClaims orders claims by their right and shard, so that those
-// of one script call are together (ClaimAllAsync sorts them unless they
-// are).
+// CompareClaims orders claims by their right, shard, running value (its
+// parent and value), occurrence and fence, so that those of one script
+// call are together (ClaimAllAsync sorts them unless they are): a call's
+// parts share them all, sent once, and only their names go one by one.
 func CompareClaims(a, b ClaimRequest) int {
 	return cmp.Or(strings.Compare(a.Right.Key, b.Right.Key), strings.Compare(a.Right.Value, b.Right.Value),
-		strings.Compare(a.Keys.State, b.Keys.State))
+		strings.Compare(a.Keys.State, b.Keys.State), strings.Compare(a.Running, b.Running),
+		cmp.Compare(a.Occurrence, b.Occurrence), cmp.Compare(a.Fence, b.Fence))
 }
 
 // ErrNotSingleServer is the error of a claim sent to a node whose keys may
@@ -65,9 +68,11 @@ func (n *Node) SingleServer() bool { return n.singleServer() }
 // ClaimAllAsync claims parts, any number, with their answers passed to
 // done in the order of reqs, as Acquire's (Status Acquired when claimed;
 // FenceAhead, and ParentLost for a right not held, besides), each with the
-// server's run id and uptime. The parts of one right, shard and parent go
-// in one script call (up to 256), all calls in one round trip. A claim raises the state's TTL to
-// stateTTL.
+// server's run id and uptime. The parts of one right, shard, running value,
+// occurrence and fence go in one script call (up to 256), all calls in one
+// round trip: a claimer that gives the parts of one claim one value
+// (several parts can share one: each is a field of its own) sends little
+// more than their names. A claim raises the state's TTL to stateTTL.
 //
 // ends are parts to end on the way, each in the call of its shard's
 // claims, before them; done's ended says which were answered (an end of a
@@ -99,9 +104,14 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 		}
 		at = append(at, i)
 	}
-	group := func(i int) [5]string {
+	type groupKey struct {
+		right, rightValue, state, running string
+		occurrence                        int64
+		fence                             uint64
+	}
+	group := func(i int) groupKey {
 		r := reqs[i]
-		return [5]string{r.Right.Key, r.Right.Value, r.Keys.State, parents[i].Key, parents[i].Value}
+		return groupKey{r.Right.Key, r.Right.Value, r.Keys.State, r.Running, r.Occurrence, r.Fence}
 	}
 	if !slices.IsSortedFunc(reqs, CompareClaims) { // a claimer sorts them once for all its nodes
 		slices.SortStableFunc(at, func(a, b int) int { return CompareClaims(reqs[a], reqs[b]) })
@@ -121,7 +131,7 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 		state := reqs[at[lo]].Keys.State
 		mine := endsOf[state]
 		delete(endsOf, state)
-		calls = append(calls, n.claimCall(ctx, reqs, values, parents[at[lo]], at[lo:hi], ends, mine, stateTTL, out, ended, finish))
+		calls = append(calls, n.claimCall(ctx, reqs, values[at[lo]], parents[at[lo]], at[lo:hi], ends, mine, stateTTL, out, ended, finish))
 		lo = hi
 	}
 	if len(calls) == 0 {
@@ -133,27 +143,49 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 }
 
 // claimCall returns the script call claiming the parts reqs[i] for i in
-// part, all of one right and shard, which puts their answers in out and
-// then calls finish.
-func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, values []string, parent Parent, part []int, ends []FreeRequest, mine []int,
+// part, all of one right, shard, running value (parent and value),
+// occurrence and fence, which puts their answers in out and then calls
+// finish.
+func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, value string, parent Parent, part []int, ends []FreeRequest, mine []int,
 	stateTTL time.Duration, out []AcquireResult, ended []bool, finish func()) *call {
 	first := reqs[part[0]]
-	keys := make([]string, 0, 4+2*len(part))
-	keys = append(keys, first.Right.Key, first.Keys.State, first.Keys.Ledger, parent.Key)
-	args := make([]any, 0, 7+5*len(mine)+5*len(part))
+	keys := []string{first.Right.Key, first.Keys.State, first.Keys.Ledger, parent.Key}
 	ledgerCap, window := first.Ledger.Cap, first.Ledger.Window
 	for _, k := range mine {
 		ledgerCap, window = max(ledgerCap, ends[k].Ledger.Cap), max(window, ends[k].Ledger.Window)
 	}
-	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value)
+	// The ends' claims (running value and started records' rest), each
+	// sent once: the parts of one claim share them.
+	type endClaim struct{ running, rest string }
+	claims := map[endClaim]int{}
+	var distinct []any
+	endArgs := make([]any, 0, 5*len(mine))
 	for _, k := range mine {
 		e := ends[k]
-		args = append(args, e.Keys.Name, e.Running, member(RecordStarted, e.Ledger.Old), e.Ledger.New, e.Ledger.Score)
+		m, rest := startedArg(e.Keys.Name, e.Ledger.Old)
+		c := endClaim{e.Running, rest}
+		if _, ok := claims[c]; !ok {
+			distinct = append(distinct, c.running, c.rest)
+			claims[c] = len(claims) + 1
+		}
+		endArgs = append(endArgs, e.Keys.Name, claims[c], m, e.Ledger.New, e.Ledger.Score)
 	}
+	_, rest := startedArg(first.Keys.Name, first.Ledger.New)
+	args := make([]any, 0, 12+len(distinct)+len(endArgs)+2*len(part))
+	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value,
+		value, first.Occurrence, first.Fence, rest, len(claims))
+	args = append(args, distinct...)
+	args = append(args, endArgs...)
 	for _, i := range part {
 		r := reqs[i]
-		keys = append(keys, r.Keys.Lock, r.Keys.Pause)
-		args = append(args, r.Keys.Name, values[i], r.Occurrence, r.Fence, member(RecordStarted, r.Ledger.New))
+		m, mrest := startedArg(r.Keys.Name, r.Ledger.New)
+		if mrest != rest { // not of the claim's records: the whole member
+			m = member(RecordStarted, r.Ledger.New)
+			if m == "" {
+				m = "-"
+			}
+		}
+		args = append(args, r.Keys.Name, m)
 	}
 	return &call{ctx: ctx, script: claimScript, keys: keys, args: args, items: len(part), done: func(cmd *redis.Cmd) {
 		res, err := claimScript.answer(cmd, len(part))
@@ -191,6 +223,28 @@ type FreeRequest struct {
 	// (unix ms): where its claim set the mark, the mark goes back below
 	// it, so that the tick can be claimed again. 0 for a part won.
 	Occurrence int64
+}
+
+// startedArg returns how a claim call sends the started record text of
+// the part called name (see lua/claim.lua): the rest its claim's records
+// share and m, "" for the name as it is, the escaped name, "-" for no
+// record, or the whole member ("s|" .. text, rest "") for a text that does
+// not open with the name.
+func startedArg(name, text string) (m, rest string) {
+	if text == "" {
+		return "-", ""
+	}
+	esc, after, ok := strings.Cut(text, ",")
+	if body, isJob := strings.CutPrefix(esc, `{"job":`); isJob && ok {
+		var got string
+		if json.Unmarshal([]byte(body), &got) == nil && got == name && strings.HasPrefix(body, `"`) && strings.HasSuffix(body, `"`) {
+			if body == `"`+name+`"` {
+				return "", after
+			}
+			return body, after
+		}
+	}
+	return member(RecordStarted, text), ""
 }
 
 // member returns a record's ledger member in state (its prefix and text),

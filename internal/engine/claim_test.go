@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,3 +237,97 @@ func TestClaimCarriesEnds(t *testing.T) {
 }
 
 func must[T, U any](t T, _ U) T { return t }
+
+// TestClaimSendsShared: the parts of one claim share their value,
+// occurrence, fence and the rest of their started records, sent once per
+// call: each part still gets its own fields and exactly the started record
+// its text says, whatever its name (a comma, a quote, characters JSON
+// escapes), its end carried by the next claim replaces that record by its
+// final one, and a part whose lock is held is refused alone.
+func TestClaimSendsShared(t *testing.T) {
+	n, s, _ := setup(t)
+	rc := s.Client(t)
+	ctx := context.Background()
+	ks, _ := engine.NewKeyspace("t")
+	var keys []engine.LockKeys
+	for _, base := range []string{"plain", "a,b", `q"uote`, "x<y&z", "held"} {
+		for i := 0; ; i++ { // the same shard as the first
+			name := fmt.Sprintf("%s-%d", base, i)
+			if len(keys) == 0 || engine.ShardOf(name) == engine.ShardOf(keys[0].Name) {
+				k, err := ks.Lock(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, k)
+				break
+			}
+		}
+	}
+	right := engine.Parent{Key: "t~shards:lease-1", Value: "lease-v"}
+	parent := engine.Parent{Key: "t~anchor:r1", Value: "anchor-v"}
+	rc.Set(ctx, right.Key, right.Value, time.Hour)
+	rc.Set(ctx, parent.Key, parent.Value, time.Hour)
+	rc.Set(ctx, keys[4].Lock, "someone", time.Hour)
+
+	claim := func(occ int64, fence uint64, ends []engine.FreeRequest) ([]engine.AcquireResult, []engine.FreeRequest, []string) {
+		t.Helper()
+		running := engine.RunningValue(parent, fmt.Sprintf("value-%d", occ))
+		var reqs []engine.ClaimRequest
+		var next []engine.FreeRequest
+		var texts []string
+		for _, k := range keys {
+			rec := engine.Record{Job: k.Name, Owner: "r1", Tick: occ, Fence: fence, Start: occ - 1}
+			text := rec.Text()
+			texts = append(texts, text)
+			reqs = append(reqs, engine.ClaimRequest{Right: right, Keys: k, Running: running, Occurrence: occ, Fence: fence,
+				Ledger: engine.LedgerWrite{New: text, Score: occ, Cap: 10, Window: time.Hour}})
+			rec.End, rec.Result = occ+5, "ok"
+			next = append(next, engine.FreeRequest{Keys: k, Running: running,
+				Ledger: engine.LedgerWrite{Old: text, New: rec.Text(), Score: occ, Cap: 10, Window: time.Hour}})
+		}
+		ch := make(chan []engine.AcquireResult, 1)
+		n.ClaimAllAsync(ctx, reqs, ends, time.Hour, func(rs []engine.AcquireResult, _ []bool) { ch <- rs })
+		return <-ch, next[:4], texts
+	}
+	rs, ends, texts := claim(1000, 5, nil)
+	for i, r := range rs {
+		want := engine.Acquired
+		if i == 4 {
+			want = engine.Held
+		}
+		if r.Err != nil || r.Reply.Status != want {
+			t.Fatalf("claim of %q: %+v; want %v", keys[i].Name, r, want)
+		}
+	}
+	members := rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val()
+	var want []string
+	for _, text := range texts[:4] {
+		want = append(want, "s|"+text)
+	}
+	slices.Sort(want)
+	if !slices.Equal(members, want) {
+		t.Fatalf("ledger after the claim:\n%q\nwant\n%q", members, want)
+	}
+	for _, k := range keys[:4] {
+		st := rc.HMGet(ctx, k.State, "m|"+k.Name, "f|"+k.Name, "r|"+k.Name).Val()
+		if st[0] != "1000" || st[1] != "5" || st[2] != engine.RunningValue(parent, "value-1000") {
+			t.Errorf("state of %q: %q", k.Name, st)
+		}
+	}
+
+	rs, _, texts = claim(2000, 6, ends)
+	for i, r := range rs[:4] {
+		if r.Err != nil || r.Reply.Status != engine.Acquired {
+			t.Fatalf("second claim of %q: %+v", keys[i].Name, r)
+		}
+	}
+	members = rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val()
+	want = want[:0]
+	for i, e := range ends {
+		want = append(want, "r|"+e.Ledger.New, "s|"+texts[i])
+	}
+	slices.Sort(want)
+	if !slices.Equal(members, want) {
+		t.Fatalf("ledger after the ends:\n%q\nwant\n%q", members, want)
+	}
+}

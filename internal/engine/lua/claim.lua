@@ -1,18 +1,28 @@
 -- Claim occurrences of locks held as parts, any number in one call, all of
--- one shard and under one parent. A part has no key of its own: its
--- occurrence mark, fence and running value are fields of its shard's
--- state, and it is held while the parent its running value names
--- ("parent key \n parent value \n value") holds that value. Only the
--- holder of a right (a shard's lease) claims: KEYS[1] is the right's lock
--- key, KEYS[2] and KEYS[3] the shard's state hash and ledger, KEYS[4] the
--- parent's lock key; part i has the lock key KEYS[2i+3] (its own lock,
--- which excludes the part while held) and the pause key KEYS[2i+4].
+-- one shard, under one parent, with one value, occurrence and fence. A
+-- part has no key of its own: its occurrence mark, fence and running value
+-- are fields of its shard's state, and it is held while the parent its
+-- running value names ("parent key \n parent value \n value") holds that
+-- value. Only the holder of a right (a shard's lease) claims: KEYS[1] is
+-- the right's lock key, KEYS[2] and KEYS[3] the shard's state hash and
+-- ledger, KEYS[4] the parent's lock key. A part's lock key (its own lock,
+-- which excludes the part while held) and pause key are its shard's, built
+-- here from the state key and its name as Keyspace.Lock does (a claim goes
+-- to a single server only, so the keys need not be declared).
 -- ARGV[1] == "1" asks for the server's uptime and run id (as acquire
 -- does); ARGV[2] is the right's value, ARGV[3] the state's TTL (ms),
--- ARGV[4] and ARGV[5] the ledger's cap and window (ms), ARGV[7] the
--- parent's value; part i's name, value, occurrence (unix ms), fence and
--- started ledger member ("s|" .. record, or "" for none) are
--- ARGV[5i+3..5i+7] (after the ends, below).
+-- ARGV[4] and ARGV[5] the ledger's cap and window (ms), ARGV[6] the number
+-- of ends (below), ARGV[7] the parent's value; ARGV[8], ARGV[9] and
+-- ARGV[10] the parts' value, occurrence (unix ms) and fence; ARGV[11] the
+-- rest of their started records (below); ARGV[12] the number of the ends'
+-- claims, each a running value and the rest of its started records, which
+-- follow. Part i's name and started record (m) are the last arguments,
+-- two per part, after the ends.
+-- A started record is a JSON object that opens with the job's name,
+-- {"job":<name>,<rest>, and the parts of one claim share the rest: m ""
+-- stands for the record of the part's name as it is (quoted), m "-" for
+-- none, an m that opens with a quote for the part's name so escaped, any
+-- other m for the whole ledger member.
 -- While the right holds its value and the parent its own, a part is
 -- claimed unless its occurrence is at or below its mark, it is paused, its
 -- lock is held, another part of it still runs, or its fence counter is at
@@ -21,14 +31,13 @@
 -- running value is set, and its started member is added to the ledger. The
 -- parts' keys are read together (MGET, one HMGET) and written together
 -- (one HSET, one ZADD).
--- Whatever the right: ARGV[6] is the number of parts of the shard to end
--- (frees, see free.lua), each with its name, running value, old member
--- ("s|" .. record, or ""), record and score at ARGV[5k+3..5k+7]; the parts
--- claimed follow them (their arguments shifted by 5 per end). The end of
--- a part whose job is claimed again in the call (its next tick) is read
--- with the claim's fields and its field written over; the others are read
--- and deleted first. The ends' and the claims' records share the ledger's
--- commands.
+-- Whatever the right: the ends are parts of the shard to end (frees, see
+-- free.lua), each with its name, the index of its claim among the ends'
+-- claims (from 1), its old member (as a part's m, with its claim's rest),
+-- final record and score. The end of a part whose job is claimed again in
+-- the call (its next tick) is read with the claim's fields and its field
+-- written over; the others are read and deleted first. The ends' and the
+-- claims' records share the ledger's commands.
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, ...}: the statuses
 -- of acquire (1 claimed, 0 held by detail, 2 already run, 3 paused, -1
 -- error), 4 when the fence counter is at or above the fence (detail: the
@@ -47,23 +56,54 @@ end
 out[1], out[2] = uptime, runid
 local o = 2 -- the answers' length
 
-local n = (#KEYS - 4) / 2
 local right, state, ledger, pkey, pvalue = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[7]
+local value, occ, fence, rest = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local parents, olds, adds, score = {}, {}, {}, 0
 local ends = tonumber(ARGV[6])
-local base = 5 * ends + 1 -- the parts' arguments follow the ends' and the parent's value
+local head = 12 + 2 * tonumber(ARGV[12]) -- the ends' arguments follow
+local base = head + 5 * ends -- and the parts' follow theirs
+local n = (#ARGV - base) / 2
+local tag = string.sub(state, 1, -6) -- the state key less "state": the shard's keys begin so
+
+-- started returns the ledger member of the started record m stands for
+-- (see above) of the part called name, whose claim's records end in rest.
+local function started(name, m, rest)
+  if m == "" then
+    return rest ~= "" and ('s|{"job":"' .. name .. '",' .. rest) or ""
+  elseif m == "-" then
+    return ""
+  elseif string.byte(m) == 34 then -- a quote: the name, escaped
+    return 's|{"job":' .. m .. "," .. rest
+  end
+  return m
+end
+
+-- endArg returns argument j (0 name, 1 running value, 2 old member, 3
+-- record, 4 score) of end k.
+local function endArg(k, j)
+  local a = head + 5 * (k - 1) + 1
+  if j == 1 or j == 2 then
+    local c = 11 + 2 * tonumber(ARGV[a + 1]) -- its claim's running value, then rest
+    if j == 1 then
+      return ARGV[c]
+    end
+    return started(ARGV[a], ARGV[a + 2], ARGV[c + 1])
+  end
+  return ARGV[a + j]
+end
 
 -- endRecord notes end k's ledger record: its started member replaced by its
 -- final one, "r|" if it still held here, "l|" if not.
 local function endRecord(k, held)
-  local a = 5 * k + 3
-  if ARGV[a + 2] ~= "" then
-    olds[#olds + 1] = ARGV[a + 2]
+  local old, rec = endArg(k, 2), endArg(k, 3)
+  if old ~= "" then
+    olds[#olds + 1] = old
   end
-  if ARGV[a + 3] ~= "" then
-    adds[#adds + 1] = ARGV[a + 4]
-    adds[#adds + 1] = (held and "r|" or "l|") .. ARGV[a + 3]
-    score = math.max(score, tonumber(ARGV[a + 4]))
+  if rec ~= "" then
+    local sc = endArg(k, 4)
+    adds[#adds + 1] = sc
+    adds[#adds + 1] = (held and "r|" or "l|") .. rec
+    score = math.max(score, tonumber(sc))
   end
 end
 
@@ -84,11 +124,11 @@ local function endAll(ks, parentHolds)
   end
   local fields, dels = {}, {}
   for j, k in ipairs(ks) do
-    fields[j] = "r|" .. ARGV[5 * k + 3]
+    fields[j] = "r|" .. endArg(k, 0)
   end
   local r = redis.pcall("HMGET", state, unpack(fields))
   for j, k in ipairs(ks) do
-    local held = not failed(r) and r[j] == ARGV[5 * k + 4]
+    local held = not failed(r) and r[j] == endArg(k, 1)
     if held then
       dels[#dels + 1] = fields[j]
       held = heldHere(r[j], parentHolds)
@@ -127,10 +167,10 @@ end
 -- common case) is read with the claim's fields: mine[name] is its index.
 local claimed, mine, apart = {}, {}, {}
 for i = 1, n do
-  claimed[ARGV[base + 5 * i + 2]] = true
+  claimed[ARGV[base + 2 * i - 1]] = true
 end
 for k = 1, ends do
-  local name = ARGV[5 * k + 3]
+  local name = endArg(k, 0)
   if claimed[name] and not mine[name] then
     mine[name] = k
   else
@@ -141,8 +181,8 @@ endAll(apart, true)
 
 local locks, pauses, fields = {}, {}, {}
 for i = 1, n do
-  locks[i], pauses[i] = KEYS[2 * i + 3], KEYS[2 * i + 4]
-  local name = ARGV[base + 5 * i + 2]
+  local name = ARGV[base + 2 * i - 1]
+  locks[i], pauses[i] = tag .. name .. ":lock", tag .. name .. ":paused"
   fields[3 * i - 2] = "f|" .. name
   fields[3 * i - 1] = "m|" .. name
   fields[3 * i] = "r|" .. name
@@ -159,17 +199,19 @@ if failed(st) then
 end
 
 local set, dels, trim = {}, {}, false
+local running = prefix .. value -- every part's running value
+local occn = tonumber(occ)
 for i = 1, n do
-  local a = base + 5 * i + 2
-  local occ, fence = ARGV[a + 2], ARGV[a + 3]
+  local name = ARGV[base + 2 * i - 1]
+  local member = started(name, ARGV[base + 2 * i], rest)
   local f, m, r = st[3 * i - 2], st[3 * i - 1], st[3 * i]
-  local bad, fn, mn = badState(state, ARGV[a], f, m)
-  local k = mine[ARGV[a]]
+  local bad, fn, mn = badState(state, name, f, m)
+  local k = mine[name]
   if k then
     -- Its part's end comes with it: ended where its field still holds the
     -- end's running value (deleted below unless claimed).
-    mine[ARGV[a]] = nil
-    if r and r == ARGV[5 * k + 4] then
+    mine[name] = nil
+    if r and r == endArg(k, 1) then
       endRecord(k, heldHere(r, true))
       r = nil
       dels[#dels + 1] = fields[3 * i]
@@ -177,19 +219,19 @@ for i = 1, n do
       endRecord(k, false)
     end
   end
-  local running = r and runningHere(r, parents)
+  local other = r and runningHere(r, parents)
   local status, detail = 1, ""
   f = f or "0"
   if bad then
     status, f, detail = -1, "0", bad
-  elseif mn and mn >= tonumber(occ) then
+  elseif mn and mn >= occn then
     status, detail = 2, m
   elseif paused[i] then
     status, detail = 3, paused[i]
   elseif cur[i] then
     status, detail = 0, cur[i]
-  elseif running then
-    status, detail = 0, running
+  elseif other then
+    status, detail = 0, other
   elseif fence ~= "0" and (fn or 0) >= tonumber(fence) then
     status, detail = 4, f
   else
@@ -198,13 +240,13 @@ for i = 1, n do
       set[s + 1], set[s + 2] = fields[3 * i - 2], fence
       s = s + 2
     end
-    set[s + 1], set[s + 2], set[s + 3], set[s + 4] = fields[3 * i - 1], occ, fields[3 * i], prefix .. ARGV[a + 1]
+    set[s + 1], set[s + 2], set[s + 3], set[s + 4] = fields[3 * i - 1], occ, fields[3 * i], running
     if dels[#dels] == fields[3 * i] then
       dels[#dels] = nil -- its end's field is written over
     end
-    if ARGV[a + 4] ~= "" then
+    if member ~= "" then
       adds[#adds + 1] = occ
-      adds[#adds + 1] = ARGV[a + 4]
+      adds[#adds + 1] = member
       score = math.max(score, tonumber(occ))
       trim = true -- a record added, not replaced
     end
