@@ -119,35 +119,7 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 	start := time.Now()
 	fence := r.nextFence()
 	out := make([]Result, len(reqs))
-	creqs := make([]engine.ClaimRequest, len(reqs))
-	records := make([]engine.Record, len(reqs))
-	started := make([]string, len(reqs))
-	values := make([]string, len(reqs))
-	// The parts of one occurrence, parent and owner share one value (the
-	// first's token), so that a node's call carries it once, and the
-	// parts little more than their names (see engine.ClaimAllAsync): each
-	// part is a field of its own, so a shared value tells them apart as
-	// well as its own would.
-	type share struct {
-		occurrence int64
-		parent     *Lock
-		owner      string
-	}
-	shared := map[share]string{}
-	for j, q := range reqs {
-		p := parents[j]
-		sk := share{q.lc.occurrence, p, q.lc.owner}
-		value, ok := shared[sk]
-		if !ok {
-			value = engine.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
-			shared[sk] = value
-		}
-		records[j] = r.startRecord(q.keys.Name, q.lc, fence, start)
-		started[j], values[j] = r.recordText(records[j]), value // a claim writes its started record
-		creqs[j] = engine.ClaimRequest{Right: engine.Parent{Key: rights[j].keys.Lock, Value: rights[j].value}, Keys: q.keys,
-			Running:    engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
-			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
-	}
+	creqs, records, started, values := r.claimRequests(reqs, rights, parents, fence, start)
 	// The state holds the parts' running values, all that keeps their
 	// jobs while they run: it lives at least as long as they may be held.
 	keep := r.cfg.stateTTL

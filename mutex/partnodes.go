@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/redcron/redcron/internal/engine"
 )
 
 // A part runs on a node while its running value is there and its parent
@@ -134,4 +136,38 @@ func (l *Lock) heldAtNamed(res NodeResult, start time.Time) {
 			l.heldAt(results, start)
 		}
 	}
+}
+
+// claimRequests returns the nodes' claims of reqs (by rights, under
+// parents, with fence, started at start), the parts' started records and
+// their texts, and their values. The parts of one occurrence, parent and
+// owner share one value (the first's token), so that a node's call
+// carries it once, and the parts little more than their names (see
+// engine.ClaimAllAsync): each part is a field of its own, so a shared
+// value tells them apart as well as its own would.
+func (r *Redlock) claimRequests(reqs []attemptReq, rights, parents []*Lock, fence uint64, start time.Time) (
+	creqs []engine.ClaimRequest, records []engine.Record, started, values []string) {
+	creqs, records = make([]engine.ClaimRequest, len(reqs)), make([]engine.Record, len(reqs))
+	started, values = make([]string, len(reqs)), make([]string, len(reqs))
+	type share struct {
+		occurrence int64
+		parent     *Lock
+		owner      string
+	}
+	shared := map[share]string{}
+	for j, q := range reqs {
+		p := parents[j]
+		sk := share{q.lc.occurrence, p, q.lc.owner}
+		value, ok := shared[sk]
+		if !ok {
+			value = engine.Value{Token: q.token, Acquired: start, Occurrence: q.lc.occurrence, Owner: q.lc.owner}.String()
+			shared[sk] = value
+		}
+		records[j] = r.startRecord(q.keys.Name, q.lc, fence, start)
+		started[j], values[j] = r.recordText(records[j]), value // a claim writes its started record
+		creqs[j] = engine.ClaimRequest{Right: engine.Parent{Key: rights[j].keys.Lock, Value: rights[j].value}, Keys: q.keys,
+			Running:    engine.RunningValue(engine.Parent{Key: p.keys.Lock, Value: p.value}, value),
+			Occurrence: q.lc.occurrence, Fence: fence, Ledger: r.ledgerWrite(records[j], "", started[j])}
+	}
+	return creqs, records, started, values
 }
