@@ -104,15 +104,6 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 		}
 		at = append(at, i)
 	}
-	type groupKey struct {
-		right, rightValue, state, running string
-		occurrence                        int64
-		fence                             uint64
-	}
-	group := func(i int) groupKey {
-		r := reqs[i]
-		return groupKey{r.Right.Key, r.Right.Value, r.Keys.State, r.Running, r.Occurrence, r.Fence}
-	}
 	if !slices.IsSortedFunc(reqs, CompareClaims) { // a claimer sorts them once for all its nodes
 		slices.SortStableFunc(at, func(a, b int) int { return CompareClaims(reqs[a], reqs[b]) })
 	}
@@ -125,7 +116,7 @@ func (n *Node) ClaimAllAsync(ctx context.Context, reqs []ClaimRequest, ends []Fr
 	}
 	for lo := 0; lo < len(at); {
 		hi := lo + 1
-		for hi < len(at) && hi-lo < maxItems && group(at[hi]) == group(at[lo]) {
+		for hi < len(at) && hi-lo < maxItems && CompareClaims(reqs[at[hi]], reqs[at[lo]]) == 0 { // one call's group
 			hi++
 		}
 		state := reqs[at[lo]].Keys.State
@@ -154,26 +145,11 @@ func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, value string,
 	for _, k := range mine {
 		ledgerCap, window = max(ledgerCap, ends[k].Ledger.Cap), max(window, ends[k].Ledger.Window)
 	}
-	// The ends' claims (running value and started records' rest), each
-	// sent once: the parts of one claim share them.
-	type endClaim struct{ running, rest string }
-	claims := map[endClaim]int{}
-	var distinct []any
-	endArgs := make([]any, 0, 5*len(mine))
-	for _, k := range mine {
-		e := ends[k]
-		m, rest := startedArg(e.Keys.Name, e.Ledger.Old)
-		c := endClaim{e.Running, rest}
-		if _, ok := claims[c]; !ok {
-			distinct = append(distinct, c.running, c.rest)
-			claims[c] = len(claims) + 1
-		}
-		endArgs = append(endArgs, e.Keys.Name, claims[c], m, e.Ledger.New, e.Ledger.Score)
-	}
+	distinct, endArgs := endClaimArgs(ends, mine)
 	_, rest := startedArg(first.Keys.Name, first.Ledger.New)
 	args := make([]any, 0, 12+len(distinct)+len(endArgs)+2*len(part))
 	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value,
-		value, first.Occurrence, first.Fence, rest, len(claims))
+		value, first.Occurrence, first.Fence, rest, len(distinct)/2)
 	args = append(args, distinct...)
 	args = append(args, endArgs...)
 	for _, i := range part {
@@ -223,6 +199,27 @@ type FreeRequest struct {
 	// (unix ms): where its claim set the mark, the mark goes back below
 	// it, so that the tick can be claimed again. 0 for a part won.
 	Occurrence int64
+}
+
+// endClaimArgs returns the arguments of the ends ends[k], k in mine, of a
+// claim call (see lua/claim.lua): their claims (running value and the
+// rest of their started records), each sent once, as the parts of one
+// claim share them, and then each end's own.
+func endClaimArgs(ends []FreeRequest, mine []int) (distinct, endArgs []any) {
+	type endClaim struct{ running, rest string }
+	claims := map[endClaim]int{}
+	endArgs = make([]any, 0, 5*len(mine))
+	for _, k := range mine {
+		e := ends[k]
+		m, rest := startedArg(e.Keys.Name, e.Ledger.Old)
+		c := endClaim{e.Running, rest}
+		if _, ok := claims[c]; !ok {
+			distinct = append(distinct, c.running, c.rest)
+			claims[c] = len(claims) + 1
+		}
+		endArgs = append(endArgs, e.Keys.Name, claims[c], m, e.Ledger.New, e.Ledger.Score)
+	}
+	return distinct, endArgs
 }
 
 // startedArg returns how a claim call sends the started record text of
