@@ -264,10 +264,15 @@ func (k *Keeper) round(ctx context.Context, fleet []string) {
 // where the lost one had expired: a lease held by a bare quorum stays one
 // failure from lost, and a part is claimed only on the nodes where both
 // its shard's lease and its replica's anchor hold.
+//
+// It waits for every node's answer (Flush), not only a majority's: a
+// node whose release is still on its way would refuse the next lease,
+// sent on another connection, as held by the lost one.
 func (k *Keeper) letGo(ctx context.Context, lost *mutex.Lock) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.ttl/2)
 	defer cancel()
 	_ = lost.Release(rctx)
+	_ = k.locks.Flush(rctx)
 }
 
 // win tries once to win shard s's lease, after letting go of what is left
