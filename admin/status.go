@@ -48,6 +48,12 @@ type Job struct {
 	// Tags are its tags (scheduler.WithTags), sorted, from the same table;
 	// Tagged selects jobs by them.
 	Tags []string
+	// Limit and Permits are its cluster limit (scheduler.WithClusterLimit)
+	// from the same table, "" and 0 for none, and PermitsHeld how many of
+	// the limit's permits hold on a quorum of the nodes now, by any job
+	// sharing it. The permits' own locks (Limit#i) are not listed as jobs.
+	Limit                string
+	Permits, PermitsHeld int
 	// Publishers is how many live replicas list it in their job table;
 	// Phantom says none does, while every live replica's table was read:
 	// a leftover of a job gone, or one not deployed yet.
@@ -124,7 +130,8 @@ func publicStatus(c *Client, st *cluster.Status) *Status {
 		out.Unknown = st.Published.Unread()
 	}
 	for _, j := range st.Jobs {
-		pj := Job{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, Tags: j.Tags, Publishers: j.Publishers, Phantom: j.Phantom,
+		pj := Job{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, Tags: j.Tags, Limit: j.Limit, Permits: j.Permits,
+			PermitsHeld: j.PermitsHeld, Publishers: j.Publishers, Phantom: j.Phantom,
 			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
 		if len(j.Runs) > 0 {
 			r := recordOf(j.Runs[0])

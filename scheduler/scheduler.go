@@ -111,6 +111,10 @@ type Entry struct {
 	Backoff      time.Duration
 	// Tags are the job's tags (WithTags), sorted; nil for none.
 	Tags []string
+	// Limit and Permits are the job's cluster limit (WithClusterLimit):
+	// its name and permits; "" and 0 for none.
+	Limit   string
+	Permits int
 	// Next is the next tick not yet handled; zero if the schedule has none
 	// within five years. With WithLockAhead, a tick is handled from its
 	// lock-ahead on, so Next is then the tick after it.
@@ -308,6 +312,8 @@ func (s *Scheduler) Entries() []Entry {
 			Attempts:     e.cfg.attempts,
 			Backoff:      e.cfg.backoff,
 			Tags:         slices.Clone(e.cfg.tags),
+			Limit:        e.cfg.limit,
+			Permits:      e.cfg.permits,
 			Next:         e.next,
 			Prev:         e.prev,
 			Running:      e.running.Load() > 0,

@@ -33,6 +33,9 @@ func (p *statusPage) jobsOf(st *snapshot) (jobs, unpublished []jobView) {
 			others[j.Name] = v
 		}
 		v.PausedOn, v.Holder, v.HeldTick, v.HeldOn = j.PausedOn, j.Holder, j.Tick, j.HeldOn
+		if j.Limit != "" {
+			v.Limit = fmt.Sprintf("%s %d/%d", j.Limit, j.PermitsHeld, j.Permits)
+		}
 		switch {
 		case j.PausedOn >= st.Quorum:
 			v.Paused = fmt.Sprintf("paused %d/%d", j.PausedOn, len(st.Nodes))

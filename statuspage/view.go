@@ -56,6 +56,7 @@ type jobView struct {
 	Local      bool // on this replica: Spec, Zone, Next and Running are its
 	Spec, Zone string
 	Tags       []string // its tags (scheduler.WithTags)
+	Limit      string   // its cluster limit and the permits held: "reports 1/2", or ""
 	Next       time.Time
 	Running    bool
 	Paused     string // "", or "paused 3/3", "partial 1/3"

@@ -18,6 +18,9 @@ type jobStatus struct {
 	Spec string    `json:"spec,omitempty"` // from the job table the most replicas publish
 	Zone string    `json:"zone,omitempty"`
 	Tags []string  `json:"tags,omitempty"` // its tags, sorted
+	// Limit is its cluster limit and how many of its permits hold now
+	// (scheduler.WithClusterLimit), nil for none.
+	Limit *limitStatus `json:"limit,omitempty"`
 	Next time.Time `json:"next,omitzero"`  // its next tick
 	// PublishedBy is how many live replicas list it in their job table;
 	// Phantom: none does (a leftover of a job gone, or one not deployed yet).
@@ -29,6 +32,13 @@ type jobStatus struct {
 	HeldOn      int       `json:"held_on,omitempty"` // nodes with that value
 	// LastRun is the newest record of its ledger: a run or a missed tick.
 	LastRun *historyRun `json:"last_run,omitempty"`
+}
+
+// limitStatus is a job's cluster limit.
+type limitStatus struct {
+	Name    string `json:"name"`
+	Permits int    `json:"permits"`
+	Held    int    `json:"held"` // permits holding on a quorum of the nodes now
 }
 
 // status prints every job's lock, and the replicas with a live heartbeat:
@@ -126,6 +136,9 @@ func jobsOf(jobs []admin.Job, tag string, hide func(string) string) []jobStatus 
 		}
 		js := jobStatus{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Tags: j.Tags, Next: j.Next, PublishedBy: j.Publishers, Phantom: j.Phantom,
 			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
+		if j.Limit != "" {
+			js.Limit = &limitStatus{Name: j.Limit, Permits: j.Permits, Held: j.PermitsHeld}
+		}
 		if j.LastRun != nil {
 			r := historyRunOf(*j.LastRun, hide)
 			js.LastRun = &r

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -21,6 +22,7 @@ func specs(t *Tables, jobs []Job, now time.Time) {
 			continue
 		}
 		jobs[i].Spec, jobs[i].Zone, jobs[i].Tags = js.Spec, js.Zone, js.Tags
+		jobs[i].Limit, jobs[i].Permits = js.Limit, js.Permits
 		jobs[i].Next = NextTick(js, now)
 	}
 }
@@ -67,6 +69,50 @@ func (nopLocker) AcquireAll(_ context.Context, reqs []scheduler.LockRequest) []s
 	out := make([]scheduler.LockResult, len(reqs))
 	for i := range out {
 		out[i].Err = mutex.ErrNoQuorum
+	}
+	return out
+}
+
+// permits sets, for each job with a cluster limit, how many of the limit's
+// permits hold on quorum nodes or more, and returns jobs less the permits'
+// own locks (Limit#i), which are not jobs: each shows as its limit's count.
+func permits(jobs []Job, quorum int) []Job {
+	type limit struct {
+		name    string
+		permits int
+	}
+	held := map[limit]int{}
+	permitOf := map[string][]limit{} // a permit's lock name → the limits it is a permit of
+	for _, j := range jobs {
+		l := limit{j.Limit, j.Permits}
+		if j.Limit == "" || j.Permits <= 0 {
+			continue
+		}
+		if _, ok := held[l]; !ok {
+			held[l] = 0
+			for i := range l.permits {
+				name := l.name + "#" + strconv.Itoa(i)
+				permitOf[name] = append(permitOf[name], l)
+			}
+		}
+	}
+	out := jobs[:0]
+	for _, j := range jobs {
+		ls := permitOf[j.Name]
+		if len(ls) == 0 || j.Publishers > 0 { // a job, even if named like a permit
+			out = append(out, j)
+			continue
+		}
+		if j.HeldOn >= quorum {
+			for _, l := range ls {
+				held[l]++
+			}
+		}
+	}
+	for i := range out {
+		if out[i].Limit != "" {
+			out[i].PermitsHeld = held[limit{out[i].Limit, out[i].Permits}]
+		}
 	}
 	return out
 }

@@ -27,6 +27,11 @@ type Job struct {
 	Spec, Zone string
 	Next       time.Time
 	Tags       []string // its tags, from the same table (scheduler.WithTags)
+	// Limit and Permits are its cluster limit, from the same table
+	// (scheduler.WithClusterLimit), and PermitsHeld how many of the
+	// limit's permits (locks Limit#i) hold on a quorum of the nodes now.
+	Limit                string
+	Permits, PermitsHeld int
 	// Publishers is how many live replicas list it in their job table.
 	// Phantom: none does, while every live replica's table was read (see
 	// Tables.Check; with no live replica, every job is phantom).
@@ -73,6 +78,7 @@ func (c *Cluster) Status(ctx context.Context, runs int, warm time.Duration) (*St
 	st.Published = c.tables(ctx, beats)
 	st.Jobs = withPublished(Jobs(rep), st.Published)
 	specs(st.Published, st.Jobs, time.Now())
+	st.Jobs = permits(st.Jobs, c.Quorum())
 	if runs > 0 {
 		c.lastRuns(ctx, st.Jobs, runs)
 	}

@@ -27,6 +27,9 @@ type JobSpec struct {
 	Attempts     int           `json:"attempts,omitempty"`
 	Backoff      time.Duration `json:"backoff_ns,omitempty"`
 	Tags         []string      `json:"tags,omitempty"` // sorted (scheduler.WithTags)
+	// Limit and Permits are its cluster limit (scheduler.WithClusterLimit).
+	Limit   string `json:"limit,omitempty"`
+	Permits int    `json:"permits,omitempty"`
 }
 
 // EncodeJobTable returns the job table jobs (name → spec) as its hash

@@ -71,7 +71,7 @@ func specsOf(entries []scheduler.Entry) map[string]engine.JobSpec {
 	for _, e := range entries {
 		jobs[e.Name] = engine.JobSpec{Spec: strings.Join(strings.Fields(e.Spec), " "), Zone: e.Location.String(),
 			LockTTL: e.LockTTL, RunTimeout: e.RunTimeout, MisfireGrace: e.MisfireGrace, CatchUp: e.CatchUp,
-			Attempts: e.Attempts, Backoff: e.Backoff, Tags: e.Tags}
+			Attempts: e.Attempts, Backoff: e.Backoff, Tags: e.Tags, Limit: e.Limit, Permits: e.Permits}
 	}
 	return jobs
 }
