@@ -100,15 +100,7 @@ func (r *Redlock) lockPermits(ctx context.Context, name string, ttl time.Duratio
 			return nil, errors.Join(err, context.Cause(ctx))
 		}
 		last = err
-		d := r.cfg.retryDelay/2 + rand.N(r.cfg.retryDelay)
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
+		if !r.retryPause(ctx, &timer) {
 			return nil, errors.Join(last, context.Cause(ctx))
 		}
 	}

@@ -189,17 +189,27 @@ func (r *Redlock) lockPolling(ctx context.Context, keys engine.LockKeys, lc lock
 			return nil, err
 		}
 		last = err
-		d := r.cfg.retryDelay/2 + rand.N(r.cfg.retryDelay)
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
+		if !r.retryPause(ctx, &timer) {
 			return nil, errors.Join(err, context.Cause(ctx))
 		}
+	}
+}
+
+// retryPause waits a random delay of about the retry delay, drawn from
+// [d/2, 3d/2), on *timer (made on first use), and reports whether it did
+// before ctx ended.
+func (r *Redlock) retryPause(ctx context.Context, timer **time.Timer) bool {
+	d := r.cfg.retryDelay/2 + rand.N(r.cfg.retryDelay)
+	if *timer == nil {
+		*timer = time.NewTimer(d)
+	} else {
+		(*timer).Reset(d)
+	}
+	select {
+	case <-(*timer).C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
