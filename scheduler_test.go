@@ -7,13 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redcron/redcron/mutex"
 	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 	"github.com/redcron/redcron/store"
 )

@@ -3,7 +3,6 @@ package metrics_test
 import (
 	"context"
 	"errors"
-	"github.com/redcron/redcron/mutex"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redcron/redcron/internal/schedulertest"
 	"github.com/redcron/redcron/metrics"
+	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 

@@ -60,14 +60,18 @@ func (s *Scheduler) takePermit(r *run, kept context.Context) error {
 	req := LockRequest{Job: e.cfg.limit, TTL: e.cfg.lockTTL, Owner: s.cfg.instanceID, Permits: e.cfg.permits}
 	for attempt := 1; ; attempt++ {
 		p, err := s.locker.Acquire(ctx, req)
-		switch {
-		case err == nil && p != nil:
+		if err == nil && p != nil {
 			r.permit = p
 			return nil
-		case kept.Err() != nil:
+		}
+		if ctx.Err() == nil {
+			sleep(ctx, retryDelay(attempt))
+		}
+		switch {
+		case kept.Err() != nil: // the lease lost meanwhile: not the limit's doing
 			return context.Cause(kept)
-		case ctx.Err() != nil || !sleep(ctx, retryDelay(attempt)):
-			return fmt.Errorf("%w: limit %q: %w", errClusterLimit, e.cfg.limit, err)
+		case ctx.Err() != nil:
+			return fmt.Errorf("%w: limit %q: %v", errClusterLimit, e.cfg.limit, err)
 		}
 	}
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redcron/redcron/mutex"
 	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redcron/redcron/mutex"
 )
 
 // errGoexit is the error of a job that called runtime.Goexit.

@@ -14,14 +14,14 @@ import (
 
 // jobStatus is one job's lock as the nodes hold it.
 type jobStatus struct {
-	Name string    `json:"name"`
-	Spec string    `json:"spec,omitempty"` // from the job table the most replicas publish
-	Zone string    `json:"zone,omitempty"`
-	Tags []string  `json:"tags,omitempty"` // its tags, sorted
+	Name string   `json:"name"`
+	Spec string   `json:"spec,omitempty"` // from the job table the most replicas publish
+	Zone string   `json:"zone,omitempty"`
+	Tags []string `json:"tags,omitempty"` // its tags, sorted
 	// Limit is its cluster limit and how many of its permits hold now
 	// (scheduler.WithClusterLimit), nil for none.
 	Limit *limitStatus `json:"limit,omitempty"`
-	Next time.Time `json:"next,omitzero"`  // its next tick
+	Next  time.Time    `json:"next,omitzero"` // its next tick
 	// PublishedBy is how many live replicas list it in their job table;
 	// Phantom: none does (a leftover of a job gone, or one not deployed yet).
 	PublishedBy int       `json:"published_by"`

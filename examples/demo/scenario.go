@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/redcron/redcron/mutex"
 	"strings"
 	"time"
+
+	"github.com/redcron/redcron/mutex"
 )
 
 // plan is when each step of the scenario happens, from the start.
