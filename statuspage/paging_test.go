@@ -211,3 +211,19 @@ func TestSearchTag(t *testing.T) {
 		t.Errorf("?q=Reports: the tags are not shown:\n%s", body)
 	}
 }
+
+// TestShowsLimit: a job with a cluster limit shows it, with the permits
+// held now, beside its tags: on the main page and on the job's own.
+func TestShowsLimit(t *testing.T) {
+	p := bigPage(t)
+	name := p.cfg.jobs()[5].Name
+	p.last.Status.Jobs = append(p.last.Status.Jobs, admin.Job{Name: name, Spec: "@daily", Publishers: 1,
+		Limit: "reports", Permits: 2, PermitsHeld: 1})
+	want := `<span class="tag" title="cluster limit: permits held now">limit reports 1/2</span>`
+	if body := get(t, p, "/?q="+name); !strings.Contains(body, want) {
+		t.Errorf("main page: the limit is not shown:\n%s", body)
+	}
+	if body := get(t, p, "/"+jobLink(name)); !strings.Contains(body, want) {
+		t.Errorf("job page: the limit is not shown:\n%s", body)
+	}
+}
