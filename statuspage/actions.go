@@ -89,6 +89,58 @@ func (p *statusPage) serveJobAction(w http.ResponseWriter, r *http.Request) {
 	seeOther(w, "../"+escapeName(name)+"?done="+done)
 }
 
+// serveTagAction serves POST /tag/{tag}/pause, /resume and /trigger: the
+// action on each job the live replicas publish with the tag (admin's
+// Tagged), for a request the hook lets act, one job after the other; it
+// stops at the first failure and says which jobs it acted on.
+func (p *statusPage) serveTagAction(w http.ResponseWriter, r *http.Request) {
+	tag, action := r.PathValue("tag"), r.PathValue("action")
+	if !slices.Contains([]string{"pause", "resume", "trigger"}, action) {
+		p.fail(w, r, http.StatusNotFound, "No such action: "+action+".")
+		return
+	}
+	who, ok := p.authorized(r)
+	if !ok {
+		p.refuse(w, r, action+" every job tagged "+tag)
+		return
+	}
+	c, err := p.as(who)
+	if err != nil {
+		p.fail(w, r, http.StatusInternalServerError, p.hide(err.Error()))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), triggerTimeout)
+	defer cancel()
+	jobs, err := c.Tagged(ctx, tag)
+	if err != nil && len(jobs) == 0 {
+		p.fail(w, r, http.StatusNotFound, p.hide(err.Error()))
+		return
+	}
+	done := map[string]string{"pause": actionPaused, "resume": actionResumed, "trigger": actionTriggered}[action]
+	for i, job := range jobs {
+		switch action {
+		case "trigger":
+			_, _, err = c.Trigger(ctx, job)
+		case "pause":
+			_, err = c.Pause(ctx, job)
+		default:
+			_, err = c.Resume(ctx, job)
+		}
+		if err != nil {
+			p.forget()
+			msg := fmt.Sprintf("%s %s failed: %s (done before it: %s)", action, job, p.hide(err.Error()), strings.Join(jobs[:i], ", "))
+			p.cfg.logger.LogAttrs(r.Context(), slog.LevelWarn, "status page: "+action+" by tag failed",
+				slog.String("tag", tag), slog.String("who", who), slog.String("error", msg))
+			p.fail(w, r, http.StatusServiceUnavailable, msg)
+			return
+		}
+	}
+	p.forget()
+	p.cfg.logger.LogAttrs(r.Context(), slog.LevelInfo, "status page: jobs "+done+" by tag",
+		slog.String("tag", tag), slog.String("who", who), slog.Any("jobs", jobs))
+	seeOther(w, "../../"+query(1, tag, false)+"&done="+done)
+}
+
 // serveFix serves POST /leaks/fix: a new scan, and every leaked copy it
 // finds deleted by compare-and-delete, recorded in the ledgers of the jobs
 // whose locks lost a copy.

@@ -333,3 +333,53 @@ func TestJobNames(t *testing.T) {
 		}
 	}
 }
+
+// TestTagActions: a search for a tag offers actions on every job tagged
+// with it; an operator pauses them (every node has the pause key of the
+// tagged job, the other job is untouched) and resumes them, each answered
+// 303 back to the search; an unknown tag is 404; a request without an
+// operator is refused.
+func TestTagActions(t *testing.T) {
+	t.Parallel()
+	f := startFleet(t, 2, statuspage.WithAuthorize(basicAuth))
+	keys, _ := engine.NewKeyspace("")
+	report, _ := keys.Lock("report")
+	tick, _ := keys.Lock("tick")
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the replicas publish their job tables on their own schedule
+		r := f.do(t, "GET", "/?q=report-tag", "ann")
+		if strings.Contains(r.body, `formaction="./tag/report-tag/pause"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a search for the tag offers no action on its jobs: %s", r.body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := f.do(t, "POST", "/tag/report-tag/pause", ""); r.code == 303 {
+		t.Fatalf("a pause by tag without an operator: %d %q", r.code, r.location)
+	}
+	r := f.do(t, "POST", "/tag/report-tag/pause", "ann")
+	if r.code != 303 || resolve(t, "/tag/report-tag/pause", r.location) != "/?q=report-tag&done=paused" {
+		t.Fatalf("pause by tag: %d %q %s", r.code, r.location, r.body)
+	}
+	for i, on := range f.c.KeyOn(t, report.Pause) {
+		if !on {
+			t.Errorf("node %d lacks the tagged job's pause key", i)
+		}
+	}
+	for i, on := range f.c.KeyOn(t, tick.Pause) {
+		if on {
+			t.Errorf("node %d has the pause key of a job without the tag", i)
+		}
+	}
+	if r := f.do(t, "POST", "/tag/report-tag/resume", "ann"); r.code != 303 {
+		t.Fatalf("resume by tag: %d %s", r.code, r.body)
+	}
+	if on := f.c.KeyOn(t, report.Pause); on[0] || on[1] || on[2] {
+		t.Errorf("pause key left after the resume by tag: %v", on)
+	}
+	if r := f.do(t, "POST", "/tag/no-such-tag/pause", "ann"); r.code != 404 {
+		t.Errorf("an unknown tag: %d, want 404", r.code)
+	}
+}

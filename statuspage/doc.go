@@ -41,7 +41,9 @@
 //
 // It is read-only unless WithAuthorize gives a hook that lets a request
 // act: then the pages offer to pause or resume a job (by its state) and
-// trigger it, and to fix the leaks, as POSTs protected against cross-site
+// trigger it, a search for a tag to pause, resume or trigger every job
+// tagged with it (one after the other, stopping at the first failure),
+// and to fix the leaks, as POSTs protected against cross-site
 // requests (http.CrossOriginProtection), and to a request the hook refuses
 // a sign-in link, to /login. Every action is logged (WithLogger) with
 // who did it and recorded in the job's ledger, as the admin command's are.

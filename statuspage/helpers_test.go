@@ -70,7 +70,7 @@ func startFleetOn(t *testing.T, c *redistest.Cluster, lockOpts []mutex.Option, n
 			t.Fatal(err)
 		}
 		for name, spec := range map[string]string{"tick": "* * * * * *", "report": "0 0 0 1 1 *"} {
-			if err := s.Add(name, spec, f.job(name), scheduler.WithLockTTL(2*time.Second)); err != nil {
+			if err := s.Add(name, spec, f.job(name), scheduler.WithLockTTL(2*time.Second), scheduler.WithTags(name+"-tag")); err != nil {
 				t.Fatal(err)
 			}
 		}

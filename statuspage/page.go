@@ -156,6 +156,7 @@ func (p *statusPage) routes() http.Handler {
 	mux.HandleFunc("GET /login", p.serveLogin)
 	mux.HandleFunc("GET /job/{name}", p.serveJob)
 	mux.HandleFunc("POST /job/{name}/{action}", p.serveJobAction)
+	mux.HandleFunc("POST /tag/{tag}/{action}", p.serveTagAction)
 	mux.HandleFunc("POST /leaks/fix", p.serveFix)
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

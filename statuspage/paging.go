@@ -20,6 +20,7 @@ const (
 // pager is where the jobs shown stand among those that match the search.
 type pager struct {
 	Q            string // the search text, as asked
+	Tag          string // Q, when it is exactly a tag some matching job carries: the page offers actions on its jobs
 	Page, Pages  int    // the page shown (from 1), of Pages (at least 1)
 	First, Last  int    // the jobs shown, from 1; 0 when none is
 	Match, Total int    // the jobs that match the search, of all of them
@@ -70,6 +71,12 @@ func filter(jobs []jobView, q string) []jobView {
 // where it stands. total is the number of jobs before the search.
 func paginate(match []jobView, total int, q, asked string) ([]jobView, pager) {
 	pg := pager{Q: q, Match: len(match), Total: total, Pages: max(1, (len(match)+pageSize-1)/pageSize)}
+	for i := range match {
+		if q != "" && slices.Contains(match[i].Tags, q) {
+			pg.Tag = q
+			break
+		}
+	}
 	n, err := strconv.Atoi(asked)
 	if err != nil || n < 1 {
 		n = 1

@@ -42,11 +42,12 @@ func parseTemplates() (*template.Template, error) {
 		"ms": func(d time.Duration) string {
 			return fmt.Sprintf("%+dms", d.Milliseconds())
 		},
-		"short": short,
-		"fence": func(f uint64) template.HTML { return short(strconv.FormatUint(f, 10)) },
-		"why":   why,
-		"pair":  func(a, b any) []any { return []any{a, b} },
-		"num":   num,
+		"short":   short,
+		"fence":   func(f uint64) template.HTML { return short(strconv.FormatUint(f, 10)) },
+		"why":     why,
+		"pair":    func(a, b any) []any { return []any{a, b} },
+		"num":     num,
+		"segment": escapeName,
 	}).ParseFS(files, "templates/*")
 	if err != nil {
 		return nil, fmt.Errorf("statuspage: templates: %w", err)
