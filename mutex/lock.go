@@ -55,7 +55,10 @@ type Lock struct {
 // Name returns the lock's name.
 func (l *Lock) Name() string { return l.keys.Name }
 
-// Value returns the value stored at the lock key on the nodes.
+// Value returns the value stored at the lock key on the nodes: the
+// holder's, as a QuorumError's Holder shows it to others. (A lock the
+// scheduler claims in bulk, as a part of its shard's claim, has no key of
+// its own; the parts of one claim share one value.)
 func (l *Lock) Value() string { return l.value }
 
 // Fence returns the fencing token: it is larger than the token of every

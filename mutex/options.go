@@ -261,7 +261,7 @@ type lockConfig struct {
 	occurrence int64
 	owner      string
 	ticket     string
-	permits    int // Permits; 0 or 1: a lock
+	permits    int // Permits; 0: a lock
 }
 
 // Occurrence makes the acquisition claim the occurrence at: it is refused

@@ -22,9 +22,9 @@ const maxPermits = 64
 // crashed holder's permit comes back when its TTL runs out. TryLock tries
 // the permits one by one from a random one until one is won (ErrHeld when
 // all are held, ErrNoQuorum when some could not be decided); Lock does so
-// every retry delay until one is won or its context ends. n is 1 (a plain
-// lock, the default) to 64; a permit claims no occurrence (Occurrence is
-// refused). Every user of a name must give it the same n. See
+// every retry delay until one is won or its context ends. n is 1 to 64
+// (Permits(1) is a semaphore of one permit, name#0, not the lock called
+// name); a permit claims no occurrence (Occurrence is refused). Every user of a name must give it the same n. See
 // docs/semaphore.md for why a permit is a lock rather than a count.
 func Permits(n int) LockOption {
 	return func(c *lockConfig) { c.permits = n }
@@ -34,10 +34,10 @@ func Permits(n int) LockOption {
 // an occurrence, and a name whose permits' names are not valid.
 func checkPermits(name string, lc lockConfig) error {
 	switch {
-	case lc.permits < 0 || lc.permits > maxPermits:
-		return fmt.Errorf("%w: lock %q: %d permits: want 1 to %d", ErrInvalidOption, name, lc.permits, maxPermits)
-	case lc.permits <= 1:
+	case lc.permits == 0: // no Permits: a lock
 		return nil
+	case lc.permits < 1 || lc.permits > maxPermits:
+		return fmt.Errorf("%w: lock %q: %d permits: want 1 to %d", ErrInvalidOption, name, lc.permits, maxPermits)
 	case lc.occurrence != 0:
 		return fmt.Errorf("%w: lock %q: a permit claims no occurrence (Occurrence with Permits)", ErrInvalidOption, name)
 	}

@@ -125,7 +125,7 @@ func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, o
 	if err != nil {
 		return nil, err
 	}
-	if lc.permits > 1 {
+	if lc.permits > 0 {
 		return r.tryPermits(ctx, name, ttl, lc)
 	}
 	return r.tryLock(ctx, keys, ttl, lc)

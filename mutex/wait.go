@@ -40,7 +40,7 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 	if err != nil {
 		return nil, err
 	}
-	if lc.permits > 1 {
+	if lc.permits > 0 {
 		return r.lockPermits(ctx, name, ttl, lc)
 	}
 	if lc.occurrence != 0 {

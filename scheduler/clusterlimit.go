@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/mutex"
 )
 
 // WithClusterLimit makes each run of the job hold one of the n permits
@@ -33,6 +35,9 @@ func WithClusterLimit(name string, n int) JobOption {
 		}
 		if err := engine.CheckName(name); err != nil {
 			return optionError("WithClusterLimit", "limit %q: %v", name, err)
+		}
+		if err := engine.CheckName(name + "#" + strconv.Itoa(n-1)); err != nil { // its permits' names (mutex.Permits)
+			return optionError("WithClusterLimit", "limit %q: its permits' names: %v", name, err)
 		}
 		c.limit, c.permits = name, n
 		return nil
@@ -63,6 +68,9 @@ func (s *Scheduler) takePermit(r *run, kept context.Context) error {
 		if err == nil && p != nil {
 			r.permit = p
 			return nil
+		}
+		if errors.Is(err, mutex.ErrInvalidOption) { // asking again would not help
+			return fmt.Errorf("%w: limit %q: %w", errClusterLimit, e.cfg.limit, err)
 		}
 		if ctx.Err() == nil {
 			sleep(ctx, retryDelay(attempt))

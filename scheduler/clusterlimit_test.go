@@ -159,10 +159,34 @@ func TestClusterLimitBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		n    int
-	}{{"reports", 0}, {"reports", 65}, {"", 2}, {"a{b}", 2}} {
+	}{{"reports", 0}, {"reports", 65}, {"", 2}, {"a{b}", 2}, {strings.Repeat("x", 198), 12}} {
 		err := s.Add("job", "@hourly", func(context.Context, scheduler.RunInfo) error { return nil }, scheduler.WithClusterLimit(tc.name, tc.n))
 		if !errors.Is(err, mutex.ErrInvalidOption) || !strings.Contains(err.Error(), fmt.Sprintf(`job "job": WithClusterLimit: limit %q`, tc.name)) {
 			t.Errorf("WithClusterLimit(%q, %d): %v; want ErrInvalidOption naming the job and the limit", tc.name, tc.n, err)
 		}
+	}
+}
+
+// TestClusterLimitNamedLikeJob: a limit of one permit named like its job
+// (the natural "this job at most once in the fleet") runs the job: its
+// permit is the lock backup#0, not the job's own lock, which the run's
+// lease holds.
+func TestClusterLimitNamedLikeJob(t *testing.T) {
+	c := redistest.Start(t, 3)
+	s, err := scheduler.New(scheduler.NewRedlockLocker(redlockOn(t, c)), scheduler.WithSeconds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{}, 10)
+	mustAdd(t, s, "backup", "* * * * * *", func(context.Context, scheduler.RunInfo) error {
+		ran <- struct{}{}
+		return nil
+	}, scheduler.WithClusterLimit("backup", 1), scheduler.WithMisfireGrace(time.Second))
+	stop := start(t, s)
+	defer stop()
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Error("the job did not run within 5 s: its limit's permit is its own lock")
 	}
 }

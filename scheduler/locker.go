@@ -26,7 +26,7 @@ type LockRequest struct {
 	// take, so that one lease at most, on any replica, runs it: a Locker
 	// without requests (the in-memory one of tests) ignores it.
 	Ticket string
-	// Permits, above 1, asks for one of the Permits permits of a lock
+	// Permits, above 0, asks for one of the Permits permits of a lock
 	// that admits that many holders at once (WithClusterLimit): Job is
 	// then the limit's name, Tick zero. A Locker without permits (the
 	// in-memory one of tests) treats it as the lock called Job: one

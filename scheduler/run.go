@@ -171,6 +171,14 @@ func (s *Scheduler) launch(rn *session, r *run, kept context.Context, ready func
 		if err == nil {
 			err = s.takePermit(r, kept)
 		}
+		if err == nil && r.permit != nil { // the wait for it may have outlived the lease
+			if err = outlived(kept); err == nil && kept.Err() != nil {
+				err = context.Cause(kept)
+			}
+			if err != nil {
+				r.releasePermit()
+			}
+		}
 		if err != nil {
 			if err == errWithdrawn { // its handler has dealt with it
 				return
