@@ -60,6 +60,10 @@ type Keeper struct {
 	// them, so that Run ends only after them).
 	winning [Count]bool
 	wins    sync.WaitGroup
+	// writing is set while a presence write to the node is out (writes
+	// counts them, so that Run ends only after them).
+	writing []atomic.Bool
+	writes  sync.WaitGroup
 	notUs   [Count]int                           // rounds in a row the shard held here was another's target
 	tables  map[string]map[string]engine.JobSpec // job tables read, by digest
 	// sharedFor is the live digests (sorted, joined) the gate's shared jobs
@@ -101,7 +105,8 @@ func NewKeeper(gate *Gate, locks *mutex.Redlock, prefix, self string, ttl time.D
 	}
 	nodes := w.Nodes
 	return &Keeper{gate: gate, locks: locks, nodes: nodes, quorum: len(nodes)/2 + 1, key: keys.Replicas(), keys: keys,
-		self: self, ttl: ttl, table: table, check: check, log: log, tables: map[string]map[string]engine.JobSpec{}}, nil
+		self: self, ttl: ttl, table: table, check: check, log: log, tables: map[string]map[string]engine.JobSpec{},
+		writing: make([]atomic.Bool, len(nodes))}, nil
 }
 
 // Name returns the name of a shard's lease.
@@ -112,6 +117,7 @@ func Name(k int) string { return "shard-" + strconv.Itoa(k) }
 func (k *Keeper) Run(ctx context.Context) {
 	defer func() {
 		k.wins.Wait() // ctx is done: the tries end at once, letting go what they won
+		k.writes.Wait()
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		k.releaseAll(context.WithoutCancel(ctx))
@@ -168,19 +174,55 @@ func (k *Keeper) presence(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	digest, jobs := k.table()
-	// Half the staleness, not a round: under load a node answers late, and
-	// a presence not written for presenceStale makes the others take this
-	// replica's shards (and it theirs) while it still holds them.
-	pctx, cancel := context.WithTimeout(ctx, presenceStale/2)
-	defer cancel()
-	answers := make([]map[string]time.Duration, len(k.nodes))
+	// The answers are waited for half the staleness, not a round: under
+	// load a node answers late, and a presence not written for
+	// presenceStale makes the others take this replica's shards (and it
+	// theirs) while it still holds them. A late write is not cut short: a call cut short
+	// closes its connection, and a new one costs round trips of its own
+	// (the handshake), so that a node that far away would never be written
+	// again. It goes on for up to presenceTTL, and no second write goes to
+	// that node while it is out.
 	member := k.self + "\x00" + digest
 	k.member.Store(&member)
-	errs := engine.OnEach(k.nodes, func(i int, n *engine.Node) (err error) {
-		answers[i], err = n.Presence(pctx, k.key, member, presenceTTL)
-		return err
-	})
-	if engine.Answered(errs) < k.quorum {
+	type answer struct {
+		i    int
+		ages map[string]time.Duration
+	}
+	got := make(chan answer, len(k.nodes)) // late writes do not block
+	sent := 0
+	for i, n := range k.nodes {
+		if !k.writing[i].CompareAndSwap(false, true) {
+			continue
+		}
+		sent++
+		k.writes.Go(func() {
+			defer k.writing[i].Store(false)
+			wctx, cancel := context.WithTimeout(ctx, presenceTTL)
+			defer cancel()
+			ages, err := n.Presence(wctx, k.key, member, presenceTTL)
+			if err != nil {
+				ages = nil
+			}
+			got <- answer{i, ages}
+		})
+	}
+	answers := make([]map[string]time.Duration, len(k.nodes))
+	answered := 0
+	wait := time.NewTimer(presenceStale / 2)
+	defer wait.Stop()
+collect:
+	for range sent {
+		select {
+		case a := <-got:
+			if a.ages != nil {
+				answers[a.i] = a.ages
+				answered++
+			}
+		case <-wait.C:
+			break collect
+		}
+	}
+	if answered < k.quorum {
 		return nil, nil
 	}
 	fresh := map[string]int{}   // instance → nodes where it is fresh
