@@ -17,15 +17,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestPresenceUnderLatency: with every node 400 ms away (a round trip) and
+// TestPresenceUnderLatency: with four nodes 300 ms away (a round trip) and
 // a shard it is to hold held by another, a keeper still writes its
 // presence often enough to stay fresh (younger than presenceStale on a
 // quorum), so that the others do not take its shards: a presence call
 // waits for slow nodes past a round, and a try to win a shard does not
-// hold up the next presence; and a node that was farther still for a
-// while (a write to it outlasting the wait) is written again once nearer
-// (a write cut short would close its connection, and a new one's
-// handshake alone would outlast every later wait).
+// hold up the next presence; and the fifth node, farther still for a
+// while (a write to it outlasting the wait), is written again once 500 ms
+// away (a write cut short would close its connection, and a new one's
+// handshake and first call would outlast every later wait).
 func TestPresenceUnderLatency(t *testing.T) {
 	c := redistest.Start(t, 5, redistest.WithProxy())
 	var nodes []*store.Node
@@ -68,13 +68,15 @@ func TestPresenceUnderLatency(t *testing.T) {
 	}
 
 	for _, s := range c.Nodes() {
-		s.SetLatency(200 * time.Millisecond) // each way
+		s.SetLatency(150 * time.Millisecond) // each way
 	}
 	// One node is farther still for a while: a write to it outlasts the
-	// wait for the answers, and must not leave it unwritten afterwards.
+	// wait for the answers, and must not leave it unwritten afterwards,
+	// when it is 500 ms away (a round trip within the wait, a handshake
+	// and a round trip not).
 	c.Nodes()[0].SetLatency(600 * time.Millisecond)
 	time.Sleep(1500 * time.Millisecond) // the length of the fault
-	c.Nodes()[0].SetLatency(200 * time.Millisecond)
+	c.Nodes()[0].SetLatency(250 * time.Millisecond)
 	key := "t:replicas"
 	worst := make([]time.Duration, len(direct)) // by node, the oldest the presence was seen
 	farFresh := false                           // the far node's presence seen fresh in the last 2 s
