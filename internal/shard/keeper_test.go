@@ -237,6 +237,17 @@ func TestAnchorWonAgainEverywhere(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	first := anchor()
+	// Its acquisition is won on a quorum; the last nodes' copies may land
+	// later, and a node deleted before its copy landed would hold it
+	// again, and the anchor heal onto the others.
+	for everywhere := false; !everywhere; time.Sleep(10 * time.Millisecond) { // polls the nodes; nothing to wait on
+		everywhere = true
+		for _, cl := range clients {
+			if v, _ := cl.Get(ctx, keys.Lock).Result(); v != first.Value() {
+				everywhere = false
+			}
+		}
+	}
 	for _, cl := range clients[:3] {
 		cl.Del(ctx, keys.Lock)
 	}
