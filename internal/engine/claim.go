@@ -149,7 +149,7 @@ func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, value string,
 	_, rest := startedArg(first.Keys.Name, first.Ledger.New)
 	args := make([]any, 0, 12+len(distinct)+len(endArgs)+2*len(part))
 	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value,
-		value, first.Occurrence, first.Fence, rest, len(distinct)/2)
+		value, first.Occurrence, first.Fence, rest, len(distinct))
 	args = append(args, distinct...)
 	args = append(args, endArgs...)
 	for _, i := range part {
@@ -202,24 +202,54 @@ type FreeRequest struct {
 }
 
 // endClaimArgs returns the arguments of the ends ends[k], k in mine, of a
-// claim call (see lua/claim.lua): their claims (running value and the
-// rest of their started records), each sent once, as the parts of one
-// claim share them, and then each end's own.
+// claim call (see lua/claim.lua): their running values, each sent once, as
+// the parts of one claim share it, and then each end's own.
 func endClaimArgs(ends []FreeRequest, mine []int) (distinct, endArgs []any) {
-	type endClaim struct{ running, rest string }
-	claims := map[endClaim]int{}
+	claims := map[string]int{}
 	endArgs = make([]any, 0, 5*len(mine))
 	for _, k := range mine {
 		e := ends[k]
-		m, rest := startedArg(e.Keys.Name, e.Ledger.Old)
-		c := endClaim{e.Running, rest}
-		if _, ok := claims[c]; !ok {
-			distinct = append(distinct, c.running, c.rest)
-			claims[c] = len(claims) + 1
+		own, _ := ownStarted(e.Keys.Name, e.Ledger.Old)
+		if _, ok := claims[e.Running]; !ok {
+			distinct = append(distinct, e.Running)
+			claims[e.Running] = len(claims) + 1
 		}
-		endArgs = append(endArgs, e.Keys.Name, claims[c], m, e.Ledger.New, e.Ledger.Score)
+		endArgs = append(endArgs, e.Keys.Name, claims[e.Running], member(RecordStarted, own), e.Ledger.New, e.Ledger.Score)
 	}
 	return distinct, endArgs
+}
+
+// ownStarted returns the text of the started record that a part's end
+// removes from the ledger, and whether that record is its claim's member
+// instead (see lua/claim.lua: a text that opens with the part's name,
+// see startedArg), with the part's name as JSON: the claim's member stays
+// beside the final record (the ledger's readers take the final one), and
+// loses the name when the claim is given up (lua/free.lua).
+func ownStarted(name, text string) (own, inClaim string) {
+	m, _ := startedArg(name, text)
+	switch {
+	case m == "":
+		return "", `"` + name + `"`
+	case strings.HasPrefix(m, `"`):
+		return "", m
+	}
+	return text, ""
+}
+
+// freeOld returns the old record argument of a part's end in free.lua:
+// its own started record's text, or "c|" and its name as JSON when the
+// record is its claim's member, followed, for a claim given up, by a
+// newline and the text (a claim sends a record whole when its rest is not
+// the claim's).
+func freeOld(name, text string, givenUp bool) string {
+	own, inClaim := ownStarted(name, text)
+	switch {
+	case inClaim != "" && givenUp:
+		return "c|" + inClaim + "\n" + text
+	case inClaim != "":
+		return "c|" + inClaim
+	}
+	return own
 }
 
 // startedArg returns how a claim call sends the started record text of
@@ -288,7 +318,7 @@ func (n *Node) FreeAllAsync(ctx context.Context, reqs []FreeRequest, done func([
 		for _, r := range reqs[lo:hi] {
 			w := r.Ledger
 			keys = append(keys, r.Keys.Ledger, r.Keys.State)
-			args = append(args, r.Keys.Name, r.Running, w.Old, w.New, w.Score, w.Cap, millis(w.Window), r.Occurrence)
+			args = append(args, r.Keys.Name, r.Running, freeOld(r.Keys.Name, w.Old, r.Occurrence != 0), w.New, w.Score, w.Cap, millis(w.Window), r.Occurrence)
 		}
 		return keys, args
 	}, n.heldAnswers(out, "free", func(i int) string { return reqs[i].Keys.State }), func() { done(out) })

@@ -3,8 +3,8 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -217,21 +217,21 @@ func TestClaimCarriesEnds(t *testing.T) {
 	if got := running(d); got != nil {
 		t.Errorf("d (ended, its next tick paused) runs %v, want nothing", got)
 	}
-	members := rc.ZRange(ctx, a.Ledger, 0, -1).Val()
-	finals := map[string]string{}
-	for _, m := range members {
-		for _, k := range keys {
-			if strings.Contains(m, `"job":"`+k.Name+`"`) && strings.Contains(m, `"result":"ok"`) {
-				finals[k.Name] = m[:2]
-			}
-			if strings.HasPrefix(m, "s|") && strings.Contains(m, `"job":"`+k.Name+`"`) && strings.Contains(m, `"tick":1000`) {
-				t.Errorf("started record of %s at 1000 left: %s", k.Name, m)
+	byJob, _, err := n.ShardLedger(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finals := map[string]engine.RecordState{}
+	for job, es := range byJob {
+		for _, e := range es {
+			if e.Record.Tick == 1000 && e.Record.Result == "ok" {
+				finals[job] = e.State
 			}
 		}
 	}
-	for k, w := range map[string]string{a.Name: "r|", b.Name: "r|", c2.Name: "l|", d.Name: "r|"} {
+	for k, w := range map[string]engine.RecordState{a.Name: engine.RecordReleased, b.Name: engine.RecordReleased, c2.Name: engine.RecordLost, d.Name: engine.RecordReleased} {
 		if finals[k] != w {
-			t.Errorf("final record of %s: prefix %q, want %q (ledger %q)", k, finals[k], w, members)
+			t.Errorf("final record of %s: %q, want %q (ledger %q)", k, finals[k], w, rc.ZRange(ctx, a.Ledger, 0, -1).Val())
 		}
 	}
 }
@@ -242,8 +242,10 @@ func must[T, U any](t T, _ U) T { return t }
 // occurrence, fence and the rest of their started records, sent once per
 // call: each part still gets its own fields and exactly the started record
 // its text says, whatever its name (a comma, a quote, characters JSON
-// escapes), its end carried by the next claim replaces that record by its
-// final one, and a part whose lock is held is refused alone.
+// escapes), the records that share the rest in one member, its end
+// carried by the next claim adds its final record (removing its started
+// one where it was a member of its own), and a part whose lock is held is
+// refused alone.
 func TestClaimSendsShared(t *testing.T) {
 	n, s, _ := setup(t)
 	rc := s.Client(t)
@@ -299,14 +301,33 @@ func TestClaimSendsShared(t *testing.T) {
 			t.Fatalf("claim of %q: %+v; want %v", keys[i].Name, r, want)
 		}
 	}
-	members := rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val()
-	var want []string
-	for _, text := range texts[:4] {
-		want = append(want, "s|"+text)
+	// What the ledger says of each part: its records, as text, by state.
+	says := func() map[string][]string {
+		t.Helper()
+		byJob, _, err := n.ShardLedger(ctx, keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]string{}
+		for job, es := range byJob {
+			for _, e := range es {
+				out[job] = append(out[job], string(e.State)+"|"+e.Record.Text())
+			}
+			slices.Sort(out[job])
+		}
+		return out
 	}
-	slices.Sort(want)
-	if !slices.Equal(members, want) {
-		t.Fatalf("ledger after the claim:\n%q\nwant\n%q", members, want)
+	want := map[string][]string{}
+	for i, text := range texts[:4] {
+		want[keys[i].Name] = []string{"s|" + text}
+	}
+	if got := says(); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("ledger after the claim:\n%q\nwant\n%q", got, want)
+	}
+	// The parts whose records share the rest (all but the name with a
+	// comma, sent whole) are one member.
+	if members := rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val(); len(members) != 2 {
+		t.Errorf("ledger after the claim of 4 parts: %q; want the claim's member and the whole one", members)
 	}
 	for _, k := range keys[:4] {
 		st := rc.HMGet(ctx, k.State, "m|"+k.Name, "f|"+k.Name, "r|"+k.Name).Val()
@@ -321,13 +342,121 @@ func TestClaimSendsShared(t *testing.T) {
 			t.Fatalf("second claim of %q: %+v", keys[i].Name, r)
 		}
 	}
-	members = rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val()
-	want = want[:0]
+	// Each part's end adds its final record; its started record stays
+	// where it is its claim's, and goes where it was its own.
+	prev := want
+	want = map[string][]string{}
 	for i, e := range ends {
-		want = append(want, "r|"+e.Ledger.New, "s|"+texts[i])
+		name := keys[i].Name
+		want[name] = []string{"r|" + e.Ledger.New, "s|" + texts[i]}
+		if name != keys[1].Name { // "a,b": its own member, removed
+			want[name] = append(want[name], prev[name]...)
+		}
+		slices.Sort(want[name])
 	}
-	slices.Sort(want)
-	if !slices.Equal(members, want) {
-		t.Fatalf("ledger after the ends:\n%q\nwant\n%q", members, want)
+	if got := says(); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("ledger after the ends:\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestClaimGivenUp: a claim given up (never run) takes its part's started
+// record out of the claim's member where its running value still is, the
+// first, a middle and the last name of the member alike, and a record
+// sent whole likewise; the parts still claimed keep theirs, and a free of
+// a part whose claim is not here leaves the member as it is.
+func TestClaimGivenUp(t *testing.T) {
+	n, s, _ := setup(t)
+	rc := s.Client(t)
+	ctx := context.Background()
+	ks, _ := engine.NewKeyspace("t")
+	var keys []engine.LockKeys
+	for _, base := range []string{"first", `q"uote`, "mid", "last", "a,b"} {
+		for i := 0; ; i++ { // the same shard as the first
+			name := fmt.Sprintf("%s-%d", base, i)
+			if len(keys) == 0 || engine.ShardOf(name) == engine.ShardOf(keys[0].Name) {
+				k, err := ks.Lock(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, k)
+				break
+			}
+		}
+	}
+	right := engine.Parent{Key: "t~shards:lease-1", Value: "lease-v"}
+	parent := engine.Parent{Key: "t~anchor:r1", Value: "anchor-v"}
+	rc.Set(ctx, right.Key, right.Value, time.Hour)
+	rc.Set(ctx, parent.Key, parent.Value, time.Hour)
+	const occ = 1000
+	running := engine.RunningValue(parent, "value")
+	var reqs []engine.ClaimRequest
+	var frees []engine.FreeRequest
+	for _, k := range keys {
+		text := engine.Record{Job: k.Name, Owner: "r1", Tick: occ, Start: occ - 1}.Text()
+		reqs = append(reqs, engine.ClaimRequest{Right: right, Keys: k, Running: running, Occurrence: occ,
+			Ledger: engine.LedgerWrite{New: text, Score: occ, Cap: 10, Window: time.Hour}})
+		frees = append(frees, engine.FreeRequest{Keys: k, Running: running, Occurrence: occ,
+			Ledger: engine.LedgerWrite{Old: text, Score: occ, Cap: 10, Window: time.Hour}})
+	}
+	ch := make(chan []engine.AcquireResult, 1)
+	n.ClaimAllAsync(ctx, reqs, nil, time.Hour, func(rs []engine.AcquireResult, _ []bool) { ch <- rs })
+	for i, r := range <-ch {
+		if r.Err != nil || r.Reply.Status != engine.Acquired {
+			t.Fatalf("claim of %q: %+v", keys[i].Name, r)
+		}
+	}
+	started := func() []string {
+		t.Helper()
+		byJob, _, err := n.ShardLedger(ctx, keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for job, es := range byJob {
+			for _, e := range es {
+				if e.State == engine.RecordStarted {
+					out = append(out, job)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	giveUp := func(i int, running string) {
+		t.Helper()
+		f := frees[i]
+		f.Running = running
+		ch := make(chan []engine.CommitResult, 1)
+		n.FreeAllAsync(ctx, []engine.FreeRequest{f}, func(rs []engine.CommitResult) { ch <- rs })
+		if rs := <-ch; rs[0].Err != nil {
+			t.Fatalf("free of %q: %v", keys[i].Name, rs[0].Err)
+		}
+	}
+	names := func(is ...int) []string {
+		var out []string
+		for _, i := range is {
+			out = append(out, keys[i].Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := started(), names(0, 1, 2, 3, 4); !slices.Equal(got, want) {
+		t.Fatalf("started after the claim: %q; want %q", got, want)
+	}
+	giveUp(2, engine.RunningValue(parent, "another")) // not its claim's running value: nothing changes
+	if got, want := started(), names(0, 1, 2, 3, 4); !slices.Equal(got, want) {
+		t.Fatalf("started after a free of another claim: %q; want %q", got, want)
+	}
+	for _, step := range []struct {
+		give int
+		left []int
+	}{{2, []int{0, 1, 3, 4}}, {0, []int{1, 3, 4}}, {3, []int{1, 4}}, {4, []int{1}}, {1, nil}} {
+		giveUp(step.give, running)
+		if got, want := started(), names(step.left...); !slices.Equal(got, want) {
+			t.Fatalf("started after %q was given up: %q; want %q (ledger %q)", keys[step.give].Name, got, want, rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val())
+		}
+	}
+	if members := rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val(); len(members) != 0 {
+		t.Errorf("ledger after every claim was given up: %q; want empty", members)
 	}
 }

@@ -17,8 +17,10 @@ import (
 // records of its recent acquisitions, scored by their tick (or, without
 // one, their start) in unix ms. An acquisition's commit adds its record
 // as started; its release replaces it by the holder's final record, on
-// every node, whether or not the lock still held there. The ledger keeps
-// its newest records (a count and a time window) and expires by itself.
+// every node, whether or not the lock still held there. A claim of parts
+// adds their started records as one member, the claim's, which their
+// ends leave beside their final records. The ledger keeps its newest
+// records (a count and a time window) and expires by itself.
 
 // Record is one entry of a lock's ledger, stored as JSON. Zero fields are
 // left out: a record is 100 to 400 bytes.
@@ -65,6 +67,17 @@ const (
 	RecordOperator RecordState = 'o'
 )
 
+// recordClaimed prefixes a claim's member: the started records of the
+// parts it claimed, one JSON object with their names in "jobs" and the
+// fields they share ({"jobs":[...],...}). Their ends add their final
+// records beside it; it is read as a started record of each.
+const recordClaimed = 'c'
+
+// recordEnds prefixes the final records of several ends written in one
+// call: one JSON object with the released ones in "r" and the lost ones
+// in "l" ({"r":[...],"l":[...]}), at the highest of their scores.
+const recordEnds = 'e'
+
 // Text returns r as the scripts store it, without its state prefix.
 func (r Record) Text() string {
 	if len(r.Error) > MaxRecordError {
@@ -110,8 +123,10 @@ func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, erro
 			return nil, n.fail("ledger", k.Ledger, err)
 		}
 		for _, z := range zs {
-			if e, ok := entryOf(z); ok && e.Record.Job == k.Name && len(out) < count {
-				out = append(out, e)
+			for _, e := range entriesOf(z) {
+				if e.Record.Job == k.Name && len(out) < count {
+					out = append(out, e)
+				}
 			}
 		}
 		if len(zs) < page {
@@ -151,7 +166,7 @@ func (n *Node) ShardLedger(ctx context.Context, k LockKeys) (map[string][]Entry,
 	}
 	out := map[string][]Entry{}
 	for _, z := range zs.Val() {
-		if e, ok := entryOf(z); ok {
+		for _, e := range entriesOf(z) {
 			out[e.Record.Job] = append(out[e.Record.Job], e)
 		}
 	}
@@ -162,16 +177,49 @@ func (n *Node) ShardLedger(ctx context.Context, k LockKeys) (map[string][]Entry,
 // score its ledger dropped to keep its size.
 const trimmedField = "~trimmed"
 
-// entryOf decodes a ledger member with its score; false for a member that
+// entriesOf decodes a ledger member with its score: one record, a claim's
+// started records or several ends' final records; none for a member that
 // is not a record.
-func entryOf(z redis.Z) (Entry, bool) {
+func entriesOf(z redis.Z) []Entry {
 	s, _ := z.Member.(string)
+	if text, ok := strings.CutPrefix(s, string(recordClaimed)+"|"); ok {
+		var c struct {
+			Jobs []string `json:"jobs"`
+			Record
+		}
+		if json.Unmarshal([]byte(text), &c) != nil {
+			return nil
+		}
+		out := make([]Entry, len(c.Jobs))
+		for i, job := range c.Jobs {
+			c.Record.Job = job
+			out[i] = Entry{State: RecordStarted, Record: c.Record, Score: int64(z.Score)}
+		}
+		return out
+	}
+	if text, ok := strings.CutPrefix(s, string(recordEnds)+"|"); ok {
+		var ends struct {
+			Released []Record `json:"r"`
+			Lost     []Record `json:"l"`
+		}
+		if json.Unmarshal([]byte(text), &ends) != nil {
+			return nil
+		}
+		out := make([]Entry, 0, len(ends.Released)+len(ends.Lost))
+		for _, r := range ends.Released {
+			out = append(out, Entry{State: RecordReleased, Record: r, Score: int64(z.Score)})
+		}
+		for _, r := range ends.Lost {
+			out = append(out, Entry{State: RecordLost, Record: r, Score: int64(z.Score)})
+		}
+		return out
+	}
 	e, err := ParseEntry(s)
 	if err != nil {
-		return Entry{}, false
+		return nil
 	}
 	e.Score = int64(z.Score)
-	return e, true
+	return []Entry{e}
 }
 
 // ParseEntry decodes a ledger member: a state prefix, "|" and a Record's

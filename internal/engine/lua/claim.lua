@@ -15,26 +15,30 @@
 -- of ends (below), ARGV[7] the parent's value; ARGV[8], ARGV[9] and
 -- ARGV[10] the parts' value, occurrence (unix ms) and fence; ARGV[11] the
 -- rest of their started records (below); ARGV[12] the number of the ends'
--- claims, each a running value and the rest of its started records, which
--- follow. Part i's name and started record (m) are the last arguments,
--- two per part, after the ends.
+-- running values, which follow. Part i's name and started record (m) are
+-- the last arguments, two per part, after the ends.
 -- A started record is a JSON object that opens with the job's name,
 -- {"job":<name>,<rest>, and the parts of one claim share the rest: m ""
 -- stands for the record of the part's name as it is (quoted), m "-" for
 -- none, an m that opens with a quote for the part's name so escaped, any
 -- other m for the whole ledger member.
+-- The started records of the parts claimed that share the rest are one
+-- ledger member, the claim's: c|{"jobs":[<name>,...],<rest> (each name
+-- quoted, or escaped as m has it); a part's end adds its final record
+-- beside it (ledger readers take a final record over a started one), and
+-- removes its old member only if it had one of its own (a whole m).
 -- While the right holds its value and the parent its own, a part is
 -- claimed unless its occurrence is at or below its mark, it is paused, its
 -- lock is held, another part of it still runs, or its fence counter is at
 -- or above the fence asked for (unless "0": fencing off); claimed, its
 -- mark and fence (unless "0") are raised to the occurrence and fence, its
--- running value is set, and its started member is added to the ledger. The
+-- running value is set, and its started record is added to the ledger. The
 -- parts' keys are read together (MGET, one HMGET) and written together
 -- (one HSET, one ZADD).
 -- Whatever the right: the ends are parts of the shard to end (frees, see
--- free.lua), each with its name, the index of its claim among the ends'
--- claims (from 1), its old member (as a part's m, with its claim's rest),
--- final record and score. The end of a part whose job is claimed again in
+-- free.lua), each with its name, the index of its running value among
+-- the ends' (from 1), its old member (a whole m, or ""), final record and
+-- score. The end of a part whose job is claimed again in
 -- the call (its next tick) is read with the claim's fields and its field
 -- written over; the others are read and deleted first. The ends' and the
 -- claims' records share the ledger's commands.
@@ -60,20 +64,17 @@ local right, state, ledger, pkey, pvalue = KEYS[1], KEYS[2], KEYS[3], KEYS[4], A
 local value, occ, fence, rest = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local parents, olds, adds, score = {}, {}, {}, 0
 local ends = tonumber(ARGV[6])
-local head = 12 + 2 * tonumber(ARGV[12]) -- the ends' arguments follow
+local head = 12 + tonumber(ARGV[12]) -- the ends' arguments follow
 local base = head + 5 * ends -- and the parts' follow theirs
 local n = (#ARGV - base) / 2
 local tag = string.sub(state, 1, -6) -- the state key less "state": the shard's keys begin so
 
--- started returns the ledger member of the started record m stands for
--- (see above) of the part called name, whose claim's records end in rest.
-local function started(name, m, rest)
-  if m == "" then
-    return rest ~= "" and ('s|{"job":"' .. name .. '",' .. rest) or ""
-  elseif m == "-" then
+-- own returns the ledger member of its own that a part's m stands for
+-- (see above): the whole member, or "" when its started record is its
+-- claim's (m "" or a quoted name) or it has none ("-").
+local function own(m)
+  if m == "" or m == "-" or string.byte(m) == 34 then
     return ""
-  elseif string.byte(m) == 34 then -- a quote: the name, escaped
-    return 's|{"job":' .. m .. "," .. rest
   end
   return m
 end
@@ -83,11 +84,10 @@ end
 local function endArg(k, j)
   local a = head + 5 * (k - 1) + 1
   if j == 1 or j == 2 then
-    local c = 11 + 2 * tonumber(ARGV[a + 1]) -- its claim's running value, then rest
     if j == 1 then
-      return ARGV[c]
+      return ARGV[12 + tonumber(ARGV[a + 1])]
     end
-    return started(ARGV[a], ARGV[a + 2], ARGV[c + 1])
+    return own(ARGV[a + 2])
   end
   return ARGV[a + j]
 end
@@ -198,12 +198,11 @@ if failed(st) then
   return out
 end
 
-local set, dels, trim = {}, {}, false
+local set, dels, trim, names = {}, {}, false, {}
 local running = prefix .. value -- every part's running value
 local occn = tonumber(occ)
 for i = 1, n do
   local name = ARGV[base + 2 * i - 1]
-  local member = started(name, ARGV[base + 2 * i], rest)
   local f, m, r = st[3 * i - 2], st[3 * i - 1], st[3 * i]
   local bad, fn, mn = badState(state, name, f, m)
   local k = mine[name]
@@ -244,15 +243,25 @@ for i = 1, n do
     if dels[#dels] == fields[3 * i] then
       dels[#dels] = nil -- its end's field is written over
     end
+    local m = ARGV[base + 2 * i]
+    local member = own(m)
     if member ~= "" then
       adds[#adds + 1] = occ
       adds[#adds + 1] = member
-      score = math.max(score, tonumber(occ))
+      score = math.max(score, occn)
       trim = true -- a record added, not replaced
+    elseif m ~= "-" and rest ~= "" then
+      names[#names + 1] = m == "" and ('"' .. name .. '"') or m
     end
   end
   out[o + 1], out[o + 2], out[o + 3] = status, f, detail
   o = o + 3
+end
+if #names > 0 then
+  adds[#adds + 1] = occ
+  adds[#adds + 1] = 'c|{"jobs":[' .. table.concat(names, ",") .. "]," .. rest
+  score = math.max(score, occn)
+  trim = true
 end
 if #dels > 0 then
   redis.pcall("HDEL", state, unpack(dels))
