@@ -145,24 +145,37 @@ func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, value string,
 	for _, k := range mine {
 		ledgerCap, window = max(ledgerCap, ends[k].Ledger.Cap), max(window, ends[k].Ledger.Window)
 	}
-	distinct, endArgs := endClaimArgs(ends, mine)
+	distinct, finals, finalScore, endArgs := endClaimArgs(ends, mine)
 	_, rest := startedArg(first.Keys.Name, first.Ledger.New)
-	args := make([]any, 0, 12+len(distinct)+len(endArgs)+2*len(part))
-	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value,
-		value, first.Occurrence, first.Fence, rest, len(distinct))
-	args = append(args, distinct...)
-	args = append(args, endArgs...)
+	var names []string // the parts listed in the claim's record, their names as JSON
+	partArgs := make([]any, 0, 2*len(part))
 	for _, i := range part {
 		r := reqs[i]
 		m, mrest := startedArg(r.Keys.Name, r.Ledger.New)
-		if mrest != rest { // not of the claim's records: the whole member
-			m = member(RecordStarted, r.Ledger.New)
+		switch {
+		case r.Ledger.New == "":
+			m = "-"
+		case rest != "" && mrest == rest && (m == "" || strings.HasPrefix(m, `"`)):
 			if m == "" {
-				m = "-"
+				m = `"` + r.Keys.Name + `"`
 			}
+			names, m = append(names, m), ""
+		default: // not of the claim's records: a member of its own
+			m = member(RecordStarted, r.Ledger.New)
 		}
-		args = append(args, r.Keys.Name, m)
+		partArgs = append(partArgs, r.Keys.Name, m)
 	}
+	claimText := ""
+	if len(names) > 0 {
+		claimText = `{"jobs":[` + strings.Join(names, ",") + "]," + rest
+	}
+	args := make([]any, 0, 14+len(distinct)+len(endArgs)+len(partArgs))
+	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value,
+		value, first.Occurrence, first.Fence, claimText, len(distinct))
+	args = append(args, distinct...)
+	args = append(args, finals, finalScore)
+	args = append(args, endArgs...)
+	args = append(args, partArgs...)
 	return &call{ctx: ctx, script: claimScript, keys: keys, args: args, items: len(part), done: func(cmd *redis.Cmd) {
 		res, err := claimScript.answer(cmd, len(part))
 		var info *Info
@@ -203,10 +216,12 @@ type FreeRequest struct {
 
 // endClaimArgs returns the arguments of the ends ends[k], k in mine, of a
 // claim call (see lua/claim.lua): their running values, each sent once, as
-// the parts of one claim share it, and then each end's own.
-func endClaimArgs(ends []FreeRequest, mine []int) (distinct, endArgs []any) {
+// the parts of one claim share it; their final records, a JSON array, and
+// its score (the highest of theirs); and then each end's own arguments.
+func endClaimArgs(ends []FreeRequest, mine []int) (distinct []any, finals string, score int64, endArgs []any) {
 	claims := map[string]int{}
-	endArgs = make([]any, 0, 5*len(mine))
+	endArgs = make([]any, 0, 4*len(mine))
+	var recs []string
 	for _, k := range mine {
 		e := ends[k]
 		own, _ := ownStarted(e.Keys.Name, e.Ledger.Old)
@@ -214,9 +229,17 @@ func endClaimArgs(ends []FreeRequest, mine []int) (distinct, endArgs []any) {
 			distinct = append(distinct, e.Running)
 			claims[e.Running] = len(claims) + 1
 		}
-		endArgs = append(endArgs, e.Keys.Name, claims[e.Running], member(RecordStarted, own), e.Ledger.New, e.Ledger.Score)
+		pos := 0
+		if e.Ledger.New != "" {
+			recs = append(recs, e.Ledger.New)
+			pos, score = len(recs), max(score, e.Ledger.Score)
+		}
+		endArgs = append(endArgs, e.Keys.Name, claims[e.Running], member(RecordStarted, own), pos)
 	}
-	return distinct, endArgs
+	if len(recs) > 0 {
+		finals = "[" + strings.Join(recs, ",") + "]"
+	}
+	return distinct, finals, score, endArgs
 }
 
 // ownStarted returns the text of the started record that a part's end
@@ -237,17 +260,13 @@ func ownStarted(name, text string) (own, inClaim string) {
 }
 
 // freeOld returns the old record argument of a part's end in free.lua:
-// its own started record's text, or "c|" and its name as JSON when the
-// record is its claim's member, followed, for a claim given up, by a
-// newline and the text (a claim sends a record whole when its rest is not
-// the claim's).
+// the text of its started record when that is a member of its own, "" when
+// its claim's member lists it, and for a claim given up, "x|" and the
+// text, which voids the record listed (the claim never ran).
 func freeOld(name, text string, givenUp bool) string {
 	own, inClaim := ownStarted(name, text)
-	switch {
-	case inClaim != "" && givenUp:
-		return "c|" + inClaim + "\n" + text
-	case inClaim != "":
-		return "c|" + inClaim
+	if inClaim != "" && givenUp {
+		return string(recordVoid) + "|" + text
 	}
 	return own
 }

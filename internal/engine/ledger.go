@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -67,16 +68,21 @@ const (
 	RecordOperator RecordState = 'o'
 )
 
-// recordClaimed prefixes a claim's member: the started records of the
-// parts it claimed, one JSON object with their names in "jobs" and the
-// fields they share ({"jobs":[...],...}). Their ends add their final
-// records beside it; it is read as a started record of each.
+// recordClaimed prefixes a claim's member: the positions (from 1,
+// comma-separated) of the parts it lists that it did not claim, "|" and
+// one JSON object of the parts' names ("jobs") and the fields their
+// started records share. Their ends add their final records beside it; it
+// is read as a started record of each part claimed.
 const recordClaimed = 'c'
 
 // recordEnds prefixes the final records of several ends written in one
-// call: one JSON object with the released ones in "r" and the lost ones
-// in "l" ({"r":[...],"l":[...]}), at the highest of their scores.
+// call: the positions of the lost ones (from 1, comma-separated), "|" and
+// a JSON array of the records, at the highest of their scores.
 const recordEnds = 'e'
+
+// recordVoid prefixes a started record that a claim's member lists and
+// that never ran (its claim was given up): it voids that record.
+const recordVoid = 'x'
 
 // Text returns r as the scripts store it, without its state prefix.
 func (r Record) Text() string {
@@ -117,15 +123,19 @@ type Entry struct {
 func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, error) {
 	const page = 512
 	var out []Entry
-	for start := int64(0); len(out) < count; start += page {
+	kept := 0 // the entries of out that are records, not voids
+	for start := int64(0); kept < count; start += page {
 		zs, err := n.client.ZRevRangeWithScores(ctx, k.Ledger, start, start+page-1).Result()
 		if err != nil {
 			return nil, n.fail("ledger", k.Ledger, err)
 		}
 		for _, z := range zs {
 			for _, e := range entriesOf(z) {
-				if e.Record.Job == k.Name && len(out) < count {
+				if e.Record.Job == k.Name && (kept < count || e.State == recordVoid) {
 					out = append(out, e)
+					if e.State != recordVoid {
+						kept++
+					}
 				}
 			}
 		}
@@ -133,7 +143,7 @@ func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, erro
 			break
 		}
 	}
-	return out, nil
+	return voided(out), nil
 }
 
 // ShardLedger returns the records of a shard's ledger on the node, by lock
@@ -170,6 +180,9 @@ func (n *Node) ShardLedger(ctx context.Context, k LockKeys) (map[string][]Entry,
 			out[e.Record.Job] = append(out[e.Record.Job], e)
 		}
 	}
+	for job, es := range out {
+		out[job] = voided(es)
+	}
 	return out, dropped, nil
 }
 
@@ -178,48 +191,83 @@ func (n *Node) ShardLedger(ctx context.Context, k LockKeys) (map[string][]Entry,
 const trimmedField = "~trimmed"
 
 // entriesOf decodes a ledger member with its score: one record, a claim's
-// started records or several ends' final records; none for a member that
-// is not a record.
+// started records, several ends' final records, or a void (RecordStarted
+// with the record it voids, to be dropped by voided); none for a member
+// that is not a record.
 func entriesOf(z redis.Z) []Entry {
 	s, _ := z.Member.(string)
-	if text, ok := strings.CutPrefix(s, string(recordClaimed)+"|"); ok {
-		var c struct {
-			Jobs []string `json:"jobs"`
-			Record
+	score := int64(z.Score)
+	state, rest, _ := strings.Cut(s, "|")
+	switch state {
+	case string(recordClaimed), string(recordEnds):
+		marked, text, _ := strings.Cut(rest, "|")
+		skip := map[int]bool{} // the positions marked (from 1)
+		for p := range strings.SplitSeq(marked, ",") {
+			if n, err := strconv.Atoi(p); err == nil {
+				skip[n] = true
+			}
 		}
-		if json.Unmarshal([]byte(text), &c) != nil {
+		var out []Entry
+		if state == string(recordClaimed) {
+			var c struct {
+				Jobs []string `json:"jobs"`
+				Record
+			}
+			if json.Unmarshal([]byte(text), &c) != nil {
+				return nil
+			}
+			for i, job := range c.Jobs {
+				if !skip[i+1] { // not claimed
+					c.Record.Job = job
+					out = append(out, Entry{State: RecordStarted, Record: c.Record, Score: score})
+				}
+			}
+			return out
+		}
+		var recs []Record
+		if json.Unmarshal([]byte(text), &recs) != nil {
 			return nil
 		}
-		out := make([]Entry, len(c.Jobs))
-		for i, job := range c.Jobs {
-			c.Record.Job = job
-			out[i] = Entry{State: RecordStarted, Record: c.Record, Score: int64(z.Score)}
+		for i, r := range recs {
+			st := RecordReleased
+			if skip[i+1] { // lost
+				st = RecordLost
+			}
+			out = append(out, Entry{State: st, Record: r, Score: score})
 		}
 		return out
-	}
-	if text, ok := strings.CutPrefix(s, string(recordEnds)+"|"); ok {
-		var ends struct {
-			Released []Record `json:"r"`
-			Lost     []Record `json:"l"`
-		}
-		if json.Unmarshal([]byte(text), &ends) != nil {
+	case string(recordVoid):
+		var r Record
+		if json.Unmarshal([]byte(rest), &r) != nil {
 			return nil
 		}
-		out := make([]Entry, 0, len(ends.Released)+len(ends.Lost))
-		for _, r := range ends.Released {
-			out = append(out, Entry{State: RecordReleased, Record: r, Score: int64(z.Score)})
-		}
-		for _, r := range ends.Lost {
-			out = append(out, Entry{State: RecordLost, Record: r, Score: int64(z.Score)})
-		}
-		return out
+		return []Entry{{State: recordVoid, Record: r, Score: score}}
 	}
 	e, err := ParseEntry(s)
 	if err != nil {
 		return nil
 	}
-	e.Score = int64(z.Score)
+	e.Score = score
 	return []Entry{e}
+}
+
+// voided returns es less the voids and the started records they void.
+func voided(es []Entry) []Entry {
+	var voids map[Record]bool
+	for _, e := range es {
+		if e.State == recordVoid {
+			if voids == nil {
+				voids = map[Record]bool{}
+			}
+			voids[e.Record] = true
+		}
+	}
+	if voids == nil {
+		return es
+	}
+	return slices.DeleteFunc(es, func(e Entry) bool {
+		return e.State == recordVoid || e.State == RecordStarted && voids[e.Record]
+	})
 }
 
 // ParseEntry decodes a ledger member: a state prefix, "|" and a Record's

@@ -61,8 +61,9 @@ end
 -- log, not the lock: its errors (a key of another type) are ignored, so
 -- that they never fail the locks' own answers.
 -- Final records ("r|" and "l|"), when news has more than one, are added
--- as one member, the ends': e|{"r":[<record>,...],"l":[<record>,...]}, at
--- the highest of their scores (the ledger's readers take each record out).
+-- as one member, as claim's ends are: "e|", the positions of the lost ones
+-- (from 1, comma-separated), "|" and their JSON array, at the highest of
+-- their scores (the ledger's readers take each record out).
 local function record(key, state, olds, news, trim, score, cap, window)
   if #olds > 0 then
     redis.pcall("ZREM", key, unpack(olds))
@@ -75,19 +76,21 @@ local function record(key, state, olds, news, trim, score, cap, window)
     end
   end
   if finals > 1 then
-    local kept, r, l, top = {}, {}, {}, 0
+    local kept, recs, lost, top = {}, {}, {}, 0
     for i = 1, #news, 2 do
       local p = string.sub(news[i + 1], 1, 2)
       if p == "r|" or p == "l|" then
-        local into = p == "r|" and r or l
-        into[#into + 1] = string.sub(news[i + 1], 3)
+        recs[#recs + 1] = string.sub(news[i + 1], 3)
+        if p == "l|" then
+          lost[#lost + 1] = #recs
+        end
         top = math.max(top, tonumber(news[i]))
       else
         kept[#kept + 1], kept[#kept + 2] = news[i], news[i + 1]
       end
     end
     kept[#kept + 1] = top
-    kept[#kept + 1] = 'e|{"r":[' .. table.concat(r, ",") .. '],"l":[' .. table.concat(l, ",") .. "]}"
+    kept[#kept + 1] = "e|" .. table.concat(lost, ",") .. "|[" .. table.concat(recs, ",") .. "]"
     news = kept
   end
   if #news == 0 or failed(redis.pcall("ZADD", key, unpack(news))) then

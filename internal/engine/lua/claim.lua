@@ -14,19 +14,17 @@
 -- ARGV[4] and ARGV[5] the ledger's cap and window (ms), ARGV[6] the number
 -- of ends (below), ARGV[7] the parent's value; ARGV[8], ARGV[9] and
 -- ARGV[10] the parts' value, occurrence (unix ms) and fence; ARGV[11] the
--- rest of their started records (below); ARGV[12] the number of the ends'
--- running values, which follow. Part i's name and started record (m) are
--- the last arguments, two per part, after the ends.
--- A started record is a JSON object that opens with the job's name,
--- {"job":<name>,<rest>, and the parts of one claim share the rest: m ""
--- stands for the record of the part's name as it is (quoted), m "-" for
--- none, an m that opens with a quote for the part's name so escaped, any
--- other m for the whole ledger member.
--- The started records of the parts claimed that share the rest are one
--- ledger member, the claim's: c|{"jobs":[<name>,...],<rest> (each name
--- quoted, or escaped as m has it); a part's end adds its final record
--- beside it (ledger readers take a final record over a started one), and
--- removes its old member only if it had one of its own (a whole m).
+-- claim's record (below); ARGV[12] the number of the ends' running values,
+-- which follow; then the ends' final records (below) and their score;
+-- then the ends' own arguments (below); and last part i's name and m, two
+-- per part.
+-- The ledger gets one member per call for the parts' started records, the
+-- claim's: "c|", the positions (from 1, comma-separated) of the parts
+-- listed in it that were not claimed, "|" and the claim's record, a JSON
+-- object of their names ("jobs") and the fields they share, built by the
+-- caller; a part's m is "" when it is listed in it (in their order), "-"
+-- when it has no started record, and otherwise its started record as a
+-- member of its own. The member is added when any listed part is claimed.
 -- While the right holds its value and the parent its own, a part is
 -- claimed unless its occurrence is at or below its mark, it is paused, its
 -- lock is held, another part of it still runs, or its fence counter is at
@@ -37,11 +35,16 @@
 -- (one HSET, one ZADD).
 -- Whatever the right: the ends are parts of the shard to end (frees, see
 -- free.lua), each with its name, the index of its running value among
--- the ends' (from 1), its old member (a whole m, or ""), final record and
--- score. The end of a part whose job is claimed again in
--- the call (its next tick) is read with the claim's fields and its field
--- written over; the others are read and deleted first. The ends' and the
--- claims' records share the ledger's commands.
+-- the ends' (from 1), its old member (its started record as a member of
+-- its own, or "") and its position in the final records (from 1, 0 for
+-- none). The final records, a JSON array, are one member ("" for none),
+-- at their score: "e|", the positions of the lost ones (their part no
+-- longer ran here), "|" and the array; a final record stands beside its
+-- claim's member (the ledger's readers take a final record over a
+-- started one). The end of a part whose job is claimed again in the call
+-- (its next tick) is read with the claim's fields and its field written
+-- over; the others are read and deleted first. The ends' and the claims'
+-- records share the ledger's commands.
 -- Returns {uptime, run_id, status_1, fence_1, detail_1, ...}: the statuses
 -- of acquire (1 claimed, 0 held by detail, 2 already run, 3 paused, -1
 -- error), 4 when the fence counter is at or above the fence (detail: the
@@ -61,49 +64,57 @@ out[1], out[2] = uptime, runid
 local o = 2 -- the answers' length
 
 local right, state, ledger, pkey, pvalue = KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[7]
-local value, occ, fence, rest = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
+local value, occ, fence, claimText = ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local parents, olds, adds, score = {}, {}, {}, 0
 local ends = tonumber(ARGV[6])
-local head = 12 + tonumber(ARGV[12]) -- the ends' arguments follow
-local base = head + 5 * ends -- and the parts' follow theirs
+local head = 12 + tonumber(ARGV[12]) -- the ends' finals, then their own arguments, follow
+local finals, finalScore = ARGV[head + 1], ARGV[head + 2]
+local lost = {} -- the positions in finals of the ends that no longer held here
+local base = head + 2 + 4 * ends -- and the parts' follow theirs
 local n = (#ARGV - base) / 2
 local tag = string.sub(state, 1, -6) -- the state key less "state": the shard's keys begin so
 
--- own returns the ledger member of its own that a part's m stands for
--- (see above): the whole member, or "" when its started record is its
--- claim's (m "" or a quoted name) or it has none ("-").
-local function own(m)
-  if m == "" or m == "-" or string.byte(m) == 34 then
-    return ""
-  end
-  return m
-end
-
 -- endArg returns argument j (0 name, 1 running value, 2 old member, 3
--- record, 4 score) of end k.
+-- position in the final records) of end k.
 local function endArg(k, j)
-  local a = head + 5 * (k - 1) + 1
-  if j == 1 or j == 2 then
-    if j == 1 then
-      return ARGV[12 + tonumber(ARGV[a + 1])]
-    end
-    return own(ARGV[a + 2])
+  local a = head + 2 + 4 * (k - 1) + 1
+  if j == 1 then
+    return ARGV[12 + tonumber(ARGV[a + 1])]
   end
   return ARGV[a + j]
 end
 
--- endRecord notes end k's ledger record: its started member replaced by its
--- final one, "r|" if it still held here, "l|" if not.
+-- endRecord notes end k's ledger record: its started member of its own,
+-- if any, removed, and its final record, in finals, lost if it no longer
+-- held here.
 local function endRecord(k, held)
-  local old, rec = endArg(k, 2), endArg(k, 3)
+  local old, pos = endArg(k, 2), endArg(k, 3)
   if old ~= "" then
     olds[#olds + 1] = old
   end
-  if rec ~= "" then
-    local sc = endArg(k, 4)
-    adds[#adds + 1] = sc
-    adds[#adds + 1] = (held and "r|" or "l|") .. rec
-    score = math.max(score, tonumber(sc))
+  if pos ~= "0" and not held then
+    lost[#lost + 1] = pos
+  end
+end
+
+-- finish adds the ends' finals (their member: "e|", the positions of the
+-- lost ones, "|" and the records) and the claim's member ("c|", the
+-- positions of the parts not claimed, "|" and claimText), when any of its
+-- parts was claimed, to the ledger.
+local function finish(refused, listed, trim)
+  if finals ~= "" then
+    adds[#adds + 1] = finalScore
+    adds[#adds + 1] = "e|" .. table.concat(lost, ",") .. "|" .. finals
+    score = math.max(score, tonumber(finalScore))
+  end
+  if listed > #refused then
+    adds[#adds + 1] = occ
+    adds[#adds + 1] = "c|" .. table.concat(refused, ",") .. "|" .. claimText
+    score = math.max(score, tonumber(occ))
+    trim = true
+  end
+  if #olds > 0 or #adds > 0 then
+    record(ledger, state, olds, adds, trim, score, tonumber(ARGV[4]), tonumber(ARGV[5]))
   end
 end
 
@@ -141,25 +152,23 @@ local function endAll(ks, parentHolds)
 end
 
 local holder = redis.call("GET", right)
-local lost = holder ~= ARGV[2] and (holder or "")
-if not lost then
+local gone = holder ~= ARGV[2] and (holder or "")
+if not gone then
   -- Its parent does not hold here: no part would run here.
   local now = parentOf(pkey, parents)
-  lost = now ~= pvalue and (now or "")
+  gone = now ~= pvalue and (now or "")
 end
-if lost then
+if gone then
   local all = {}
   for k = 1, ends do
     all[k] = k
   end
   endAll(all, false)
   for i = 1, n do
-    out[o + 1], out[o + 2], out[o + 3] = 5, "0", lost
+    out[o + 1], out[o + 2], out[o + 3] = 5, "0", gone
     o = o + 3
   end
-  if #olds > 0 or #adds > 0 then
-    record(ledger, state, olds, adds, false, score, tonumber(ARGV[4]), tonumber(ARGV[5]))
-  end
+  finish({}, 0, false)
   return out
 end
 
@@ -198,12 +207,15 @@ if failed(st) then
   return out
 end
 
-local set, dels, trim, names = {}, {}, false, {}
+local set, dels, trim, refused, listed = {}, {}, false, {}, 0
 local running = prefix .. value -- every part's running value
 local occn = tonumber(occ)
 for i = 1, n do
-  local name = ARGV[base + 2 * i - 1]
+  local name, listing = ARGV[base + 2 * i - 1], ARGV[base + 2 * i]
   local f, m, r = st[3 * i - 2], st[3 * i - 1], st[3 * i]
+  if listing == "" then
+    listed = listed + 1
+  end
   local bad, fn, mn = badState(state, name, f, m)
   local k = mine[name]
   if k then
@@ -243,25 +255,18 @@ for i = 1, n do
     if dels[#dels] == fields[3 * i] then
       dels[#dels] = nil -- its end's field is written over
     end
-    local m = ARGV[base + 2 * i]
-    local member = own(m)
-    if member ~= "" then
+    if listing ~= "" and listing ~= "-" then
       adds[#adds + 1] = occ
-      adds[#adds + 1] = member
+      adds[#adds + 1] = listing
       score = math.max(score, occn)
       trim = true -- a record added, not replaced
-    elseif m ~= "-" and rest ~= "" then
-      names[#names + 1] = m == "" and ('"' .. name .. '"') or m
     end
+  end
+  if status ~= 1 and listing == "" then
+    refused[#refused + 1] = listed
   end
   out[o + 1], out[o + 2], out[o + 3] = status, f, detail
   o = o + 3
-end
-if #names > 0 then
-  adds[#adds + 1] = occ
-  adds[#adds + 1] = 'c|{"jobs":[' .. table.concat(names, ",") .. "]," .. rest
-  score = math.max(score, occn)
-  trim = true
 end
 if #dels > 0 then
   redis.pcall("HDEL", state, unpack(dels))
@@ -270,7 +275,5 @@ if #set > 0 then
   redis.call("HSET", state, unpack(set))
   keep(state, ARGV[3])
 end
-if #olds > 0 or #adds > 0 then
-  record(ledger, state, olds, adds, trim, score, tonumber(ARGV[4]), tonumber(ARGV[5]))
-end
+finish(refused, listed, trim)
 return out

@@ -8,59 +8,20 @@
 -- the mark goes back below it, so that the tick can be claimed again (the
 -- claim never ran). Either way, record is added to the ledger, prefixed
 -- "r|" when the part was still running and "l|" when not ("" for none),
--- and "s|" .. old removed; an old "c|" .. the part's name as JSON says
--- that its started record is its claim's member (see claim.lua), which
--- stays beside the final record, or, for a claim given up whose running
--- value was still there, loses the part's name (a claim given up sends
--- its record's text after the name and a newline, removed if there is no
--- such member: a record sent whole). ARGV[1] is unused (a leading argument, so that calls
+-- and "s|" .. old removed; old is "" when the part's started record is
+-- listed in its claim's member (see claim.lua), which stays. A claim
+-- given up whose started record is listed so sends "x|" .. that record as
+-- old: where its running value was still there, it is added to the
+-- ledger as it is, at the occurrence, which voids the record in the
+-- claim's member (the claim never ran). ARGV[1] is unused (a leading argument, so that calls
 -- merge). Returns {result_1, detail_1, ...}: 1 if the part was running
 -- (its value there, its parent holding), 0 if not, -1 if its state could
 -- not be read (detail = the error).
 local n = #KEYS / 2
 local order, of = groups(n, 2, 2)
 
--- unclaim takes the part whose name is q (as JSON) out of the claims'
--- members at score occ of the ledger (see claim.lua), or else removes
--- its started record text, sent whole: a claim given up never ran.
--- Called only where the part's claim holds its running value, so that no
--- other claim of that tick came to this node.
-local function unclaim(ledger, occ, q, text)
-  local ms = redis.pcall("ZRANGEBYSCORE", ledger, occ, occ)
-  if failed(ms) then
-    return
-  end
-  for _, m in ipairs(ms) do
-    if string.sub(m, 1, 11) == 'c|{"jobs":[' then
-      local from = 11
-      while true do
-        local i = string.find(m, q, from, true)
-        if not i then
-          break
-        end
-        local before, after = string.sub(m, i - 1, i - 1), string.sub(m, i + #q, i + #q)
-        if (before == "[" or before == ",") and (after == "," or after == "]") then
-          local left
-          if after == "," then
-            left = string.sub(m, 1, i - 1) .. string.sub(m, i + #q + 1)
-          elseif before == "," then
-            left = string.sub(m, 1, i - 2) .. string.sub(m, i + #q)
-          end
-          redis.pcall("ZREM", ledger, m)
-          if left then
-            redis.pcall("ZADD", ledger, occ, left)
-          end
-          return
-        end
-        from = i + 1
-      end
-    end
-  end
-  redis.pcall("ZREM", ledger, "s|" .. text)
-end
-
 local parents = {}
-local dels, olds, news, trim, score, unmark = {}, {}, {}, {}, {}, {}
+local dels, olds, news, trim, score, unmark, voided = {}, {}, {}, {}, {}, {}, {}
 for _, state in ipairs(order) do
   local fields = {}
   for _, i in ipairs(of[state]) do
@@ -80,11 +41,8 @@ for _, state in ipairs(order) do
         table.insert(unmark[state], "m|" .. ARGV[a])
         table.insert(unmark[state], string.format("%d", tonumber(ARGV[a + 7]) - 1))
       end
-      if ARGV[a + 7] ~= "0" and string.sub(ARGV[a + 2], 1, 2) == "c|" then
-        local q, text = string.match(ARGV[a + 2], "^c|([^\n]*)\n(.*)$")
-        if q then
-          unclaim(KEYS[2 * i - 1], ARGV[a + 7], q, text)
-        end
+      if ARGV[a + 7] ~= "0" and string.sub(ARGV[a + 2], 1, 2) == "x|" then
+        voided[i] = true
       end
       answer(runningHere(r[2 * j - 1], parents) and 1 or 0, "")
     else
@@ -104,7 +62,16 @@ out = {}
 for i = 1, n do
   answer(byPart[i][1], byPart[i][2])
   local state, a = KEYS[2 * i], 8 * i - 6
-  local old = string.sub(ARGV[a + 2], 1, 2) == "c|" and "" or ARGV[a + 2]
+  local old = ARGV[a + 2]
+  if string.sub(old, 1, 2) == "x|" then
+    if voided[i] then
+      news[state] = news[state] or {}
+      table.insert(news[state], ARGV[a + 7])
+      table.insert(news[state], old)
+      score[state] = math.max(score[state] or 0, tonumber(ARGV[a + 7]))
+    end
+    old = ""
+  end
   ending(olds, news, score, trim, state, old, ARGV[a + 3], ARGV[a + 4], byPart[i][1] == 1)
 end
 for _, state in ipairs(order) do
