@@ -147,28 +147,7 @@ func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, value string,
 	}
 	distinct, finals, finalScore, endArgs := endClaimArgs(ends, mine)
 	_, rest := startedArg(first.Keys.Name, first.Ledger.New)
-	var names []string // the parts listed in the claim's record, their names as JSON
-	partArgs := make([]any, 0, 2*len(part))
-	for _, i := range part {
-		r := reqs[i]
-		m, mrest := startedArg(r.Keys.Name, r.Ledger.New)
-		switch {
-		case r.Ledger.New == "":
-			m = "-"
-		case rest != "" && mrest == rest && (m == "" || strings.HasPrefix(m, `"`)):
-			if m == "" {
-				m = `"` + r.Keys.Name + `"`
-			}
-			names, m = append(names, m), ""
-		default: // not of the claim's records: a member of its own
-			m = member(RecordStarted, r.Ledger.New)
-		}
-		partArgs = append(partArgs, r.Keys.Name, m)
-	}
-	claimText := ""
-	if len(names) > 0 {
-		claimText = `{"jobs":[` + strings.Join(names, ",") + "]," + rest
-	}
+	partArgs, claimText := claimParts(reqs, part, rest)
 	args := make([]any, 0, 14+len(distinct)+len(endArgs)+len(partArgs))
 	args = append(args, "1", first.Right.Value, millis(stateTTL), ledgerCap, millis(window), len(mine), parent.Value,
 		value, first.Occurrence, first.Fence, claimText, len(distinct))
@@ -201,6 +180,34 @@ func (n *Node) claimCall(ctx context.Context, reqs []ClaimRequest, value string,
 		}
 		finish()
 	}}
+}
+
+// claimParts returns the arguments of the parts reqs[i], i in part, of a
+// claim call (see lua/claim.lua): each one's name and m; and the claim's
+// record, listing those whose started records share rest ("" for none).
+func claimParts(reqs []ClaimRequest, part []int, rest string) ([]any, string) {
+	var names []string // the parts listed in the claim's record, their names as JSON
+	partArgs := make([]any, 0, 2*len(part))
+	for _, i := range part {
+		r := reqs[i]
+		m, mrest := startedArg(r.Keys.Name, r.Ledger.New)
+		switch {
+		case r.Ledger.New == "":
+			m = "-"
+		case rest != "" && mrest == rest && (m == "" || strings.HasPrefix(m, `"`)):
+			if m == "" {
+				m = `"` + r.Keys.Name + `"`
+			}
+			names, m = append(names, m), ""
+		default: // not of the claim's records: a member of its own
+			m = member(RecordStarted, r.Ledger.New)
+		}
+		partArgs = append(partArgs, r.Keys.Name, m)
+	}
+	if len(names) == 0 {
+		return partArgs, ""
+	}
+	return partArgs, `{"jobs":[` + strings.Join(names, ",") + "]," + rest
 }
 
 // FreeRequest ends one part on one node (see lua/free.lua).
@@ -261,12 +268,13 @@ func ownStarted(name, text string) (own, inClaim string) {
 
 // freeOld returns the old record argument of a part's end in free.lua:
 // the text of its started record when that is a member of its own, "" when
-// its claim's member lists it, and for a claim given up, "x|" and the
-// text, which voids the record listed (the claim never ran).
+// its claim's member lists it, and for a claim given up, "x|", its name as
+// JSON, a newline and the text, which voids the record (the claim never
+// ran).
 func freeOld(name, text string, givenUp bool) string {
 	own, inClaim := ownStarted(name, text)
 	if inClaim != "" && givenUp {
-		return string(recordVoid) + "|" + text
+		return "x|" + inClaim + "\n" + text
 	}
 	return own
 }

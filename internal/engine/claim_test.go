@@ -362,8 +362,9 @@ func TestClaimSendsShared(t *testing.T) {
 // TestClaimGivenUp: a claim given up (never run) voids its part's started
 // record listed in the claim's member where its running value still is,
 // the first, a middle and the last name of the member alike, and removes
-// a record sent whole; the parts still claimed keep theirs, and a free of
-// a part whose claim is not here leaves the ledger as it is.
+// a record sent whole; the parts still claimed keep theirs, a free of a
+// part whose claim is not here leaves the ledger as it is, and once every
+// part is given up the claim's member is gone.
 func TestClaimGivenUp(t *testing.T) {
 	n, s, _ := setup(t)
 	rc := s.Client(t)
@@ -455,5 +456,10 @@ func TestClaimGivenUp(t *testing.T) {
 		if got, want := started(), names(step.left...); !slices.Equal(got, want) {
 			t.Fatalf("started after %q was given up: %q; want %q (ledger %q)", keys[step.give].Name, got, want, rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val())
 		}
+	}
+	// A claim none of whose parts stands leaves nothing: a failed tick
+	// must not push real records out of the ledger.
+	if members := rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val(); len(members) != 0 {
+		t.Errorf("ledger after every claim was given up: %q; want empty", members)
 	}
 }

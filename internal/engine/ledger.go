@@ -68,21 +68,19 @@ const (
 	RecordOperator RecordState = 'o'
 )
 
-// recordClaimed prefixes a claim's member: the positions (from 1,
-// comma-separated) of the parts it lists that it did not claim, "|" and
-// one JSON object of the parts' names ("jobs") and the fields their
-// started records share. Their ends add their final records beside it; it
-// is read as a started record of each part claimed.
+// recordClaimed prefixes a claim's member (see lua/claim.lua): the number
+// of parts it lists, "|", the number voided since, "|", the positions of
+// those not claimed (from 1, comma-separated), "|", one JSON object of
+// the parts' names ("jobs") and the fields their started records share,
+// a newline, the parts' value, a newline and the names voided since (JSON
+// strings, comma-separated). Their ends add their final records beside
+// it; it is read as a started record of each part claimed and not voided.
 const recordClaimed = 'c'
 
 // recordEnds prefixes the final records of several ends written in one
 // call: the positions of the lost ones (from 1, comma-separated), "|" and
 // a JSON array of the records, at the highest of their scores.
 const recordEnds = 'e'
-
-// recordVoid prefixes a started record that a claim's member lists and
-// that never ran (its claim was given up): it voids that record.
-const recordVoid = 'x'
 
 // Text returns r as the scripts store it, without its state prefix.
 func (r Record) Text() string {
@@ -123,19 +121,15 @@ type Entry struct {
 func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, error) {
 	const page = 512
 	var out []Entry
-	kept := 0 // the entries of out that are records, not voids
-	for start := int64(0); kept < count; start += page {
+	for start := int64(0); len(out) < count; start += page {
 		zs, err := n.client.ZRevRangeWithScores(ctx, k.Ledger, start, start+page-1).Result()
 		if err != nil {
 			return nil, n.fail("ledger", k.Ledger, err)
 		}
 		for _, z := range zs {
 			for _, e := range entriesOf(z) {
-				if e.Record.Job == k.Name && (kept < count || e.State == recordVoid) {
+				if e.Record.Job == k.Name && len(out) < count {
 					out = append(out, e)
-					if e.State != recordVoid {
-						kept++
-					}
 				}
 			}
 		}
@@ -143,7 +137,7 @@ func (n *Node) Ledger(ctx context.Context, k LockKeys, count int) ([]Entry, erro
 			break
 		}
 	}
-	return voided(out), nil
+	return out, nil
 }
 
 // ShardLedger returns the records of a shard's ledger on the node, by lock
@@ -180,9 +174,6 @@ func (n *Node) ShardLedger(ctx context.Context, k LockKeys) (map[string][]Entry,
 			out[e.Record.Job] = append(out[e.Record.Job], e)
 		}
 	}
-	for job, es := range out {
-		out[job] = voided(es)
-	}
 	return out, dropped, nil
 }
 
@@ -191,57 +182,31 @@ func (n *Node) ShardLedger(ctx context.Context, k LockKeys) (map[string][]Entry,
 const trimmedField = "~trimmed"
 
 // entriesOf decodes a ledger member with its score: one record, a claim's
-// started records, several ends' final records, or a void (RecordStarted
-// with the record it voids, to be dropped by voided); none for a member
-// that is not a record.
+// started records or several ends' final records; none for a member that
+// is not a record.
 func entriesOf(z redis.Z) []Entry {
 	s, _ := z.Member.(string)
 	score := int64(z.Score)
 	state, rest, _ := strings.Cut(s, "|")
 	switch state {
-	case string(recordClaimed), string(recordEnds):
-		marked, text, _ := strings.Cut(rest, "|")
-		skip := map[int]bool{} // the positions marked (from 1)
-		for p := range strings.SplitSeq(marked, ",") {
-			if n, err := strconv.Atoi(p); err == nil {
-				skip[n] = true
-			}
-		}
-		var out []Entry
-		if state == string(recordClaimed) {
-			var c struct {
-				Jobs []string `json:"jobs"`
-				Record
-			}
-			if json.Unmarshal([]byte(text), &c) != nil {
-				return nil
-			}
-			for i, job := range c.Jobs {
-				if !skip[i+1] { // not claimed
-					c.Record.Job = job
-					out = append(out, Entry{State: RecordStarted, Record: c.Record, Score: score})
-				}
-			}
-			return out
-		}
+	case string(recordClaimed):
+		return claimedOf(rest, score)
+	case string(recordEnds):
+		lost, text, _ := strings.Cut(rest, "|")
+		skip := positions(lost)
 		var recs []Record
 		if json.Unmarshal([]byte(text), &recs) != nil {
 			return nil
 		}
+		out := make([]Entry, 0, len(recs))
 		for i, r := range recs {
 			st := RecordReleased
-			if skip[i+1] { // lost
+			if skip[i+1] {
 				st = RecordLost
 			}
 			out = append(out, Entry{State: st, Record: r, Score: score})
 		}
 		return out
-	case string(recordVoid):
-		var r Record
-		if json.Unmarshal([]byte(rest), &r) != nil {
-			return nil
-		}
-		return []Entry{{State: recordVoid, Record: r, Score: score}}
 	}
 	e, err := ParseEntry(s)
 	if err != nil {
@@ -251,23 +216,48 @@ func entriesOf(z redis.Z) []Entry {
 	return []Entry{e}
 }
 
-// voided returns es less the voids and the started records they void.
-func voided(es []Entry) []Entry {
-	var voids map[Record]bool
-	for _, e := range es {
-		if e.State == recordVoid {
-			if voids == nil {
-				voids = map[Record]bool{}
-			}
-			voids[e.Record] = true
+// claimedOf decodes a claim's member, less its "c|" (see recordClaimed):
+// a started record for each part it lists, less those not claimed or
+// voided since.
+func claimedOf(rest string, score int64) []Entry {
+	parts := strings.SplitN(rest, "|", 4) // listed, voided, refused, the rest
+	if len(parts) != 4 {
+		return nil
+	}
+	text, after, _ := strings.Cut(parts[3], "\n")
+	var voided []string
+	if i := strings.LastIndexByte(after, '\n'); i >= 0 && after[i+1:] != "" {
+		if json.Unmarshal([]byte("["+after[i+1:]+"]"), &voided) != nil {
+			return nil
 		}
 	}
-	if voids == nil {
-		return es
+	var c struct {
+		Jobs []string `json:"jobs"`
+		Record
 	}
-	return slices.DeleteFunc(es, func(e Entry) bool {
-		return e.State == recordVoid || e.State == RecordStarted && voids[e.Record]
-	})
+	if json.Unmarshal([]byte(text), &c) != nil {
+		return nil
+	}
+	refused := positions(parts[2])
+	var out []Entry
+	for i, job := range c.Jobs {
+		if !refused[i+1] && !slices.Contains(voided, job) {
+			c.Record.Job = job
+			out = append(out, Entry{State: RecordStarted, Record: c.Record, Score: score})
+		}
+	}
+	return out
+}
+
+// positions returns the positions (from 1) of a comma-separated list.
+func positions(list string) map[int]bool {
+	out := map[int]bool{}
+	for p := range strings.SplitSeq(list, ",") {
+		if n, err := strconv.Atoi(p); err == nil {
+			out[n] = true
+		}
+	}
+	return out
 }
 
 // ParseEntry decodes a ledger member: a state prefix, "|" and a Record's

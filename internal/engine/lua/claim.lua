@@ -19,12 +19,15 @@
 -- then the ends' own arguments (below); and last part i's name and m, two
 -- per part.
 -- The ledger gets one member per call for the parts' started records, the
--- claim's: "c|", the positions (from 1, comma-separated) of the parts
--- listed in it that were not claimed, "|" and the claim's record, a JSON
+-- claim's: "c|", the number of parts listed in it, "|", the number of
+-- them voided since (0, see free.lua), "|", the positions (from 1,
+-- comma-separated) of those not claimed, "|", the claim's record, a JSON
 -- object of their names ("jobs") and the fields they share, built by the
--- caller; a part's m is "" when it is listed in it (in their order), "-"
--- when it has no started record, and otherwise its started record as a
--- member of its own. The member is added when any listed part is claimed.
+-- caller, a newline, the parts' value, a newline, and the names voided
+-- since (as JSON strings, comma-separated: none). A part's m is "" when
+-- it is listed in it (in their order), "-" when it has no started record,
+-- and otherwise its started record as a member of its own. The member is
+-- added when any listed part is claimed.
 -- While the right holds its value and the parent its own, a part is
 -- claimed unless its occurrence is at or below its mark, it is paused, its
 -- lock is held, another part of it still runs, or its fence counter is at
@@ -98,9 +101,8 @@ local function endRecord(k, held)
 end
 
 -- finish adds the ends' finals (their member: "e|", the positions of the
--- lost ones, "|" and the records) and the claim's member ("c|", the
--- positions of the parts not claimed, "|" and claimText), when any of its
--- parts was claimed, to the ledger.
+-- lost ones, "|" and the records) and the claim's member (see above), when
+-- any of its parts was claimed, to the ledger.
 local function finish(refused, listed, trim)
   if finals ~= "" then
     adds[#adds + 1] = finalScore
@@ -109,7 +111,7 @@ local function finish(refused, listed, trim)
   end
   if listed > #refused then
     adds[#adds + 1] = occ
-    adds[#adds + 1] = "c|" .. table.concat(refused, ",") .. "|" .. claimText
+    adds[#adds + 1] = "c|" .. listed .. "|0|" .. table.concat(refused, ",") .. "|" .. claimText .. "\n" .. value .. "\n"
     score = math.max(score, tonumber(occ))
     trim = true
   end

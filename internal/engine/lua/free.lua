@@ -10,11 +10,13 @@
 -- "r|" when the part was still running and "l|" when not ("" for none),
 -- and "s|" .. old removed; old is "" when the part's started record is
 -- listed in its claim's member (see claim.lua), which stays. A claim
--- given up whose started record is listed so sends "x|" .. that record as
--- old: where its running value was still there, it is added to the
--- ledger as it is, at the occurrence, which voids the record in the
--- claim's member (the claim never ran). ARGV[1] is unused (a leading argument, so that calls
--- merge). Returns {result_1, detail_1, ...}: 1 if the part was running
+-- given up sends "x|", its name as JSON, a newline and its started
+-- record as old: where its running value was still there, its name is
+-- noted as voided in its claim's member (found at the occurrence by the
+-- parts' value), which is removed once every part it lists was refused or
+-- voided (the claim never ran), or else, with no such member (its record
+-- was sent whole), its own started record is removed. ARGV[1] is unused
+-- (a leading argument, so that calls merge). Returns {result_1, detail_1, ...}: 1 if the part was running
 -- (its value there, its parent holding), 0 if not, -1 if its state could
 -- not be read (detail = the error).
 local n = #KEYS / 2
@@ -22,6 +24,7 @@ local order, of = groups(n, 2, 2)
 
 local parents = {}
 local dels, olds, news, trim, score, unmark, voided = {}, {}, {}, {}, {}, {}, {}
+local voids, voidOrder = {}, {} -- the parts voided, by claim member (see below)
 for _, state in ipairs(order) do
   local fields = {}
   for _, i in ipairs(of[state]) do
@@ -65,14 +68,55 @@ for i = 1, n do
   local old = ARGV[a + 2]
   if string.sub(old, 1, 2) == "x|" then
     if voided[i] then
-      news[state] = news[state] or {}
-      table.insert(news[state], ARGV[a + 7])
-      table.insert(news[state], old)
-      score[state] = math.max(score[state] or 0, tonumber(ARGV[a + 7]))
+      -- Its claim's member, by ledger, occurrence and the parts' value.
+      local q, text = string.match(old, "^x|([^\n]*)\n(.*)$")
+      local value = string.match(ARGV[a + 1], "^[^\n]*\n[^\n]*\n(.*)$")
+      if q and value then
+        local key = KEYS[2 * i - 1] .. "\n" .. ARGV[a + 7] .. "\n" .. value
+        if not voids[key] then
+          voids[key] = {ledger = KEYS[2 * i - 1], occ = ARGV[a + 7], value = value, names = {}, texts = {}}
+          voidOrder[#voidOrder + 1] = key
+        end
+        table.insert(voids[key].names, q)
+        table.insert(voids[key].texts, text)
+      end
     end
     old = ""
   end
   ending(olds, news, score, trim, state, old, ARGV[a + 3], ARGV[a + 4], byPart[i][1] == 1)
+end
+-- The parts voided are noted in their claim's member, which goes once
+-- none of the parts it lists stands; a part sent whole (no such member)
+-- has its own started record removed.
+for _, key in ipairs(voidOrder) do
+  local v = voids[key]
+  local ms = redis.pcall("ZRANGEBYSCORE", v.ledger, v.occ, v.occ)
+  local found
+  if not failed(ms) then
+    local tail = "\n" .. v.value .. "\n"
+    for _, m in ipairs(ms) do
+      if string.sub(m, 1, 2) == "c|" and string.find(m, tail, 1, true) then
+        found = m
+        break
+      end
+    end
+  end
+  if found then
+    local listed, count, refused, body = string.match(found, "^c|(%d+)|(%d+)|([%d,]*)|(.*)$")
+    local cut = #body - string.find(string.reverse(body), "\n", 1, true) + 1 -- the last newline
+    local before, names = string.sub(body, 1, cut), string.sub(body, cut + 1)
+    local refusals = refused == "" and 0 or #string.gsub(refused, "[^,]", "") + 1
+    count = tonumber(count) + #v.names
+    redis.pcall("ZREM", v.ledger, found)
+    if refusals + count < tonumber(listed) then
+      names = (names == "" and "" or names .. ",") .. table.concat(v.names, ",")
+      redis.pcall("ZADD", v.ledger, v.occ, "c|" .. listed .. "|" .. count .. "|" .. refused .. "|" .. before .. names)
+    end
+  else
+    for _, text in ipairs(v.texts) do
+      redis.pcall("ZREM", v.ledger, "s|" .. text)
+    end
+  end
 end
 for _, state in ipairs(order) do
   if dels[state] then
