@@ -30,17 +30,28 @@ const (
 	fixTimeout     = 10 * time.Second
 )
 
+// actor returns the operator a request to act (pause, resume or trigger)
+// comes from, and false once it has answered a request for no such action
+// (404) or one the hook does not let act on what (its refusal).
+func (p *statusPage) actor(w http.ResponseWriter, r *http.Request, action, what string) (string, bool) {
+	if !slices.Contains([]string{"pause", "resume", "trigger"}, action) {
+		p.fail(w, r, http.StatusNotFound, "No such action: "+action+".")
+		return "", false
+	}
+	who, ok := p.authorized(r)
+	if !ok {
+		p.refuse(w, r, what)
+		return "", false
+	}
+	return who, true
+}
+
 // serveJobAction serves POST /job/{name}/pause, /resume and /trigger: for
 // a request the hook lets act, on a job this replica or the nodes know.
 func (p *statusPage) serveJobAction(w http.ResponseWriter, r *http.Request) {
 	name, action := r.PathValue("name"), r.PathValue("action")
-	if !slices.Contains([]string{"pause", "resume", "trigger"}, action) {
-		p.fail(w, r, http.StatusNotFound, "No such action: "+action+".")
-		return
-	}
-	who, ok := p.authorized(r)
+	who, ok := p.actor(w, r, action, action+" "+name)
 	if !ok {
-		p.refuse(w, r, action+" "+name)
 		return
 	}
 	if published, paused := p.knows(r.Context(), name); !published && (action != "resume" || !paused) {
@@ -95,13 +106,8 @@ func (p *statusPage) serveJobAction(w http.ResponseWriter, r *http.Request) {
 // stops at the first failure and says which jobs it acted on.
 func (p *statusPage) serveTagAction(w http.ResponseWriter, r *http.Request) {
 	tag, action := r.PathValue("tag"), r.PathValue("action")
-	if !slices.Contains([]string{"pause", "resume", "trigger"}, action) {
-		p.fail(w, r, http.StatusNotFound, "No such action: "+action+".")
-		return
-	}
-	who, ok := p.authorized(r)
+	who, ok := p.actor(w, r, action, action+" every job tagged "+tag)
 	if !ok {
-		p.refuse(w, r, action+" every job tagged "+tag)
 		return
 	}
 	c, err := p.as(who)
