@@ -250,21 +250,7 @@ func TestClaimSendsShared(t *testing.T) {
 	n, s, _ := setup(t)
 	rc := s.Client(t)
 	ctx := context.Background()
-	ks, _ := engine.NewKeyspace("t")
-	var keys []engine.LockKeys
-	for _, base := range []string{"plain", "a,b", `q"uote`, "x<y&z", "held"} {
-		for i := 0; ; i++ { // the same shard as the first
-			name := fmt.Sprintf("%s-%d", base, i)
-			if len(keys) == 0 || engine.ShardOf(name) == engine.ShardOf(keys[0].Name) {
-				k, err := ks.Lock(name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				keys = append(keys, k)
-				break
-			}
-		}
-	}
+	keys := shardKeys(t, "plain", "a,b", `q"uote`, "x<y&z", "held")
 	right := engine.Parent{Key: "t~shards:lease-1", Value: "lease-v"}
 	parent := engine.Parent{Key: "t~anchor:r1", Value: "anchor-v"}
 	rc.Set(ctx, right.Key, right.Value, time.Hour)
@@ -369,21 +355,7 @@ func TestClaimGivenUp(t *testing.T) {
 	n, s, _ := setup(t)
 	rc := s.Client(t)
 	ctx := context.Background()
-	ks, _ := engine.NewKeyspace("t")
-	var keys []engine.LockKeys
-	for _, base := range []string{"first", `q"uote`, "mid", "last", "a,b"} {
-		for i := 0; ; i++ { // the same shard as the first
-			name := fmt.Sprintf("%s-%d", base, i)
-			if len(keys) == 0 || engine.ShardOf(name) == engine.ShardOf(keys[0].Name) {
-				k, err := ks.Lock(name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				keys = append(keys, k)
-				break
-			}
-		}
-	}
+	keys := shardKeys(t, "first", `q"uote`, "mid", "last", "a,b")
 	right := engine.Parent{Key: "t~shards:lease-1", Value: "lease-v"}
 	parent := engine.Parent{Key: "t~anchor:r1", Value: "anchor-v"}
 	rc.Set(ctx, right.Key, right.Value, time.Hour)
@@ -462,4 +434,27 @@ func TestClaimGivenUp(t *testing.T) {
 	if members := rc.ZRange(ctx, keys[0].Ledger, 0, -1).Val(); len(members) != 0 {
 		t.Errorf("ledger after every claim was given up: %q; want empty", members)
 	}
+}
+
+// shardKeys returns the keys of locks of one shard, under the prefix "t",
+// one per base: the base and the first suffix "-i" that puts it in the
+// first one's shard.
+func shardKeys(t *testing.T, bases ...string) []engine.LockKeys {
+	t.Helper()
+	ks, _ := engine.NewKeyspace("t")
+	var keys []engine.LockKeys
+	for _, base := range bases {
+		for i := 0; ; i++ {
+			name := fmt.Sprintf("%s-%d", base, i)
+			if len(keys) == 0 || engine.ShardOf(name) == engine.ShardOf(keys[0].Name) {
+				k, err := ks.Lock(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, k)
+				break
+			}
+		}
+	}
+	return keys
 }
