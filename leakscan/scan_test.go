@@ -209,7 +209,16 @@ func TestLeakScanPartialSparesLiveLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The lock and the heartbeat are on nodes 0 and 1 only (node 2 missed
-	// them), and node 1 refuses SCAN.
+	// them), and node 1 refuses SCAN. TryLock returns at a quorum: wait
+	// for the copy that was still on its way.
+	for _, key := range []string{lockKey(t, s, "job").Lock, s.keys.Heartbeat("live")} {
+		for on := c.KeyOn(t, key); !on[0] || !on[1]; on = c.KeyOn(t, key) {
+			if ctx.Err() != nil {
+				t.Fatalf("%s is on nodes %v; want it on 0 and 1", key, on)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	third := c.Node(2).Client(t)
 	if err := third.Del(ctx, lockKey(t, s, "job").Lock, s.keys.Heartbeat("live")).Err(); err != nil {
 		t.Fatal(err)
