@@ -290,6 +290,10 @@ func startedArg(name, text string) (m, rest string) {
 	}
 	esc, after, ok := strings.Cut(text, ",")
 	if body, isJob := strings.CutPrefix(esc, `{"job":`); isJob && ok {
+		if len(body) == len(name)+2 && body[0] == '"' && body[len(body)-1] == '"' && body[1:len(body)-1] == name &&
+			!strings.ContainsAny(name, `"\`) { // the name as JSON, unescaped: no need to decode it
+			return "", after
+		}
 		var got string
 		if json.Unmarshal([]byte(body), &got) == nil && got == name && strings.HasPrefix(body, `"`) && strings.HasSuffix(body, `"`) {
 			if body == `"`+name+`"` {
