@@ -64,6 +64,9 @@ type Job struct {
 	Tick       time.Time // the tick that value claims; zero for a manual run
 	HeldOn     int       // nodes with that value; 0 when the lock is free
 	LastRun    *Record   // its ledger's newest run or missed tick; nil for none
+	// Done says it is a one-time job ("@at t") whose tick ran, as its
+	// ledger shows: it runs no more. False when runs were not read.
+	Done bool
 }
 
 // Replica is a live replica as its latest heartbeat describes it. An
@@ -132,7 +135,7 @@ func publicStatus(c *Client, st *cluster.Status) *Status {
 	for _, j := range st.Jobs {
 		pj := Job{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Next: j.Next, Tags: j.Tags, Limit: j.Limit, Permits: j.Permits,
 			PermitsHeld: j.PermitsHeld, Publishers: j.Publishers, Phantom: j.Phantom,
-			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
+			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn, Done: j.Done}
 		if len(j.Runs) > 0 {
 			r := recordOf(j.Runs[0])
 			pj.LastRun = &r

@@ -227,3 +227,24 @@ func TestShowsLimit(t *testing.T) {
 		t.Errorf("job page: the limit is not shown:\n%s", body)
 	}
 }
+
+// TestShowsOnceDone: a one-time job whose tick ran shows done, on the
+// main page and its own; one whose tick is recorded missed does not.
+func TestShowsOnceDone(t *testing.T) {
+	for _, c := range []struct {
+		state string
+		done  bool
+	}{{"released", true}, {"started", true}, {"missed", false}} {
+		p := bigPage(t)
+		const name, spec = "launch", "@at 2026-11-28T09:00:00Z"
+		tick := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+		p.last.Status.Jobs = append(p.last.Status.Jobs, admin.Job{Name: name, Spec: spec, Publishers: 1})
+		p.last.runs = map[string][]admin.Record{name: {{Job: name, State: c.state, Tick: tick, Start: tick}}}
+		want := `title="a one-time job whose tick ran: it runs no more">done</span>`
+		for _, target := range []string{"/?q=" + name, "/" + jobLink(name)} {
+			if body := get(t, p, target); strings.Contains(body, want) != c.done {
+				t.Errorf("%s, its tick's record %s: done shown %v, want %v:\n%s", target, c.state, !c.done, c.done, body)
+			}
+		}
+	}
+}

@@ -67,6 +67,9 @@ func (p *statusPage) withRuns(ctx context.Context, st *snapshot, v *mainView, al
 				if k == 0 {
 					r[i].Last = &rv
 				}
+				if ledger.OnceRan(r[i].Spec, run.State, run.Tick.UnixMilli()) {
+					r[i].Done, r[i].Next = true, time.Time{}
+				}
 				v.Recent = append(v.Recent, rv)
 				if at := ranAt(run); at.After(v.LastRun) {
 					v.LastRun, v.LastRunJob = at, name

@@ -58,6 +58,7 @@ type jobView struct {
 	Tags       []string // its tags (scheduler.WithTags)
 	Limit      string   // its cluster limit and the permits held: "reports 1/2", or ""
 	Next       time.Time
+	Done       bool // a one-time job whose tick ran (ledger.OnceRan): it runs no more
 	Running    bool
 	Paused     string // "", or "paused 3/3", "partial 1/3"
 	PausedOn   int

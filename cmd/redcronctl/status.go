@@ -22,6 +22,8 @@ type jobStatus struct {
 	// (scheduler.WithClusterLimit), nil for none.
 	Limit *limitStatus `json:"limit,omitempty"`
 	Next  time.Time    `json:"next,omitzero"` // its next tick
+	// Done: a one-time job ("@at t") whose tick ran; it runs no more.
+	Done bool `json:"done,omitempty"`
 	// PublishedBy is how many live replicas list it in their job table;
 	// Phantom: none does (a leftover of a job gone, or one not deployed yet).
 	PublishedBy int       `json:"published_by"`
@@ -106,8 +108,11 @@ func (a *cmd) status(ctx context.Context) int {
 		case j.Phantom:
 			spec = "(no live replica has it)"
 		}
-		if !j.Next.IsZero() {
+		switch {
+		case !j.Next.IsZero():
 			next = j.Next.UTC().Format(time.RFC3339)
+		case j.Done:
+			next = "done (ran once)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(j.Name), spec, printable(orDash(strings.Join(j.Tags, ","))), next, paused,
 			holder, tick, on, lastRunText(j.LastRun))
@@ -135,7 +140,7 @@ func jobsOf(jobs []admin.Job, tag string, hide func(string) string) []jobStatus 
 			continue
 		}
 		js := jobStatus{Name: j.Name, Spec: j.Spec, Zone: j.Zone, Tags: j.Tags, Next: j.Next, PublishedBy: j.Publishers, Phantom: j.Phantom,
-			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn}
+			PausedOn: j.PausedOn, Holder: j.Holder, Tick: j.Tick, HeldOn: j.HeldOn, Done: j.Done}
 		if j.Limit != "" {
 			js.Limit = &limitStatus{Name: j.Limit, Permits: j.Permits, Held: j.PermitsHeld}
 		}

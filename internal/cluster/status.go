@@ -40,6 +40,9 @@ type Job struct {
 	// Runs are the newest records of its ledger, newest first: runs and
 	// missed ticks, not operators' actions.
 	Runs []ledger.Run
+	// Done: it is a one-time job ("@at t") and Runs hold the run of its
+	// tick (ledger.OnceRan): it runs no more, and Next is zero.
+	Done bool
 }
 
 // Status is the fleet as one scan of its nodes shows it.
@@ -172,6 +175,10 @@ func (c *Cluster) lastRuns(ctx context.Context, jobs []Job, count int) {
 	runs := c.RunsOf(ctx, names, count)
 	for i := range jobs {
 		jobs[i].Runs = runs[jobs[i].Name]
+		jobs[i].Done = slices.ContainsFunc(jobs[i].Runs, func(r ledger.Run) bool { return ledger.OnceRan(jobs[i].Spec, r.State, r.Tick) })
+		if jobs[i].Done { // its tick, which a replica just past it would still catch up, is taken
+			jobs[i].Next = time.Time{}
+		}
 	}
 }
 

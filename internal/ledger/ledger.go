@@ -8,6 +8,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -203,4 +204,18 @@ func Time(ms int64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms)
+}
+
+// OnceRan reports whether a record, by its state and tick (unix ms), is
+// the run of the one tick of a one-time job of spec ("@at t"): a run of
+// tick t, started, released or lost. Such a job is done: the tick's mark
+// refuses it from then on (while the state TTL keeps the mark), so it has
+// no tick left anywhere.
+func OnceRan(spec, state string, tick int64) bool {
+	arg, ok := strings.CutPrefix(spec, "@at ")
+	if !ok || (state != StateStarted && state != StateReleased && state != StateLost) {
+		return false
+	}
+	at, err := time.Parse(time.RFC3339, strings.TrimSpace(arg))
+	return err == nil && tick == at.UnixMilli()
 }
