@@ -12,8 +12,10 @@ import (
 // endDelay is how long a released part waits, at most, for a claim of its
 // shard to carry its end to a node; then it is sent on its own. Ends sent
 // together share their shards' commands: the end of a part costs a node a
-// few arguments of a script call rather than a call.
-const endDelay = 200 * time.Millisecond
+// few arguments of a script call rather than a call. A second, so that
+// the next tick of a job due every second carries its previous run's end:
+// a shard of such jobs is claimed every second.
+const endDelay = time.Second
 
 // partEnd is one part's end, and the parent it runs under: an end that
 // fails on a node is sent again while the parent may hold there
@@ -22,6 +24,7 @@ const endDelay = 200 * time.Millisecond
 type partEnd struct {
 	engine.FreeRequest
 	parent *Lock
+	queued time.Time // when its part was released: sent on its own endDelay after
 }
 
 // ends are the parts released and not yet ended on each node (see
@@ -35,6 +38,7 @@ type ends struct {
 
 // addEnd queues e for every node, and arms the flush.
 func (r *Redlock) addEnd(e partEnd) {
+	e.queued = time.Now()
 	for i := range r.nodes {
 		r.requeue(i, []partEnd{e})
 	}
@@ -68,7 +72,7 @@ func (r *Redlock) requeue(i int, es []partEnd) {
 	}
 	q.pending[i] = append(q.pending[i], es...)
 	if q.timer == nil {
-		q.timer = time.AfterFunc(endDelay, func() { r.flushEnds() })
+		q.timer = time.AfterFunc(endDelay, func() { r.flushOld() })
 	}
 }
 
@@ -78,11 +82,54 @@ func (r *Redlock) flushEnds() {
 	q := &r.ends
 	q.mu.Lock()
 	pending := q.pending
-	q.pending, q.timer = nil, nil
+	q.pending = nil
+	if q.timer != nil {
+		q.timer.Stop()
+		q.timer = nil
+	}
 	q.mu.Unlock()
 	for i, es := range pending {
 		r.sendEnds(i, es)
 	}
+}
+
+// flushOld sends the pending ends queued endDelay ago or earlier on their
+// own, as flushEnds does, and arms the flush again for the others.
+func (r *Redlock) flushOld() {
+	q := &r.ends
+	q.mu.Lock()
+	old, next := takeOld(q.pending, time.Now().Add(-endDelay))
+	q.timer = nil
+	if !next.IsZero() {
+		q.timer = time.AfterFunc(time.Until(next.Add(endDelay)), func() { r.flushOld() })
+	}
+	q.mu.Unlock()
+	for i, es := range old {
+		r.sendEnds(i, es)
+	}
+}
+
+// takeOld removes the ends queued at due or earlier from pending (by
+// node) and returns them, by node, with the oldest time an end left there
+// was queued (zero for none).
+func takeOld(pending [][]partEnd, due time.Time) (old [][]partEnd, next time.Time) {
+	old = make([][]partEnd, len(pending))
+	for i, es := range pending {
+		young := es[:0]
+		for _, e := range es {
+			if !e.queued.After(due) {
+				old[i] = append(old[i], e)
+				continue
+			}
+			young = append(young, e)
+			if next.IsZero() || e.queued.Before(next) {
+				next = e.queued
+			}
+		}
+		clear(es[len(young):])
+		pending[i] = young
+	}
+	return old, next
 }
 
 // sendEnds sends ends to node i on their own (free.lua), sorted by shard

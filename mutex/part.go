@@ -155,8 +155,8 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 			some = some || to[i]
 		}
 		if some {
-			frees = append(frees, partEnd{engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
-				Ledger: r.ledgerWrite(records[j], started[j], ""), Occurrence: q.lc.occurrence}, p})
+			frees = append(frees, partEnd{FreeRequest: engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
+				Ledger: r.ledgerWrite(records[j], started[j], ""), Occurrence: q.lc.occurrence}, parent: p})
 			targets = append(targets, to)
 		}
 	}
@@ -354,7 +354,7 @@ func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
 	if k != nil {
 		k.stop()
 	}
-	end := partEnd{engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}, l.parent}
+	end := partEnd{FreeRequest: engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}, parent: l.parent}
 	if l.right.holds() {
 		l.r.addEnd(end)
 	} else {
