@@ -94,14 +94,15 @@ func (r *Redlock) flushEnds() {
 }
 
 // flushOld sends the pending ends queued endDelay ago or earlier on their
-// own, as flushEnds does, and arms the flush again for the others.
+// own, as flushEnds does, and arms the flush again for the others: an end
+// waits between endDelay and 1.25 times it.
 func (r *Redlock) flushOld() {
 	q := &r.ends
 	q.mu.Lock()
 	old, next := takeOld(q.pending, time.Now().Add(-endDelay))
 	q.timer = nil
-	if !next.IsZero() {
-		q.timer = time.AfterFunc(time.Until(next.Add(endDelay)), func() { r.flushOld() })
+	if !next.IsZero() { // not sooner than a quarter of endDelay: each flush reads every pending end
+		q.timer = time.AfterFunc(max(time.Until(next.Add(endDelay)), endDelay/4), func() { r.flushOld() })
 	}
 	q.mu.Unlock()
 	for i, es := range old {
