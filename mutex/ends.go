@@ -24,6 +24,7 @@ const endDelay = time.Second
 type partEnd struct {
 	engine.FreeRequest
 	parent *Lock
+	right  *Lock     // the lock its part was claimed by: its release sends the end first
 	queued time.Time // when its part was released: sent on its own endDelay after
 }
 
@@ -106,6 +107,30 @@ func (r *Redlock) flushOld() {
 	}
 	q.mu.Unlock()
 	for i, es := range old {
+		r.sendEnds(i, es)
+	}
+}
+
+// flushRight sends the pending ends of the parts claimed under right on
+// their own, now.
+func (r *Redlock) flushRight(right *Lock) {
+	q := &r.ends
+	q.mu.Lock()
+	mine := make([][]partEnd, len(q.pending))
+	for i, es := range q.pending {
+		rest := es[:0]
+		for _, e := range es {
+			if e.right == right {
+				mine[i] = append(mine[i], e)
+			} else {
+				rest = append(rest, e)
+			}
+		}
+		clear(es[len(rest):])
+		q.pending[i] = rest
+	}
+	q.mu.Unlock()
+	for i, es := range mine {
 		r.sendEnds(i, es)
 	}
 }

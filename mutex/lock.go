@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
@@ -31,6 +32,9 @@ type Lock struct {
 	parent  *Lock
 	right   *Lock
 	running string
+	// partsBy is the Redlock that claimed parts under it (it is a
+	// shard's lease), if any: its release first sends their pending ends.
+	partsBy atomic.Pointer[Redlock]
 	// claim and at, for a part, are its claim's nodes (claim.nodes(at)):
 	// it runs on a node only while its parent holds there too (heldOn).
 	claim *claimed
@@ -217,6 +221,11 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	start := time.Now()
 	r := l.r
+	if pr := l.partsBy.Load(); pr != nil {
+		// Its parts' ends go first (a node's calls run in order): the
+		// shard's next holder must not find them running.
+		pr.flushRight(l)
+	}
 	results := r.releaseOn(ctx, nil, l.keys, l.value, l.occurrence, l.ttl, l.endRecord(), releaseDecider(len(r.nodes), r.quorum))
 	var err error
 	if count(results, voteYes) < r.quorum {

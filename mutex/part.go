@@ -137,6 +137,7 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 			// Won, if its parent still holds on a quorum of the nodes that
 			// claimed it: elsewhere the part is not running.
 			if until := p.heldFor(claim, j, start); time.Now().Before(until) {
+				rights[j].partsBy.Store(r)
 				out[j].Lock = &Lock{r: r, keys: q.keys, value: values[j], token: q.token, fence: fence, occurrence: q.lc.occurrence,
 					owner: q.lc.owner, ttl: p.ttl, acquired: start, until: until, record: records[j], started: started[j],
 					parent: p, right: rights[j], running: creqs[j].Running, claim: claim, at: j}
@@ -354,7 +355,7 @@ func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
 	if k != nil {
 		k.stop()
 	}
-	end := partEnd{FreeRequest: engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}, parent: l.parent}
+	end := partEnd{FreeRequest: engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}, parent: l.parent, right: l.right}
 	if l.right.holds() {
 		l.r.addEnd(end)
 	} else {

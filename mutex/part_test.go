@@ -183,3 +183,43 @@ func TestPartsOutliveTheirRight(t *testing.T) {
 		t.Errorf("fence %d after the part's %d", after[0].Lock.Fence(), part.Fence())
 	}
 }
+
+// TestPartEndsBeforeItsRight: a part released while its right (a shard's
+// lease) holds leaves its end for the shard's next claim; when the right
+// is released first, the end goes before it, so the right's next holder
+// claims the job's next occurrence at once rather than finding the part
+// still running.
+func TestPartEndsBeforeItsRight(t *testing.T) {
+	c := redistest.Start(t, 3)
+	nodes := nodesOf(t, c)
+	jobs, others := newRedlockOn(t, nodes), newRedlockOn(t, nodes) // this replica's, and the next holder's
+	shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
+	ctx := ctxTimeout(t, 30*time.Second)
+	hold := func(name string) *mutex.Lock {
+		l, err := shards.TryLock(ctx, name, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	right1, anchor1, anchor2 := hold("shard-1"), hold("replica-1"), hold("replica-2")
+	tick := time.Now().Truncate(time.Second)
+	req := func(at time.Time) []mutex.Request {
+		return []mutex.Request{{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(at)}}}
+	}
+	res := jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right1, anchor1 }), req(tick))
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if err := res[0].Lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := right1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	right2 := hold("shard-1")
+	next := others.TryLockAll(parts.With(ctx, func(string) (any, any) { return right2, anchor2 }), req(tick.Add(time.Second)))
+	if next[0].Err != nil {
+		t.Fatalf("next occurrence by the right's new holder, the part released before the right: %v", next[0].Err)
+	}
+}
