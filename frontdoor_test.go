@@ -159,7 +159,9 @@ func TestFrontDoorRunsEachTickOnce(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for tick := from.Unix() + 1; tick < from.Unix()+4; tick++ {
+	// From the second tick on: a Run that begins after the first second's
+	// boundary rightly has its first tick a second later.
+	for tick := from.Unix() + 2; tick < from.Unix()+5; tick++ {
 		if runs[tick] != 1 {
 			t.Errorf("tick %d ran %d times, want once", tick, runs[tick])
 		}
