@@ -48,6 +48,9 @@ type replicaConfig struct {
 	// it is a scheduler over a RedlockLocker: a lock per tick.
 	FrontDoor bool `json:"front_door"`
 	Bulk      int  `json:"bulk"` // the number of bulk jobs it also runs (see bulkJobs)
+	// Limited adds limitedJobs, which share a cluster-wide limit of
+	// limitedPermits (scheduler.WithClusterLimit).
+	Limited bool `json:"limited"`
 }
 
 // record is one line of a replica's history: a run's start, cancellation
@@ -221,6 +224,14 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (n
 			return nil, err
 		}
 	}
+	if cfg.Limited {
+		for i := range limitedJobs {
+			job := nemesisJob(cfg.ID, h, sc, []time.Duration{0, limitedRun})
+			if err := s.Add(fmt.Sprint("limited-", i), "*/10 * * * * *", job, append(opts, scheduler.WithClusterLimit("reports", limitedPermits))...); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if cfg.Once != "" {
 		job := nemesisJob(cfg.ID, h, sc, []time.Duration{0, 3 * time.Second})
 		if err := s.Add("once", "@at "+cfg.Once, job, opts...); err != nil {
@@ -229,6 +240,15 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (n
 	}
 	return s, nil
 }
+
+// The limited jobs (replicaConfig.Limited): limitedJobs jobs due together
+// every 10 s, each running limitedRun, under one cluster-wide limit of
+// limitedPermits.
+const (
+	limitedJobs    = 5
+	limitedRun     = 3 * time.Second
+	limitedPermits = 2
+)
 
 // nemesisJobDef is one of the nemesis' jobs: its name, spec, period and
 // the pauses after which it writes to the fenced store.

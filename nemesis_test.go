@@ -94,6 +94,7 @@ type nemesis struct {
 	lead     time.Duration
 	once     time.Time // if set, the replicas also run a one-time job "once" at it
 	front    bool      // the replicas are built with the front door (shards, ticks claimed in bulk)
+	limited  bool      // the replicas also run the limited jobs (replicaConfig.Limited)
 }
 
 // replicaProc is the current process of one replica.
@@ -360,7 +361,7 @@ func (n *nemesis) startReplica(p *replicaProc, catchUp bool) {
 	p.name = fmt.Sprintf("replica-%d.%d", p.idx, p.n)
 	cfg := replicaConfig{ID: fmt.Sprintf("replica-%d", p.idx), Store: n.storeSrv.Addr(),
 		History: filepath.Join(n.dir, p.name+".jsonl"), MaxTTL: nemesisMaxTTL, LockTTL: nemesisLockTTL,
-		Grace: nemesisGrace, LockAhead: n.lead, Offset: p.offset, FrontDoor: n.front, Bulk: n.world.bulk}
+		Grace: nemesisGrace, LockAhead: n.lead, Offset: p.offset, FrontDoor: n.front, Bulk: n.world.bulk, Limited: n.limited}
 	if catchUp {
 		cfg.CatchUp = nemesisCatchUp
 	}

@@ -1,0 +1,126 @@
+package redcron_test
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redcron/redcron/internal/redistest"
+)
+
+// TestClusterLimitProcesses: five 3-s jobs due together every 10 s under
+// one cluster-wide limit of two permits (scheduler.WithClusterLimit), on
+// three replica processes over three real servers. By the runs' own
+// records (a killed process's run ends when it was killed), never more
+// than two run at once, and two at once is reached; a replica SIGKILLed
+// while it runs one of them holds its permit only until the permit's TTL:
+// a later round runs two at once again.
+func TestClusterLimitProcesses(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &nemesis{t: t, dir: t.TempDir(), exe: exe, world: world{procs: map[string]proc{}}, front: true, limited: true}
+	n.cluster = redistest.Start(t, 3)
+	n.storeSrv = redistest.Start(t, 1).Node(0)
+	n.startReplicas()
+
+	// runs returns the limited jobs' runs, by real time: a run without an
+	// end ends when its process stopped, or now.
+	type span struct {
+		replica    string
+		start, end int64
+	}
+	runs := func() []span {
+		var out []span
+		for name, rs := range n.histories() {
+			stop := n.world.procs[name].stop
+			open := map[string]int{} // a run's start, by job and tick: its index in out
+			for _, r := range rs {
+				if !strings.HasPrefix(r.Job, "limited-") {
+					continue
+				}
+				key := fmt.Sprint(r.Job, r.Tick)
+				switch r.Ev {
+				case "start":
+					end := time.Now().UnixNano()
+					if !stop.IsZero() {
+						end = stop.UnixNano()
+					}
+					open[key] = len(out)
+					out = append(out, span{r.Replica, r.T, end})
+				case "end":
+					if i, ok := open[key]; ok {
+						out[i].end = r.T
+					}
+				}
+			}
+		}
+		return out
+	}
+	// most returns the most runs of ss under way at once.
+	most := func(ss []span) int {
+		type edge struct {
+			t int64
+			d int
+		}
+		var es []edge
+		for _, s := range ss {
+			es = append(es, edge{s.start, 1}, edge{s.end, -1})
+		}
+		slices.SortFunc(es, func(a, b edge) int { // an end before a start at the same instant
+			if a.t != b.t {
+				return int(a.t - b.t)
+			}
+			return a.d - b.d
+		})
+		at, top := 0, 0
+		for _, e := range es {
+			at += e.d
+			top = max(top, at)
+		}
+		return top
+	}
+	// waitFor polls the histories, files written by other processes.
+	waitFor := func(what string, within time.Duration, cond func([]span) bool) []span {
+		t.Helper()
+		for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+			if ss := runs(); cond(ss) {
+				return ss
+			} else if time.Now().After(deadline) {
+				t.Fatalf("%s: not within %v; runs %+v", what, within, ss)
+			}
+		}
+	}
+
+	first := waitFor("a limited run", 30*time.Second, func(ss []span) bool { return len(ss) > 0 })[0]
+	var victim *replicaProc
+	for _, p := range n.replicas {
+		if fmt.Sprint("replica-", p.idx) == first.replica {
+			victim = p
+		}
+	}
+	if victim == nil {
+		t.Fatalf("no replica process %s", first.replica)
+	}
+	n.stopReplica(victim, syscall.SIGKILL) // while its run, and its permit, are under way
+	killed := time.Now()
+	again := killed.Add(nemesisLockTTL).UnixNano() // its permit has expired by then
+	ss := waitFor("two limited runs at once after the killed replica's permit expired", 30*time.Second, func(ss []span) bool {
+		var later []span
+		for _, s := range ss {
+			if s.start > again {
+				later = append(later, s)
+			}
+		}
+		return most(later) >= limitedPermits
+	})
+	if m := most(ss); m > limitedPermits {
+		t.Errorf("%d limited runs at once, more than the limit's %d permits: %+v", m, limitedPermits, ss)
+	}
+}
