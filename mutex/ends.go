@@ -37,24 +37,49 @@ type ends struct {
 	timer   *time.Timer // the flush, armed while some are pending
 }
 
-// addEnd queues e for every node, and arms the flush.
-func (r *Redlock) addEnd(e partEnd) {
+// addEnd queues e for every node, and arms the flush, while the right
+// its part was claimed by holds here; it reports whether it did (checked
+// under the queue's lock, which the right's release takes to send its
+// parts' ends: an end is either queued before that or not at all).
+func (r *Redlock) addEnd(e partEnd) bool {
 	e.queued = time.Now()
-	for i := range r.nodes {
-		r.requeue(i, []partEnd{e})
-	}
-}
-
-// takeEnds returns each node's pending ends (a list per node, maybe
-// empty) and forgets them.
-func (r *Redlock) takeEnds() [][]partEnd {
 	q := &r.ends
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := q.pending
-	q.pending = nil
-	if out == nil {
-		out = make([][]partEnd, len(r.nodes))
+	if e.right != nil && !e.right.holds() {
+		return false
+	}
+	if q.pending == nil {
+		q.pending = make([][]partEnd, len(r.nodes))
+	}
+	for i := range r.nodes {
+		q.pending[i] = append(q.pending[i], e)
+	}
+	r.armFlush(e.queued)
+	return true
+}
+
+// takeEnds returns, by node, the pending ends a claim of the shards
+// states carries (those of the shards' parts won) and the frees of claims
+// given up (any shard's: sent on their own at once, see carried), and
+// leaves the others pending: an end is out in a claim only while its
+// shard's is, so that its right's release finds the others (flushRight).
+func (r *Redlock) takeEnds(states map[string]bool) [][]partEnd {
+	q := &r.ends
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([][]partEnd, len(r.nodes))
+	for i, es := range q.pending {
+		rest := es[:0]
+		for _, e := range es {
+			if e.Occurrence != 0 || states[e.Keys.State] {
+				out[i] = append(out[i], e)
+			} else {
+				rest = append(rest, e)
+			}
+		}
+		clear(es[len(rest):])
+		q.pending[i] = rest
 	}
 	return out
 }
@@ -72,8 +97,23 @@ func (r *Redlock) requeue(i int, es []partEnd) {
 		q.pending = make([][]partEnd, len(r.nodes))
 	}
 	q.pending[i] = append(q.pending[i], es...)
+	oldest := es[0].queued
+	for _, e := range es {
+		if e.queued.Before(oldest) {
+			oldest = e.queued
+		}
+	}
+	r.armFlush(oldest)
+}
+
+// armFlush arms the flush of old ends, if it is not armed, for when an
+// end queued at queued is due: endDelay after it, and not sooner than a
+// quarter of endDelay (each flush reads every pending end). Called with
+// the queue's lock held.
+func (r *Redlock) armFlush(queued time.Time) {
+	q := &r.ends
 	if q.timer == nil {
-		q.timer = time.AfterFunc(endDelay, func() { r.flushOld() })
+		q.timer = time.AfterFunc(max(time.Until(queued.Add(endDelay)), endDelay/4), func() { r.flushOld() })
 	}
 }
 
@@ -102,8 +142,8 @@ func (r *Redlock) flushOld() {
 	q.mu.Lock()
 	old, next := takeOld(q.pending, time.Now().Add(-endDelay))
 	q.timer = nil
-	if !next.IsZero() { // not sooner than a quarter of endDelay: each flush reads every pending end
-		q.timer = time.AfterFunc(max(time.Until(next.Add(endDelay)), endDelay/4), func() { r.flushOld() })
+	if !next.IsZero() {
+		r.armFlush(next)
 	}
 	q.mu.Unlock()
 	for i, es := range old {

@@ -170,12 +170,12 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 // TTL to stateTTL, and returns the nodes' votes, by claim, and the nodes
 // that claimed each, late answers included.
 func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, stateTTL time.Duration) ([][]NodeResult, *claimed) {
-	ends := r.takeEnds()
 	claim := newClaimed(len(creqs), len(r.nodes))
 	states := map[string]bool{} // the shards claimed, whose ends the claims carry (endsLeft)
 	for _, c := range creqs {
 		states[c.Keys.State] = true
 	}
+	ends := r.takeEnds(states)
 	// A claim waits for the nodes until ctx ends, not a node timeout: a
 	// part lives under its parent (the anchor), so a late answer is still
 	// a valid claim, and a loaded node's answers come late to every claim;
@@ -356,9 +356,7 @@ func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
 		k.stop()
 	}
 	end := partEnd{FreeRequest: engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}, parent: l.parent, right: l.right}
-	if l.right.holds() {
-		l.r.addEnd(end)
-	} else {
+	if !l.r.addEnd(end) {
 		l.r.endNow(ctx, end)
 	}
 	var err error
