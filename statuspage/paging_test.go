@@ -229,21 +229,23 @@ func TestShowsLimit(t *testing.T) {
 }
 
 // TestShowsOnceDone: a one-time job whose tick ran shows done, on the
-// main page and its own; one whose tick is recorded missed does not.
+// main page and its own; one whose tick is recorded missed, or started on
+// fewer than a quorum of the nodes, does not.
 func TestShowsOnceDone(t *testing.T) {
 	for _, c := range []struct {
 		state string
+		nodes int // of 3
 		done  bool
-	}{{"released", true}, {"started", true}, {"missed", false}} {
+	}{{"released", 1, true}, {"started", 2, true}, {"started", 1, false}, {"missed", 3, false}} {
 		p := bigPage(t)
 		const name, spec = "launch", "@at 2026-11-28T09:00:00Z"
 		tick := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 		p.last.Status.Jobs = append(p.last.Status.Jobs, admin.Job{Name: name, Spec: spec, Publishers: 1})
-		p.last.runs = map[string][]admin.Record{name: {{Job: name, State: c.state, Tick: tick, Start: tick}}}
+		p.last.runs = map[string][]admin.Record{name: {{Job: name, State: c.state, Tick: tick, Start: tick, Nodes: c.nodes}}}
 		want := `title="a one-time job whose tick ran: it runs no more">done</span>`
 		for _, target := range []string{"/?q=" + name, "/" + jobLink(name)} {
 			if body := get(t, p, target); strings.Contains(body, want) != c.done {
-				t.Errorf("%s, its tick's record %s: done shown %v, want %v:\n%s", target, c.state, !c.done, c.done, body)
+				t.Errorf("%s, its tick's record %s on %d nodes: done shown %v, want %v:\n%s", target, c.state, c.nodes, !c.done, c.done, body)
 			}
 		}
 	}

@@ -67,7 +67,7 @@ func (p *statusPage) withRuns(ctx context.Context, st *snapshot, v *mainView, al
 				if k == 0 {
 					r[i].Last = &rv
 				}
-				if ledger.OnceRan(r[i].Spec, run.State, run.Tick.UnixMilli()) {
+				if ledger.OnceRan(r[i].Spec, run.State, run.Tick.UnixMilli(), run.Nodes, p.cl.Quorum()) {
 					r[i].Done, r[i].Next = true, time.Time{}
 				}
 				v.Recent = append(v.Recent, rv)

@@ -175,7 +175,9 @@ func (c *Cluster) lastRuns(ctx context.Context, jobs []Job, count int) {
 	runs := c.RunsOf(ctx, names, count)
 	for i := range jobs {
 		jobs[i].Runs = runs[jobs[i].Name]
-		jobs[i].Done = slices.ContainsFunc(jobs[i].Runs, func(r ledger.Run) bool { return ledger.OnceRan(jobs[i].Spec, r.State, r.Tick) })
+		jobs[i].Done = slices.ContainsFunc(jobs[i].Runs, func(r ledger.Run) bool {
+			return ledger.OnceRan(jobs[i].Spec, r.State, r.Tick, r.Nodes, c.Quorum())
+		})
 		if jobs[i].Done { // its tick, which a replica just past it would still catch up, is taken
 			jobs[i].Next = time.Time{}
 		}

@@ -206,16 +206,18 @@ func Time(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// OnceRan reports whether a record, by its state and tick (unix ms), is
-// the run of the one tick of a one-time job of spec ("@at t"): a run of
-// tick t, started, released or lost. Such a job is done: the tick's mark
-// refuses it from then on (while the state TTL keeps the mark), so it has
-// no tick left anywhere.
-func OnceRan(spec, state string, tick int64) bool {
-	arg, ok := strings.CutPrefix(spec, "@at ")
-	if !ok || (state != StateStarted && state != StateReleased && state != StateLost) {
+// OnceRan reports whether a record, by its state, tick (unix ms) and the
+// number of nodes holding it, is the run of the one tick of a one-time
+// job of spec ("@at t"): a final record (released or lost) of tick t, or
+// its started record on a quorum of the nodes (a run still going, or whose
+// replica died: claimed, so it runs no more; a started record on fewer may
+// be a claim given up whose free did not reach them). Such a job is done:
+// the tick's mark refuses it from then on (while the state TTL keeps it).
+func OnceRan(spec, state string, tick int64, nodes, quorum int) bool {
+	f := strings.Fields(spec)
+	if len(f) != 2 || f[0] != "@at" || !(state == StateReleased || state == StateLost || state == StateStarted && nodes >= quorum) {
 		return false
 	}
-	at, err := time.Parse(time.RFC3339, strings.TrimSpace(arg))
+	at, err := time.Parse(time.RFC3339, f[1])
 	return err == nil && tick == at.UnixMilli()
 }
