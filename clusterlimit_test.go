@@ -1,6 +1,7 @@
 package redcron_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/redistest"
+	"github.com/redcron/redcron/store"
 )
 
 // TestClusterLimitProcesses: five 3-s jobs due together every 10 s under
@@ -123,4 +126,78 @@ func TestClusterLimitProcesses(t *testing.T) {
 	if m := most(ss); m > limitedPermits {
 		t.Errorf("%d limited runs at once, more than the limit's %d permits: %+v", m, limitedPermits, ss)
 	}
+}
+
+// TestPauseTagProcesses: on three replica processes over three real
+// servers, pausing the tag "reports" (admin.Client.Tagged, then Pause)
+// stops exactly the tagged jobs: no replica starts one of their ticks
+// after it (each is skipped paused) while an untagged job still runs on
+// them; resumed, they run again.
+func TestPauseTagProcesses(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &nemesis{t: t, dir: t.TempDir(), exe: exe, world: world{procs: map[string]proc{}}, front: true, limited: true}
+	n.cluster = redistest.Start(t, 3)
+	n.storeSrv = redistest.Start(t, 1).Node(0)
+	n.startReplicas()
+	var nodes []*store.Node
+	for _, s := range n.cluster.Nodes() {
+		node, err := store.NewNode(s.Addr(), s.Client(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, node)
+	}
+	a, err := admin.New(nodes, admin.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// waitFor polls the histories, files written by other processes, for a
+	// record of a job with the prefix, event and reason (any for "") of a
+	// tick after from.
+	waitFor := func(prefix, ev, reason string, from time.Time) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			for _, rs := range n.histories() {
+				for _, r := range rs {
+					if strings.HasPrefix(r.Job, prefix) && r.Ev == ev && (reason == "" || r.Reason == reason) && r.Tick > from.UnixMilli() {
+						return
+					}
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s %s %s of a tick after %v within 30 s", prefix, ev, reason, from.Format(time.TimeOnly))
+			}
+		}
+	}
+	waitFor("limited-", "start", "", time.Time{}) // the tables are published, the jobs run
+	tagged, err := a.Tagged(ctx, "reports")
+	if err != nil || len(tagged) != limitedJobs {
+		t.Fatalf("jobs tagged reports: %v, %v; want the %d limited jobs", tagged, err, limitedJobs)
+	}
+	for _, job := range tagged {
+		if _, err := a.Pause(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paused := time.Now()
+	waitFor("limited-", "skip", "paused", paused)
+	waitFor("short", "start", "", paused.Add(time.Second))
+	for name, rs := range n.histories() {
+		for _, r := range rs {
+			if strings.HasPrefix(r.Job, "limited-") && r.Ev == "start" && r.Tick > paused.UnixMilli() {
+				t.Errorf("%s started %s's tick %v after the tag was paused", name, r.Job, time.UnixMilli(r.Tick).Format(time.TimeOnly))
+			}
+		}
+	}
+	for _, job := range tagged {
+		if _, err := a.Resume(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor("limited-", "start", "", time.Now())
 }

@@ -227,7 +227,7 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (n
 	if cfg.Limited {
 		for i := range limitedJobs {
 			job := nemesisJob(cfg.ID, h, sc, []time.Duration{0, limitedRun})
-			if err := s.Add(fmt.Sprint("limited-", i), "*/10 * * * * *", job, append(opts, scheduler.WithClusterLimit("reports", limitedPermits))...); err != nil {
+			if err := s.Add(fmt.Sprint("limited-", i), "*/10 * * * * *", job, append(opts, scheduler.WithClusterLimit("reports", limitedPermits), scheduler.WithTags("reports"))...); err != nil {
 				return nil, err
 			}
 		}
@@ -243,7 +243,7 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (n
 
 // The limited jobs (replicaConfig.Limited): limitedJobs jobs due together
 // every 10 s, each running limitedRun, under one cluster-wide limit of
-// limitedPermits.
+// limitedPermits, tagged "reports".
 const (
 	limitedJobs    = 5
 	limitedRun     = 3 * time.Second
