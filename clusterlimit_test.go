@@ -15,6 +15,21 @@ import (
 	"github.com/redcron/redcron/store"
 )
 
+// limitedFleet starts three replica processes (the nemesis' replica,
+// with the front door) over three real servers, running the limited jobs
+// besides the nemesis' own.
+func limitedFleet(t *testing.T) *nemesis {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &nemesis{t: t, dir: t.TempDir(), exe: exe, world: world{procs: map[string]proc{}}, front: true, limited: true}
+	n.cluster = redistest.Start(t, 3)
+	n.storeSrv = redistest.Start(t, 1).Node(0)
+	n.startReplicas()
+	return n
+}
+
 // TestClusterLimitProcesses: five 3-s jobs due together every 10 s under
 // one cluster-wide limit of two permits (scheduler.WithClusterLimit), on
 // three replica processes over three real servers. By the runs' own
@@ -24,14 +39,7 @@ import (
 // a later round runs two at once again.
 func TestClusterLimitProcesses(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &nemesis{t: t, dir: t.TempDir(), exe: exe, world: world{procs: map[string]proc{}}, front: true, limited: true}
-	n.cluster = redistest.Start(t, 3)
-	n.storeSrv = redistest.Start(t, 1).Node(0)
-	n.startReplicas()
+	n := limitedFleet(t)
 
 	// runs returns the limited jobs' runs, by real time: a run without an
 	// end ends when its process stopped, or now.
@@ -135,14 +143,7 @@ func TestClusterLimitProcesses(t *testing.T) {
 // them; resumed, they run again.
 func TestPauseTagProcesses(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &nemesis{t: t, dir: t.TempDir(), exe: exe, world: world{procs: map[string]proc{}}, front: true, limited: true}
-	n.cluster = redistest.Start(t, 3)
-	n.storeSrv = redistest.Start(t, 1).Node(0)
-	n.startReplicas()
+	n := limitedFleet(t)
 	var nodes []*store.Node
 	for _, s := range n.cluster.Nodes() {
 		node, err := store.NewNode(s.Addr(), s.Client(t))

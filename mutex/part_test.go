@@ -189,94 +189,65 @@ func TestPartsOutliveTheirRight(t *testing.T) {
 // TestPartEndsBeforeItsRight: a part released while its right (a shard's
 // lease) holds leaves its end for the shard's next claim; when the right
 // is released first, the end goes before it, so the right's next holder
-// claims the job's next occurrence at once rather than finding the part
-// still running.
+// (another Redlock) claims the job's next occurrence at once rather than
+// finding the part still running; also with a claim of another shard by
+// the same replica in flight (slow nodes) at the release, which does not
+// carry the end.
 func TestPartEndsBeforeItsRight(t *testing.T) {
-	c := redistest.Start(t, 3)
-	nodes := nodesOf(t, c)
-	jobs, others := newRedlockOn(t, nodes), newRedlockOn(t, nodes) // this replica's, and the next holder's
-	shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
-	ctx := ctxTimeout(t, 30*time.Second)
-	hold := func(name string) *mutex.Lock {
-		l, err := shards.TryLock(ctx, name, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	right1, anchor1, anchor2 := hold("shard-1"), hold("replica-1"), hold("replica-2")
-	tick := time.Now().Truncate(time.Second)
-	req := func(at time.Time) []mutex.Request {
-		return []mutex.Request{{Name: "job", TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(at)}}}
-	}
-	res := jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right1, anchor1 }), req(tick))
-	if res[0].Err != nil {
-		t.Fatal(res[0].Err)
-	}
-	if err := res[0].Lock.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := right1.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	right2 := hold("shard-1")
-	next := others.TryLockAll(parts.With(ctx, func(string) (any, any) { return right2, anchor2 }), req(tick.Add(time.Second)))
-	if next[0].Err != nil {
-		t.Fatalf("next occurrence by the right's new holder, the part released before the right: %v", next[0].Err)
-	}
-}
-
-// TestPartEndsBeforeItsRightMidClaim: as TestPartEndsBeforeItsRight, with
-// a claim of another shard by the same replica in flight (slow nodes)
-// when the right is released: the end, not that claim's to carry, is
-// still sent before the right's release.
-func TestPartEndsBeforeItsRightMidClaim(t *testing.T) {
-	c := redistest.Start(t, 3, redistest.WithProxy())
-	nodes := nodesOf(t, c)
-	jobs, others := newRedlockOn(t, nodes), newRedlockOn(t, nodes) // this replica's, and the next holder's
-	shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
-	ctx := ctxTimeout(t, 30*time.Second)
-	hold := func(name string) *mutex.Lock {
-		l, err := shards.TryLock(ctx, name, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	other := "o0" // a job of another shard
-	for i := 1; engine.ShardOf(other) == engine.ShardOf("job"); i++ {
-		other = fmt.Sprint("o", i)
-	}
-	right1, right2, anchor1, anchor2 := hold("shard-1"), hold("shard-2"), hold("replica-1"), hold("replica-2")
-	tick := time.Now().Truncate(time.Second)
-	req := func(name string, at time.Time) []mutex.Request {
-		return []mutex.Request{{Name: name, TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(at)}}}
-	}
-	res := jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right1, anchor1 }), req("job", tick))
-	if res[0].Err != nil {
-		t.Fatal(res[0].Err)
-	}
-	if err := res[0].Lock.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range c.Nodes() {
-		s.SetLatency(150 * time.Millisecond)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right2, anchor1 }), req(other, tick))
-	}()
-	time.Sleep(30 * time.Millisecond) // the claim under way: it lasts at least 150 ms
-	for _, s := range c.Nodes() {
-		s.SetLatency(0)
-	}
-	if err := right1.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	next := others.TryLockAll(parts.With(ctx, func(string) (any, any) { return hold("shard-1"), anchor2 }), req("job", tick.Add(time.Second)))
-	if next[0].Err != nil {
-		t.Fatalf("next occurrence by the right's new holder, a claim of another shard in flight at the right's release: %v", next[0].Err)
+	for _, midClaim := range []bool{false, true} {
+		t.Run(fmt.Sprint("claim in flight ", midClaim), func(t *testing.T) {
+			c := redistest.Start(t, 3, redistest.WithProxy())
+			nodes := nodesOf(t, c)
+			jobs, others := newRedlockOn(t, nodes), newRedlockOn(t, nodes) // this replica's, and the next holder's
+			shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
+			ctx := ctxTimeout(t, 30*time.Second)
+			hold := func(name string) *mutex.Lock {
+				l, err := shards.TryLock(ctx, name, 10*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			right1, right2, anchor1, anchor2 := hold("shard-1"), hold("shard-2"), hold("replica-1"), hold("replica-2")
+			tick := time.Now().Truncate(time.Second)
+			req := func(name string, at time.Time) []mutex.Request {
+				return []mutex.Request{{Name: name, TTL: time.Minute, Options: []mutex.LockOption{mutex.Occurrence(at)}}}
+			}
+			res := jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right1, anchor1 }), req("job", tick))
+			if res[0].Err != nil {
+				t.Fatal(res[0].Err)
+			}
+			if err := res[0].Lock.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			if midClaim {
+				other := "o0" // a job of another shard
+				for i := 1; engine.ShardOf(other) == engine.ShardOf("job"); i++ {
+					other = fmt.Sprint("o", i)
+				}
+				for _, s := range c.Nodes() {
+					s.SetLatency(150 * time.Millisecond)
+				}
+				go func() {
+					defer close(done)
+					jobs.TryLockAll(parts.With(ctx, func(string) (any, any) { return right2, anchor1 }), req(other, tick))
+				}()
+				time.Sleep(30 * time.Millisecond) // the claim under way: it lasts at least 150 ms
+				for _, s := range c.Nodes() {
+					s.SetLatency(0)
+				}
+			} else {
+				close(done)
+			}
+			if err := right1.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			<-done
+			next := others.TryLockAll(parts.With(ctx, func(string) (any, any) { return hold("shard-1"), anchor2 }), req("job", tick.Add(time.Second)))
+			if next[0].Err != nil {
+				t.Fatalf("next occurrence by the right's new holder, the part released before the right: %v", next[0].Err)
+			}
+		})
 	}
 }
