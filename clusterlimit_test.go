@@ -140,7 +140,8 @@ func TestClusterLimitProcesses(t *testing.T) {
 // servers, pausing the tag "reports" (admin.Client.Tagged, then Pause)
 // stops exactly the tagged jobs: no replica starts one of their ticks
 // after it (each is skipped paused) while an untagged job still runs on
-// them; resumed, they run again.
+// them; resumed, they run again. Their own listeners got each of their
+// events once, on the replica where it happened (checkListeners).
 func TestPauseTagProcesses(t *testing.T) {
 	t.Parallel()
 	n := limitedFleet(t)
@@ -201,4 +202,46 @@ func TestPauseTagProcesses(t *testing.T) {
 		}
 	}
 	waitFor("limited-", "start", "", time.Now())
+	checkListeners(t, n.histories(), paused)
+}
+
+// checkListeners checks, in each process's history, that the limited
+// jobs' own listeners (WithJobObserver) got each event of theirs once, on
+// the replica where it happened, for the ticks up to until (their runs
+// long over): a run_started per run the job itself recorded starting, a
+// run_finished per end, a skipped per skip the scheduler-wide observer
+// recorded, with its reason.
+func checkListeners(t *testing.T, h historyOf, until time.Time) {
+	t.Helper()
+	pairs := map[string]string{"start": "job-run_started", "end": "job-run_finished", "skip": "job-skipped"}
+	for name, rs := range h {
+		count := map[string]int{} // by event, job, tick and reason: the job's or observer's records, less the listener's
+		for _, r := range rs {
+			if !strings.HasPrefix(r.Job, "limited-") || r.Tick > until.UnixMilli() {
+				continue
+			}
+			key := func(ev string) string { return fmt.Sprint(ev, " ", r.Job, " ", r.Tick, " ", r.Reason) }
+			if ev, ok := pairs[r.Ev]; ok {
+				if r.Ev != "skip" {
+					r.Reason = ""
+				}
+				count[key(ev)]++
+			} else if r.Ev == "job-run_started" || r.Ev == "job-run_finished" || r.Ev == "job-skipped" {
+				if r.Ev != "job-skipped" {
+					r.Reason = ""
+				}
+				count[key(r.Ev)]--
+			}
+		}
+		seen := 0
+		for k, c := range count {
+			if c != 0 {
+				t.Errorf("%s: %s: %d more events than listener calls", name, k, c)
+			}
+			seen++
+		}
+		if seen == 0 {
+			t.Errorf("%s: no event of the limited jobs up to %v", name, until.Format(time.TimeOnly))
+		}
+	}
 }

@@ -225,9 +225,16 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (n
 		}
 	}
 	if cfg.Limited {
+		// Each limited job's own listener records its events as "job-"
+		// and the kind, beside the scheduler-wide observer's skips.
+		listen := scheduler.WithJobObserver(func(e scheduler.Event) {
+			r := record{Ev: "job-" + string(e.Kind), Replica: cfg.ID, Job: e.Job, Tick: e.Tick.UnixMilli(), T: time.Now().UnixNano(), Reason: e.Skip}
+			h.add(r)
+		})
 		for i := range limitedJobs {
 			job := nemesisJob(cfg.ID, h, sc, []time.Duration{0, limitedRun})
-			if err := s.Add(fmt.Sprint("limited-", i), "*/10 * * * * *", job, append(opts, scheduler.WithClusterLimit("reports", limitedPermits), scheduler.WithTags("reports"))...); err != nil {
+			if err := s.Add(fmt.Sprint("limited-", i), "*/10 * * * * *", job, append(opts, scheduler.WithClusterLimit("reports", limitedPermits),
+				scheduler.WithTags("reports"), listen)...); err != nil {
 				return nil, err
 			}
 		}
@@ -243,7 +250,7 @@ func newNemesisScheduler(cfg replicaConfig, h *history, offset *atomic.Int64) (n
 
 // The limited jobs (replicaConfig.Limited): limitedJobs jobs due together
 // every 10 s, each running limitedRun, under one cluster-wide limit of
-// limitedPermits, tagged "reports".
+// limitedPermits, tagged "reports", each with a listener of its own.
 const (
 	limitedJobs    = 5
 	limitedRun     = 3 * time.Second
