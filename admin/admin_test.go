@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
@@ -36,6 +37,24 @@ func clientOf(t *testing.T, c *redistest.Cluster, opts admin.Options) (*admin.Cl
 		t.Fatal(err)
 	}
 	return a, clients
+}
+
+// frontDoor runs a front-door replica ("replica-0", trusted nodes, with
+// seconds) over c, with the jobs add adds, until the test ends.
+func frontDoor(t *testing.T, c *redistest.Cluster, add func(*redcron.Scheduler) error) *redcron.Scheduler {
+	t.Helper()
+	s, err := redcron.New(c.Addrs(), redcron.WithLockOptions(mutex.WithTrustedNodes()),
+		redcron.WithSchedulerOptions(scheduler.WithInstanceID("replica-0"), scheduler.WithSeconds()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := add(s); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(context.Background()) }()
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
+	return s
 }
 
 // lockKeys returns the keys of the lock called name under the default

@@ -22,20 +22,15 @@ func TestStatusShowsLimit(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
 	a, _ := clientOf(t, c, admin.Options{})
-	s, err := redcron.New(c.Addrs(), redcron.WithLockOptions(mutex.WithTrustedNodes()),
-		redcron.WithSchedulerOptions(scheduler.WithInstanceID("replica-0")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"report-eu", "report-us"} {
-		if err := s.Add(name, "@hourly", func(context.Context, scheduler.RunInfo) error { return nil },
-			scheduler.WithClusterLimit("reports", 2)); err != nil {
-			t.Fatal(err)
+	s := frontDoor(t, c, func(s *redcron.Scheduler) error {
+		for _, name := range []string{"report-eu", "report-us"} {
+			if err := s.Add(name, "@hourly", func(context.Context, scheduler.RunInfo) error { return nil },
+				scheduler.WithClusterLimit("reports", 2)); err != nil {
+				return err
+			}
 		}
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(context.Background()) }()
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
+		return nil
+	})
 
 	ctx := context.Background()
 	permit, err := s.Locks().TryLock(ctx, "reports", time.Minute, mutex.Permits(2))

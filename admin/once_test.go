@@ -8,7 +8,6 @@ import (
 	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/admin"
 	"github.com/redcron/redcron/internal/redistest"
-	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
 )
 
@@ -19,25 +18,17 @@ func TestStatusShowsOnceDone(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
 	a, _ := clientOf(t, c, admin.Options{})
-	s, err := redcron.New(c.Addrs(), redcron.WithLockOptions(mutex.WithTrustedNodes()),
-		redcron.WithSchedulerOptions(scheduler.WithInstanceID("replica-0"), scheduler.WithSeconds()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Now().Add(4 * time.Second).Truncate(time.Second)
 	ran := make(chan struct{}, 1)
-	if err := s.Add("launch", "@at "+at.UTC().Format(time.RFC3339), func(context.Context, scheduler.RunInfo) error {
-		ran <- struct{}{}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Add("hourly", "@hourly", func(context.Context, scheduler.RunInfo) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(context.Background()) }()
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
+	frontDoor(t, c, func(s *redcron.Scheduler) error {
+		if err := s.Add("launch", "@at "+at.UTC().Format(time.RFC3339), func(context.Context, scheduler.RunInfo) error {
+			ran <- struct{}{}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return s.Add("hourly", "@hourly", func(context.Context, scheduler.RunInfo) error { return nil })
+	})
 
 	ctx := context.Background()
 	jobs := func() map[string]admin.Job {
