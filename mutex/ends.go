@@ -68,18 +68,27 @@ func (r *Redlock) takeEnds(states map[string]bool) [][]partEnd {
 	q := &r.ends
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([][]partEnd, len(r.nodes))
-	for i, es := range q.pending {
+	if q.pending == nil {
+		q.pending = make([][]partEnd, len(r.nodes))
+	}
+	return takeWhere(q.pending, func(e partEnd) bool { return e.Occurrence != 0 || states[e.Keys.State] })
+}
+
+// takeWhere removes the ends take chooses from pending (by node) and
+// returns them, by node, each node's in their order.
+func takeWhere(pending [][]partEnd, take func(partEnd) bool) [][]partEnd {
+	out := make([][]partEnd, len(pending))
+	for i, es := range pending {
 		rest := es[:0]
 		for _, e := range es {
-			if e.Occurrence != 0 || states[e.Keys.State] {
+			if take(e) {
 				out[i] = append(out[i], e)
 			} else {
 				rest = append(rest, e)
 			}
 		}
 		clear(es[len(rest):])
-		q.pending[i] = rest
+		pending[i] = rest
 	}
 	return out
 }
@@ -156,19 +165,7 @@ func (r *Redlock) flushOld() {
 func (r *Redlock) flushRight(right *Lock) {
 	q := &r.ends
 	q.mu.Lock()
-	mine := make([][]partEnd, len(q.pending))
-	for i, es := range q.pending {
-		rest := es[:0]
-		for _, e := range es {
-			if e.right == right {
-				mine[i] = append(mine[i], e)
-			} else {
-				rest = append(rest, e)
-			}
-		}
-		clear(es[len(rest):])
-		q.pending[i] = rest
-	}
+	mine := takeWhere(q.pending, func(e partEnd) bool { return e.right == right })
 	q.mu.Unlock()
 	for i, es := range mine {
 		r.sendEnds(i, es)
@@ -179,21 +176,13 @@ func (r *Redlock) flushRight(right *Lock) {
 // node) and returns them, by node, with the oldest time an end left there
 // was queued (zero for none).
 func takeOld(pending [][]partEnd, due time.Time) (old [][]partEnd, next time.Time) {
-	old = make([][]partEnd, len(pending))
-	for i, es := range pending {
-		young := es[:0]
+	old = takeWhere(pending, func(e partEnd) bool { return !e.queued.After(due) })
+	for _, es := range pending {
 		for _, e := range es {
-			if !e.queued.After(due) {
-				old[i] = append(old[i], e)
-				continue
-			}
-			young = append(young, e)
 			if next.IsZero() || e.queued.Before(next) {
 				next = e.queued
 			}
 		}
-		clear(es[len(young):])
-		pending[i] = young
 	}
 	return old, next
 }
