@@ -137,7 +137,9 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 			// Won, if its parent still holds on a quorum of the nodes that
 			// claimed it: elsewhere the part is not running.
 			if until := p.heldFor(claim, j, start); time.Now().Before(until) {
-				rights[j].partsBy.Store(r)
+				if rights[j].partsBy.Load() != r { // once per right, not a write per part
+					rights[j].partsBy.Store(r)
+				}
 				out[j].Lock = &Lock{r: r, keys: q.keys, value: values[j], token: q.token, fence: fence, occurrence: q.lc.occurrence,
 					owner: q.lc.owner, ttl: p.ttl, acquired: start, until: until, record: records[j], started: started[j],
 					parent: p, right: rights[j], running: creqs[j].Running, claim: claim, at: j}
