@@ -201,13 +201,7 @@ func TestPartEndsBeforeItsRight(t *testing.T) {
 			jobs, others := newRedlockOn(t, nodes), newRedlockOn(t, nodes) // this replica's, and the next holder's
 			shards := newRedlockOn(t, nodes, mutex.WithKeyPrefix("redcron~shards"))
 			ctx := ctxTimeout(t, 30*time.Second)
-			hold := func(name string) *mutex.Lock {
-				l, err := shards.TryLock(ctx, name, 10*time.Second)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return l
-			}
+			hold := func(name string) *mutex.Lock { return holdOnAll(t, ctx, c, shards, name, 10*time.Second) }
 			right1, right2, anchor1, anchor2 := hold("shard-1"), hold("shard-2"), hold("replica-1"), hold("replica-2")
 			tick := time.Now().Truncate(time.Second)
 			req := func(name string, at time.Time) []mutex.Request {
