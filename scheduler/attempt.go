@@ -87,8 +87,10 @@ func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, dead
 			return nil, attempt, lastErr
 		}
 		s.emit(e, Event{Kind: KindLockRetry, Job: e.name, Tick: req.Tick, Attempts: attempt, Err: err})
-		s.log.LogAttrs(ctx, slog.LevelDebug, "lock attempt undecided; retrying",
-			tickAttrs(e.name, req.Tick, slog.Int("attempt", attempt), slog.Duration("delay", delay), slog.Any("error", err))...)
+		if s.log.Enabled(ctx, slog.LevelDebug) { // retries come by the thousand in a rush
+			s.log.LogAttrs(ctx, slog.LevelDebug, "lock attempt undecided; retrying",
+				tickAttrs(e.name, req.Tick, slog.Int("attempt", attempt), slog.Duration("delay", delay), slog.Any("error", err))...)
+		}
 		if !sleep(ctx, delay) {
 			return nil, attempt, lastErr
 		}
@@ -106,7 +108,37 @@ func refused(err error) bool {
 	if o, ok := err.(*lockOutcome); ok { // the Redlock's answers: no walk of their vote tallies
 		return o.kind == mutex.ErrHeld || o.kind == mutex.ErrAlreadyRun || o.kind == ErrOverlap || o.kind == errPaused
 	}
-	return errors.Is(err, mutex.ErrHeld) || errors.Is(err, mutex.ErrAlreadyRun) || errors.Is(err, ErrOverlap) || errors.Is(err, errPaused)
+	return isAny(err, mutex.ErrHeld, mutex.ErrAlreadyRun, ErrOverlap, errPaused)
+}
+
+// isAny reports whether errors.Is(err, t) for any t of targets (sentinels,
+// of comparable types), walking err's tree once rather than once per
+// target: a shard's "asked again" answers come by the thousand.
+func isAny(err error, targets ...error) bool {
+	for err != nil {
+		for _, t := range targets {
+			if err == t {
+				return true
+			}
+			if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(t) {
+				return true
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if isAny(e, targets...) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // retryDelay returns a random delay before the attempt after attempt.
