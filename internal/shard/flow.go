@@ -71,6 +71,9 @@ type flow struct {
 	mu    sync.Mutex
 	busy  [Count]bool
 	queue [Count][]*waiter
+	// last is, by shard, each job's newest waiter in queue (which may also
+	// hold older ones, answered as replaced: a claim passes them over).
+	last  [Count]map[string]*waiter
 	limit int
 }
 
@@ -116,27 +119,21 @@ func (f *flow) take(k int) bool {
 
 // enqueue queues w behind its shard's claim in flight; a waiter of the
 // same job for an older tick is answered as replaced (or w, if it is the
-// older). A waiter gone (its Acquire returned) replaces nothing: it is
-// dropped.
+// older), and passed over by the claim that comes to it. A waiter gone
+// (its Acquire returned) replaces nothing.
 func (f *flow) enqueue(k int, w *waiter) {
-	q := f.queue[k]
-	for i, o := range q {
-		if o.req.Job != w.req.Job {
-			continue
-		}
-		if o.state.Load() == gone {
-			q = append(q[:i], q[i+1:]...)
-			break
-		}
+	if f.last[k] == nil {
+		f.last[k] = map[string]*waiter{}
+	}
+	if o := f.last[k][w.req.Job]; o != nil && o.state.Load() != gone {
 		if !w.req.Tick.After(o.req.Tick) {
 			w.answer(scheduler.LockResult{Err: errReplaced[k]})
 			return
 		}
-		q = append(q[:i], q[i+1:]...)
 		o.answer(scheduler.LockResult{Err: errReplaced[k]})
-		break
 	}
-	f.queue[k] = append(q, w)
+	f.last[k][w.req.Job] = w
+	f.queue[k] = append(f.queue[k], w)
 }
 
 // adapt adjusts the limit to a claim's latency, called once per claim
@@ -167,7 +164,10 @@ func (g *Gate) finish(shards []int, latency time.Duration) {
 		q, n := f.queue[k], 0
 		for len(q) > 0 && n < f.limit {
 			w := q[len(q)-1]
-			q = q[:len(q)-1]
+			q[len(q)-1], q = nil, q[:len(q)-1]
+			if f.last[k][w.req.Job] == w {
+				delete(f.last[k], w.req.Job)
+			}
 			if w.state.Load() == waiting {
 				next, n = append(next, w), n+1
 			}

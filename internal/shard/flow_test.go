@@ -142,7 +142,7 @@ func testFlow(t *testing.T) {
 	if got := <-answers; got.job != c+"@41" || !errors.Is(got.err, mutex.ErrNoQuorum) {
 		t.Errorf("a waiter replaced by its job's newer tick: %+v; want ErrNoQuorum", got)
 	}
-	waitQueued(3) // d@t1, e (gone), c@t2
+	waitQueued(4) // c@t1 (replaced), d@t1, e (gone), c@t2
 
 	inner.proceed <- struct{}{} // the first claim ends
 	if r := <-first; r[0].Lease == nil || r[1].Lease == nil {
