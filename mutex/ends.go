@@ -33,15 +33,43 @@ type partEnd struct {
 // parts before it claims), or flush sends them.
 type ends struct {
 	mu      sync.Mutex
-	pending [][]partEnd // by node
+	pending pendingEnds // nil until an end is queued
 	timer   *time.Timer // the flush, armed while some are pending
+}
+
+// pendingEnds are ends by node and, on each, by shard (their state key),
+// so that a claim takes its shards' without reading the others'; the
+// frees of claims given up, which any claim takes along, are under "".
+type pendingEnds []map[string][]*partEnd
+
+// queue returns the queue's pending ends, made if there are none yet.
+// Called with its lock held.
+func (q *ends) queue(nodes int) pendingEnds {
+	if q.pending == nil {
+		q.pending = make(pendingEnds, nodes)
+		for i := range q.pending {
+			q.pending[i] = map[string][]*partEnd{}
+		}
+	}
+	return q.pending
+}
+
+// add queues es on node i.
+func (p pendingEnds) add(i int, es ...*partEnd) {
+	for _, e := range es {
+		k := e.Keys.State
+		if e.Occurrence != 0 {
+			k = ""
+		}
+		p[i][k] = append(p[i][k], e)
+	}
 }
 
 // addEnd queues e for every node, and arms the flush, while the right
 // its part was claimed by holds here; it reports whether it did (checked
 // under the queue's lock, which the right's release takes to send its
 // parts' ends: an end is either queued before that or not at all).
-func (r *Redlock) addEnd(e partEnd) bool {
+func (r *Redlock) addEnd(e *partEnd) bool {
 	e.queued = time.Now()
 	q := &r.ends
 	q.mu.Lock()
@@ -49,63 +77,74 @@ func (r *Redlock) addEnd(e partEnd) bool {
 	if e.right != nil && !e.right.holds() {
 		return false
 	}
-	if q.pending == nil {
-		q.pending = make([][]partEnd, len(r.nodes))
-	}
+	p := q.queue(len(r.nodes))
 	for i := range r.nodes {
-		q.pending[i] = append(q.pending[i], e)
+		p.add(i, e)
 	}
 	r.armFlush(e.queued)
 	return true
 }
 
 // takeEnds returns, by node, the pending ends a claim of the shards
-// states carries (those of the shards' parts won) and the frees of claims
-// given up (any shard's: sent on their own at once, see carried), and
-// leaves the others pending: an end is out in a claim only while its
-// shard's is, so that its right's release finds the others (flushRight).
-func (r *Redlock) takeEnds(states map[string]bool) [][]partEnd {
+// states carries (those of the shards' parts won), and the frees of claims
+// given up (any shard's, which take their marks back: sent on their own
+// at once, by free.lua); it leaves the others pending: an end is out in a
+// claim only while its shard's is, so that its right's release finds the
+// others (flushRight).
+func (r *Redlock) takeEnds(states map[string]bool) (carry, frees [][]*partEnd) {
 	q := &r.ends
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.pending == nil {
-		q.pending = make([][]partEnd, len(r.nodes))
-	}
-	return takeWhere(q.pending, func(e partEnd) bool { return e.Occurrence != 0 || states[e.Keys.State] })
-}
-
-// takeWhere removes the ends take chooses from pending (by node) and
-// returns them, by node, each node's in their order.
-func takeWhere(pending [][]partEnd, take func(partEnd) bool) [][]partEnd {
-	out := make([][]partEnd, len(pending))
-	for i, es := range pending {
-		rest := es[:0]
-		for _, e := range es {
-			if take(e) {
-				out[i] = append(out[i], e)
-			} else {
-				rest = append(rest, e)
+	p := q.queue(len(r.nodes))
+	carry, frees = make([][]*partEnd, len(p)), make([][]*partEnd, len(p))
+	for i, m := range p {
+		for st := range states {
+			if es := m[st]; es != nil {
+				carry[i] = append(carry[i], es...)
+				delete(m, st)
 			}
 		}
-		clear(es[len(rest):])
-		pending[i] = rest
+		frees[i] = m[""]
+		delete(m, "")
+	}
+	return carry, frees
+}
+
+// takeWhere removes the ends take chooses from pending and returns them,
+// by node, each shard's in their order.
+func takeWhere(pending pendingEnds, take func(*partEnd) bool) [][]*partEnd {
+	out := make([][]*partEnd, len(pending))
+	for i, m := range pending {
+		for k, es := range m {
+			rest := es[:0]
+			for _, e := range es {
+				if take(e) {
+					out[i] = append(out[i], e)
+				} else {
+					rest = append(rest, e)
+				}
+			}
+			clear(es[len(rest):])
+			if len(rest) == 0 {
+				delete(m, k)
+			} else {
+				m[k] = rest
+			}
+		}
 	}
 	return out
 }
 
 // requeue queues node i's ends es (again: a claim did not carry them, or
 // they failed), and arms the flush.
-func (r *Redlock) requeue(i int, es []partEnd) {
+func (r *Redlock) requeue(i int, es []*partEnd) {
 	if len(es) == 0 {
 		return
 	}
 	q := &r.ends
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.pending == nil {
-		q.pending = make([][]partEnd, len(r.nodes))
-	}
-	q.pending[i] = append(q.pending[i], es...)
+	q.queue(len(r.nodes)).add(i, es...)
 	oldest := es[0].queued
 	for _, e := range es {
 		if e.queued.Before(oldest) {
@@ -131,14 +170,13 @@ func (r *Redlock) armFlush(queued time.Time) {
 func (r *Redlock) flushEnds() {
 	q := &r.ends
 	q.mu.Lock()
-	pending := q.pending
-	q.pending = nil
+	all := takeWhere(q.pending, func(*partEnd) bool { return true })
 	if q.timer != nil {
 		q.timer.Stop()
 		q.timer = nil
 	}
 	q.mu.Unlock()
-	for i, es := range pending {
+	for i, es := range all {
 		r.sendEnds(i, es)
 	}
 }
@@ -165,7 +203,7 @@ func (r *Redlock) flushOld() {
 func (r *Redlock) flushRight(right *Lock) {
 	q := &r.ends
 	q.mu.Lock()
-	mine := takeWhere(q.pending, func(e partEnd) bool { return e.right == right })
+	mine := takeWhere(q.pending, func(e *partEnd) bool { return e.right == right })
 	q.mu.Unlock()
 	for i, es := range mine {
 		r.sendEnds(i, es)
@@ -175,12 +213,14 @@ func (r *Redlock) flushRight(right *Lock) {
 // takeOld removes the ends queued at due or earlier from pending (by
 // node) and returns them, by node, with the oldest time an end left there
 // was queued (zero for none).
-func takeOld(pending [][]partEnd, due time.Time) (old [][]partEnd, next time.Time) {
-	old = takeWhere(pending, func(e partEnd) bool { return !e.queued.After(due) })
-	for _, es := range pending {
-		for _, e := range es {
-			if next.IsZero() || e.queued.Before(next) {
-				next = e.queued
+func takeOld(pending pendingEnds, due time.Time) (old [][]*partEnd, next time.Time) {
+	old = takeWhere(pending, func(e *partEnd) bool { return !e.queued.After(due) })
+	for _, m := range pending {
+		for _, es := range m {
+			for _, e := range es {
+				if next.IsZero() || e.queued.Before(next) {
+					next = e.queued
+				}
 			}
 		}
 	}
@@ -190,7 +230,7 @@ func takeOld(pending [][]partEnd, due time.Time) (old [][]partEnd, next time.Tim
 // sendEnds sends ends to node i on their own (free.lua), sorted by shard
 // so that a call's ends of one shard share its commands; those that fail
 // are queued again while their parents hold.
-func (r *Redlock) sendEnds(i int, es []partEnd) {
+func (r *Redlock) sendEnds(i int, es []*partEnd) {
 	if len(es) == 0 {
 		return
 	}
@@ -206,12 +246,11 @@ func (r *Redlock) sendEnds(i int, es []partEnd) {
 
 // byShard returns es grouped by shard (their state key), the shards in the
 // order first seen and each shard's ends in their order: a stable sort by
-// shard in one pass, as an end is a large struct that a sort would move
-// around many times (with thousands of ends a second, the sort took a
+// shard in one pass (with thousands of ends a second, a sort took a
 // replica 8 % of its CPU).
-func byShard(es []partEnd) []partEnd {
+func byShard(es []*partEnd) []*partEnd {
 	at := make(map[string]int, 64) // shard → its index in groups
-	var groups [][]partEnd
+	var groups [][]*partEnd
 	for _, e := range es {
 		g, ok := at[e.Keys.State]
 		if !ok {
@@ -233,7 +272,7 @@ func byShard(es []partEnd) []partEnd {
 }
 
 // requestsOf returns the free requests of es.
-func requestsOf(es []partEnd) []engine.FreeRequest {
+func requestsOf(es []*partEnd) []engine.FreeRequest {
 	out := make([]engine.FreeRequest, len(es))
 	for k, e := range es {
 		out[k] = e.FreeRequest
@@ -245,8 +284,8 @@ func requestsOf(es []partEnd) []engine.FreeRequest {
 // (not answered: a server's error, such as a state of another type, would
 // be answered again) and whose parents may still hold there, to be sent
 // again.
-func failedEnds(i int, es []partEnd, rs []engine.CommitResult) []partEnd {
-	var again []partEnd
+func failedEnds(i int, es []*partEnd, rs []engine.CommitResult) []*partEnd {
+	var again []*partEnd
 	for k, res := range rs {
 		if res.Err != nil && !engine.ServerError(res.Err) && es[k].parent.mayHoldOn(i) {
 			again = append(again, es[k])
@@ -271,12 +310,12 @@ func (l *Lock) mayHoldOn(i int) bool {
 // endNow sends e to every node on its own and waits until a majority
 // answered it, or the node timeout: the end of a part whose shard another
 // replica claims now, which no claim of this one will carry.
-func (r *Redlock) endNow(ctx context.Context, e partEnd) {
+func (r *Redlock) endNow(ctx context.Context, e *partEnd) {
 	fctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(time.Second))
 	answered := afterAll(len(r.nodes), cancel)
 	r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *engine.Node, deliver func(NodeResult)) {
 		r.pending.add(1)
-		es := []partEnd{e}
+		es := []*partEnd{e}
 		n.FreeAllAsync(fctx, requestsOf(es), func(rs []engine.CommitResult) {
 			r.requeue(i, failedEnds(i, es, rs))
 			r.pending.done()
@@ -297,11 +336,11 @@ func (l *Lock) holds() bool {
 // shard no claim went to wait for the next (or the flush); those of a
 // call that failed are sent on their own at once. claimed are the shards
 // (state keys) the claims went to.
-func (r *Redlock) endsLeft(i int, es []partEnd, ended []bool, claimed map[string]bool) {
+func (r *Redlock) endsLeft(i int, es []*partEnd, ended []bool, claimed map[string]bool) {
 	if len(es) == 0 {
 		return
 	}
-	var wait, now []partEnd
+	var wait, now []*partEnd
 	for k, e := range es {
 		switch {
 		case ended[k]:
@@ -313,18 +352,4 @@ func (r *Redlock) endsLeft(i int, es []partEnd, ended []bool, claimed map[string
 	}
 	r.requeue(i, wait)
 	r.sendEnds(i, now)
-}
-
-// carried splits node i's pending ends into those a claim carries (the
-// ends of parts won) and the others (the frees of claims given up, which
-// take their marks back: free.lua), to be sent on their own.
-func carried(es []partEnd) (carry, apart []partEnd) {
-	for _, e := range es {
-		if e.Occurrence == 0 {
-			carry = append(carry, e)
-		} else {
-			apart = append(apart, e)
-		}
-	}
-	return carry, apart
 }

@@ -127,7 +127,7 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 		keep = max(keep, r.cfg.maxHold+p.ttl)
 	}
 	votes, claim := r.claimVotes(ctx, creqs, keep)
-	var frees []partEnd
+	var frees []*partEnd
 	var targets [][]bool
 	for j, q := range reqs {
 		twins(votes[j])
@@ -158,7 +158,7 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 			some = some || to[i]
 		}
 		if some {
-			frees = append(frees, partEnd{FreeRequest: engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
+			frees = append(frees, &partEnd{FreeRequest: engine.FreeRequest{Keys: q.keys, Running: creqs[j].Running,
 				Ledger: r.ledgerWrite(records[j], started[j], ""), Occurrence: q.lc.occurrence}, parent: p})
 			targets = append(targets, to)
 		}
@@ -177,7 +177,7 @@ func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, s
 	for _, c := range creqs {
 		states[c.Keys.State] = true
 	}
-	ends := r.takeEnds(states)
+	ends, frees := r.takeEnds(states)
 	// A claim waits for the nodes until ctx ends, not a node timeout: a
 	// part lives under its parent (the anchor), so a late answer is still
 	// a valid claim, and a loaded node's answers come late to every claim;
@@ -188,8 +188,8 @@ func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, s
 		wait = time.Until(d)
 	}
 	votes := r.fanoutFor(ctx, wait, len(creqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
-		mine, apart := carried(ends[i])
-		r.sendEnds(i, apart)
+		mine := ends[i]
+		r.sendEnds(i, frees[i])
 		n.ClaimAllAsync(ctx, creqs, requestsOf(mine), stateTTL, func(rs []engine.AcquireResult, ended []bool) {
 			r.endsLeft(i, mine, ended, states)
 			res := make([]NodeResult, len(rs))
@@ -242,14 +242,14 @@ func (r *Redlock) claimVote(i int, a engine.AcquireResult, occurrence int64) Nod
 // freeAbandoned ends the parts of failed claims on the nodes that may have
 // claimed them (targets), without waiting: a node's calls are sent in
 // order, so a free follows its claim.
-func (r *Redlock) freeAbandoned(ctx context.Context, frees []partEnd, targets [][]bool) {
+func (r *Redlock) freeAbandoned(ctx context.Context, frees []*partEnd, targets [][]bool) {
 	if len(frees) == 0 {
 		return
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.releaseBound(time.Second))
 	answered := afterAll(len(r.nodes), cancel)
 	for i, n := range r.nodes {
-		var mine []partEnd
+		var mine []*partEnd
 		for k, f := range frees {
 			if targets[k][i] {
 				mine = append(mine, f)
@@ -357,7 +357,7 @@ func (l *Lock) releasePart(ctx context.Context, k *keeper) error {
 	if k != nil {
 		k.stop()
 	}
-	end := partEnd{FreeRequest: engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}, parent: l.parent, right: l.right}
+	end := &partEnd{FreeRequest: engine.FreeRequest{Keys: l.keys, Running: l.running, Ledger: l.endRecord()}, parent: l.parent, right: l.right}
 	if !l.r.addEnd(end) {
 		l.r.endNow(ctx, end)
 	}
