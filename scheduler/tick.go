@@ -38,10 +38,7 @@ func (s *Scheduler) handleTick(rn *session, d dueTick) {
 // each tick as handleTick does after its first attempt: a run or an
 // undecided attempt's retries in a goroutine of its own, a refusal here.
 func (s *Scheduler) handleBatch(rn *session, due []dueTick) {
-	var (
-		ticks []dueTick
-		reqs  []LockRequest
-	)
+	ticks, reqs := make([]dueTick, 0, len(due)), make([]LockRequest, 0, len(due))
 	for _, d := range due {
 		switch req, v := s.checkTick(d, true); v {
 		case tickGo:

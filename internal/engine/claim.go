@@ -229,6 +229,7 @@ func endClaimArgs(ends []FreeRequest, mine []int) (distinct []any, finals string
 	claims := map[string]int{}
 	endArgs = make([]any, 0, 4*len(mine))
 	var recs []string
+	size := 2 // the final records' JSON array: its brackets and commas
 	for _, k := range mine {
 		e := ends[k]
 		own, _ := ownStarted(e.Keys.Name, e.Ledger.Old)
@@ -239,12 +240,22 @@ func endClaimArgs(ends []FreeRequest, mine []int) (distinct []any, finals string
 		pos := 0
 		if e.Ledger.New != "" {
 			recs = append(recs, e.Ledger.New)
-			pos, score = len(recs), max(score, e.Ledger.Score)
+			pos, score, size = len(recs), max(score, e.Ledger.Score), size+len(e.Ledger.New)+1
 		}
 		endArgs = append(endArgs, e.Keys.Name, claims[e.Running], member(RecordStarted, own), pos)
 	}
 	if len(recs) > 0 {
-		finals = "[" + strings.Join(recs, ",") + "]"
+		var b strings.Builder // one allocation: the records of a call's ends are most of its bytes
+		b.Grow(size)
+		b.WriteByte('[')
+		for j, rec := range recs {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(rec)
+		}
+		b.WriteByte(']')
+		finals = b.String()
 	}
 	return distinct, finals, score, endArgs
 }
