@@ -1,7 +1,6 @@
 package redcron_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/e2e"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/ledger"
 	"github.com/redcron/redcron/internal/lockwire"
@@ -25,24 +25,6 @@ import (
 	"github.com/redcron/redcron/scheduler"
 )
 
-// syncBuffer is a bytes.Buffer safe for the loggers of several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestFrontDoor: two schedulers made by redcron.New from three fresh
 // servers' addresses log, at start, that each node is warming up and when
 // its vote counts; the metrics are registered on the registerer given.
@@ -50,7 +32,7 @@ func (s *syncBuffer) String() string {
 func TestFrontDoor(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
-	var logs syncBuffer
+	var logs e2e.SyncBuffer
 	var scheds []*redcron.Scheduler
 	for range 2 {
 		reg := prometheus.NewRegistry()
@@ -208,7 +190,7 @@ func TestFrontDoorTypoNode(t *testing.T) {
 // 10 s, and returns the log.
 func startLogs(t *testing.T, addrs []string, want string) string {
 	t.Helper()
-	var logs syncBuffer
+	var logs e2e.SyncBuffer
 	s, err := redcron.New(addrs, redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +329,7 @@ func TestFrontDoorRetry(t *testing.T) {
 	_ = s.Shutdown(context.Background()) // releases flushed
 	keys, _ := engine.NewKeyspace("")
 	lk, _ := keys.Lock("flaky")
-	runs, _ := ledger.Read(context.Background(), nodesOf(t, c), lk, 10)
+	runs, _ := ledger.Read(context.Background(), e2e.NodesOf(t, c), lk, 10)
 	var rec *ledger.Run
 	for i := range runs {
 		if runs[i].Fence == tries[0].Fence {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redcron/redcron"
 	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/internal/e2e"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/leakscan"
@@ -115,7 +116,7 @@ func TestPublishedStateComesBack(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	runReplica(t, p.Scheduler)
+	e2e.Run(t, p.Scheduler)
 	for i, addr := range c.Addrs() {
 		if err := after(t, "job table", p.tables, start, addr); err != nil {
 			t.Fatalf("first job-table round on node %d: %v", i, err)
@@ -174,7 +175,7 @@ func TestJobTableUnderItsDigest(t *testing.T) {
 	if err := p.Add("zoned", "CRON_TZ=Europe/Paris 30 2 * * *", nop); err != nil {
 		t.Fatal(err)
 	}
-	runReplica(t, p.Scheduler)
+	e2e.Run(t, p.Scheduler)
 	for k := range 10 { // jobs added while rounds go on
 		if err := p.Add("job-"+string(rune('a'+k)), "@daily", nop); err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/cluster"
+	"github.com/redcron/redcron/internal/e2e"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 )
@@ -33,10 +34,10 @@ func TestQuickstart(t *testing.T) {
 	c := redistest.Start(t, 3)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var outs [2]*syncBuffer
+	var outs [2]*e2e.SyncBuffer
 	var cmds [2]*exec.Cmd
 	for i := range outs {
-		outs[i] = &syncBuffer{}
+		outs[i] = &e2e.SyncBuffer{}
 		cmds[i] = exec.CommandContext(ctx, bin, c.Addrs()...)
 		cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
 		if err := cmds[i].Start(); err != nil {
@@ -157,7 +158,7 @@ func TestQuickstartNodeDown(t *testing.T) {
 	bin := buildQuickstart(t)
 	c := redistest.Start(t, 3)
 	c.Node(2).Kill()
-	out := &syncBuffer{}
+	out := &e2e.SyncBuffer{}
 	cmd := exec.Command(bin, c.Addrs()...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

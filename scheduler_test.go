@@ -19,14 +19,9 @@ import (
 )
 
 // TestMain silences go-redis's logging of the failed dials that the
-// tests' killed and stopped servers cause on purpose. Started by the
-// nemesis as one of its replica processes, the test binary runs that
-// replica instead of the tests.
+// tests' killed and stopped servers cause on purpose.
 func TestMain(m *testing.M) {
 	redistest.QuietClients()
-	if cfg := os.Getenv(nemesisEnv); cfg != "" {
-		os.Exit(runReplicaProcess(cfg))
-	}
 	os.Exit(m.Run())
 }
 

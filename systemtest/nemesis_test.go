@@ -1,4 +1,4 @@
-package redcron_test
+package systemtest_test
 
 import (
 	"bufio"
@@ -108,7 +108,7 @@ type replicaProc struct {
 }
 
 func runNemesis(t *testing.T, seed uint64, d time.Duration) {
-	t.Logf("nemesis seed %d for %v: rerun with REDCRON_NEMESIS_SEED=%d REDCRON_NEMESIS_DURATION=%v go test -run 'TestNemesis' .", seed, d, seed, d)
+	t.Logf("nemesis seed %d for %v: rerun with REDCRON_NEMESIS_SEED=%d REDCRON_NEMESIS_DURATION=%v go test -run 'TestNemesis' ./systemtest/", seed, d, seed, d)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package redcron_test
+package systemtest_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/e2e"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/ledger"
 	"github.com/redcron/redcron/internal/redistest"
@@ -28,7 +29,7 @@ import (
 func TestMissedTicks(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
-	var logs syncBuffer
+	var logs e2e.SyncBuffer
 	f := tickReplicas(t, c, redcron.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
 		redcron.WithLockOptions(mutex.WithTrustedNodes(), mutex.WithMaxTTL(2*time.Second)),
 		redcron.WithLeakScanOptions(leakscan.WithInterval(time.Second)))
@@ -57,7 +58,7 @@ func TestMissedTicks(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk, _ := keys.Lock("tick")
-	history, _ := ledger.Read(context.Background(), nodesOf(t, c), lk, 100)
+	history, _ := ledger.Read(context.Background(), e2e.NodesOf(t, c), lk, 100)
 	mu.Lock()
 	defer mu.Unlock()
 	byReason := map[string]int{}
@@ -121,20 +122,6 @@ func counterOf(t *testing.T, reg *prometheus.Registry, name, job, reason string)
 		}
 	}
 	return 0
-}
-
-// nodesOf returns engine nodes over c's servers.
-func nodesOf(t *testing.T, c *redistest.Cluster) []*engine.Node {
-	t.Helper()
-	var nodes []*engine.Node
-	for _, s := range c.Nodes() {
-		n, err := engine.NewNode(s.Addr(), s.Client(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, n)
-	}
-	return nodes
 }
 
 // TestMissedTicksNoLedger: without a ledger (mutex.WithLedger(0, 0)) there
@@ -237,7 +224,7 @@ func TestMissedAfterNodeRestarts(t *testing.T) {
 				t.Fatal(err)
 			}
 			lk, _ := keys.Lock("tick")
-			history, _ := ledger.Read(context.Background(), nodesOf(t, c), lk, 1000)
+			history, _ := ledger.Read(context.Background(), e2e.NodesOf(t, c), lk, 1000)
 			mu.Lock()
 			defer mu.Unlock()
 			recorded := 0

@@ -1,4 +1,4 @@
-package redcron_test
+package systemtest_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/e2e"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
@@ -34,7 +35,7 @@ func TestTriggerWithNodeHung(t *testing.T) {
 	defer c.Node(0).Resume()
 	keys, _ := engine.NewKeyspace("")
 	lk, _ := keys.Lock("report")
-	for _, n := range nodesOf(t, c)[1:] {
+	for _, n := range e2e.NodesOf(t, c)[1:] {
 		if err := n.PlaceTrigger(context.Background(), keys, lk, "ops|1|test", time.Minute); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package redcron_test
+package systemtest_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/e2e"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/mutex"
 	"github.com/redcron/redcron/scheduler"
@@ -22,7 +23,7 @@ import (
 func TestWarmUpFirstTick(t *testing.T) {
 	t.Parallel()
 	c := redistest.Start(t, 3)
-	var logs syncBuffer
+	var logs e2e.SyncBuffer
 	s, err := redcron.New(c.Addrs(), redcron.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))),
 		redcron.WithLockOptions(mutex.WithMaxTTL(3*time.Second)))
 	if err != nil {

@@ -1,4 +1,4 @@
-package redcron_test
+package systemtest_test
 
 import (
 	"bufio"

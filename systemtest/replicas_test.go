@@ -1,4 +1,4 @@
-package redcron_test
+package systemtest_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redcron/redcron"
+	"github.com/redcron/redcron/internal/e2e"
 	"github.com/redcron/redcron/internal/engine"
 	"github.com/redcron/redcron/internal/redistest"
 	"github.com/redcron/redcron/leakscan"
@@ -45,13 +46,6 @@ func jobTableReplica(t *testing.T, c *redistest.Cluster, id string, beats chan<-
 	return s
 }
 
-// runReplica runs s until the test ends.
-func runReplica(t *testing.T, s *redcron.Scheduler) {
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(context.Background()) }()
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()); <-done })
-}
-
 // TestReplicaJobTables: the front door's heartbeat publishes the digest of
 // its job table and the build's version. Two replicas with the same jobs,
 // added in another order and with their specs spaced differently, agree,
@@ -74,8 +68,8 @@ func TestReplicaJobTables(t *testing.T) {
 	add(a, "cleanup", "@hourly")
 	add(b, "cleanup", "@hourly")
 	add(b, "report", " 0  3 * * * ", scheduler.WithRetry(2, time.Second))
-	runReplica(t, a)
-	runReplica(t, b)
+	e2e.Run(t, a)
+	e2e.Run(t, b)
 
 	beat := func(id string) engine.Beat {
 		v, err := c.Node(0).Client(t).Get(context.Background(), "redcron:hb:"+id).Result()
