@@ -190,9 +190,7 @@ func holderOf(err error) (owner string, occurrence int64, ok bool) {
 
 // redlockLease adapts a *mutex.Lock to Lease.
 type redlockLease struct {
-	l      *mutex.Lock
-	stop   func() bool             // stops relaying the keepalive's cause
-	cancel context.CancelCauseFunc // cancels Keep's context
+	l *mutex.Lock
 }
 
 func (l *redlockLease) Fence() uint64 { return l.l.Fence() }
@@ -200,19 +198,15 @@ func (l *redlockLease) Fence() uint64 { return l.l.Fence() }
 // Keep implements Lease: the returned context is cancelled with a cause
 // matching mutex.ErrLost when the lease is lost.
 func (l *redlockLease) Keep(ctx context.Context) context.Context {
-	kept, _ := l.l.KeepAlive(ctx) // stopped by Release
-	out, cancel := context.WithCancelCause(ctx)
-	l.cancel = cancel
-	l.stop = context.AfterFunc(kept, func() { cancel(context.Cause(kept)) })
-	return context.WithValue(out, validityKey{}, l.l.Until)
+	// The lock's first keepalive (Keep is called at most once, and nothing
+	// else keeps the lock alive): its context derives from ctx, and
+	// Release cancels it (context.Canceled) when it stops the keepalive.
+	kept, _ := l.l.KeepAlive(ctx)
+	return context.WithValue(kept, validityKey{}, l.l.Until)
 }
 
 // Release implements Lease; the Redlock's ledger records o.
 func (l *redlockLease) Release(ctx context.Context, o Outcome) error {
-	if l.stop != nil {
-		l.stop()
-		defer l.cancel(context.Canceled)
-	}
 	if o.RunID != "" {
 		ctx = ledgerout.NewContext(ctx, ledgerout.Outcome{Run: o.RunID, Result: o.Result, Err: o.Err, Try: o.Try, Delay: o.Delay})
 	}
