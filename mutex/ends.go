@@ -332,24 +332,15 @@ func (l *Lock) holds() bool {
 	return !l.released && time.Now().Before(l.until)
 }
 
-// endsLeft handles node i's ends that its claims did not end: those of a
-// shard no claim went to wait for the next (or the flush); those of a
-// call that failed are sent on their own at once. claimed are the shards
-// (state keys) the claims went to.
-func (r *Redlock) endsLeft(i int, es []*partEnd, ended []bool, claimed map[string]bool) {
-	if len(es) == 0 {
-		return
-	}
-	var wait, now []*partEnd
+// endsLeft sends node i's ends es that its claims did not end (a call
+// that failed, or a shard whose claim did not go there) on their own at
+// once: a claim carries only the ends of its own shards (takeEnds).
+func (r *Redlock) endsLeft(i int, es []*partEnd, ended []bool) {
+	var now []*partEnd
 	for k, e := range es {
-		switch {
-		case ended[k]:
-		case claimed[e.Keys.State]:
+		if !ended[k] {
 			now = append(now, e)
-		default:
-			wait = append(wait, e)
 		}
 	}
-	r.requeue(i, wait)
 	r.sendEnds(i, now)
 }

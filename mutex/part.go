@@ -173,7 +173,7 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 // that claimed each, late answers included.
 func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, stateTTL time.Duration) ([][]NodeResult, *claimed) {
 	claim := newClaimed(len(creqs), len(r.nodes))
-	states := map[string]bool{} // the shards claimed, whose ends the claims carry (endsLeft)
+	states := map[string]bool{} // the shards claimed, whose ends the claims carry (takeEnds)
 	for _, c := range creqs {
 		states[c.Keys.State] = true
 	}
@@ -191,7 +191,7 @@ func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, s
 		mine := ends[i]
 		r.sendEnds(i, frees[i])
 		n.ClaimAllAsync(ctx, creqs, requestsOf(mine), stateTTL, func(rs []engine.AcquireResult, ended []bool) {
-			r.endsLeft(i, mine, ended, states)
+			r.endsLeft(i, mine, ended)
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
 				res[j] = r.claimVote(i, a, creqs[j].Occurrence)
