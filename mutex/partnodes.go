@@ -47,18 +47,16 @@ func (c *claimed) note(i int, res []NodeResult) {
 	}
 }
 
-// nodes appends part j's nodes to on and the nodes' servers to servers.
-func (c *claimed) nodes(j int, on []bool, servers []string) ([]bool, []string) {
+// nodes returns part j's nodes and the nodes' servers.
+func (c *claimed) nodes(j int) ([]bool, []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append(on, c.on[j]...), append(servers, c.server...)
+	return slices.Clone(c.on[j]), slices.Clone(c.server)
 }
 
 // heldFor is heldOn for part j of claim c, claimed at claimedAt.
 func (l *Lock) heldFor(c *claimed, j int, claimedAt time.Time) time.Time {
-	var onBuf [8]bool // on the stack for up to 8 nodes: a part's keepalive reads this at every check
-	var serverBuf [8]string
-	on, servers := c.nodes(j, onBuf[:0], serverBuf[:0])
+	on, servers := c.nodes(j)
 	return l.heldOn(on, servers, claimedAt)
 }
 
@@ -72,8 +70,7 @@ func (l *Lock) heldFor(c *claimed, j int, claimedAt time.Time) time.Time {
 func (l *Lock) heldOn(on []bool, servers []string, claimed time.Time) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var buf [8]time.Time // on the stack for up to 8 nodes: a part's keepalive reads this at every check
-	held := buf[:0]
+	held := make([]time.Time, 0, len(on))
 	for i, ok := range on {
 		if ok && i < len(l.nodeUntil) && !twinBefore(on, servers, i) && !l.lostSince(i, claimed) {
 			held = append(held, l.nodeUntil[i])
