@@ -39,6 +39,12 @@
 // lock's turn on the nodes, and no other acquisition succeeds until it is
 // served or gives up, so none starves.
 //
+// Reentrancy: Go has no thread identity, so a lock's holder is the code
+// running under its KeepAlive context. Lock or TryLock of the same name on
+// the same Redlock under that context acquires the lock again at once (a
+// new handle on the same hold, counted); the lock leaves the nodes when
+// its last handle is released, kept alive until then.
+//
 // Costs: an acquisition that claims no occurrence reaches a node as plain
 // commands rather than a script, and a lone release as a lean script; a
 // Redlock of one node sends its calls from the caller's goroutine and

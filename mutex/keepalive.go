@@ -31,6 +31,10 @@ func (k *keeper) stop() {
 // been held for the maximum hold time (WithMaxHold); the lease then runs
 // out and the cause also matches ErrMaxHold.
 //
+// The returned context carries the lock: Lock and TryLock of its name on
+// this Redlock under it reenter the lock (see Lock). A reentrant handle's
+// KeepAlive returns a context that ends with the first handle's.
+//
 // stop ends the loop, waits for its goroutine and cancels the context with
 // cause context.Canceled; it may be called more than once. A second call to
 // KeepAlive returns the running one's context and stop; after Release it
@@ -44,7 +48,10 @@ func (l *Lock) KeepAlive(ctx context.Context) (context.Context, func()) {
 	if l.parent != nil {
 		return l.partKeepAlive(ctx)
 	}
-	kctx, cancel := context.WithCancelCause(ctx)
+	if l.base != nil {
+		return l.reenteredKeepAlive(ctx)
+	}
+	kctx, cancel := context.WithCancelCause(l.withHeld(ctx))
 	if l.released {
 		cancel(fmt.Errorf("%w: keepalive %q: released by this handle", ErrLost, l.keys.Name))
 		return kctx, func() {}

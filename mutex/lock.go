@@ -14,6 +14,13 @@ import (
 )
 
 // Lock is a held lease. Its methods are safe for concurrent use.
+//
+// A lock is reentrant for the code running under its KeepAlive context:
+// Lock or TryLock of the same name on the same Redlock with that context
+// (or one derived from it) returns at once a new handle on the same hold,
+// with the same fence, without asking the nodes. Each handle is released
+// on its own; the lock leaves the nodes when the last one is, and the
+// first handle's KeepAlive keeps it alive for all of them until then.
 type Lock struct {
 	r          *Redlock
 	keys       engine.LockKeys
@@ -54,6 +61,14 @@ type Lock struct {
 	nodeLost []time.Time
 	released bool
 	keep     *keeper // the running KeepAlive, if any
+
+	// base, for a handle acquired again by its holder (reentrant.go), is
+	// the lock it reentered; reentries, on a base, counts its reentrant
+	// handles not yet released, and deferred says its own Release came
+	// while some were: the last of them releases it.
+	base      *Lock
+	reentries int
+	deferred  bool
 }
 
 // Name returns the lock's name.
@@ -77,6 +92,9 @@ func (l *Lock) Fence() uint64 { return l.fence }
 // while its parent holds on a majority of the nodes that claimed it, and
 // at most the max hold from its claim.
 func (l *Lock) Until() time.Time {
+	if l.base != nil {
+		return l.base.Until()
+	}
 	if l.parent != nil {
 		until := l.parent.heldFor(l.claim, l.at, l.acquired)
 		if end := l.acquired.Add(l.r.cfg.maxHold); end.Before(until) {
@@ -100,6 +118,9 @@ func (l *Lock) Until() time.Time {
 // answered in time (the lock may still be held until Until). It is refused
 // too while the owner check refuses the lock's owner (WithOwnerCheck).
 func (l *Lock) Extend(ctx context.Context) error {
+	if l.base != nil {
+		return l.extendReentered(ctx)
+	}
 	if l.parent != nil {
 		if err := l.parent.Extend(ctx); err != nil {
 			return err
@@ -200,10 +221,20 @@ func (l *Lock) heal(results []NodeResult, start time.Time) {
 // matching ErrLost when the lock had already expired or been taken over on
 // a majority; an error matching ErrNoQuorum when too few nodes answered
 // (the rest expires with the TTL). A second call does nothing and returns
-// nil: Release is safe to defer and to call again.
+// nil: Release is safe to defer and to call again. Of a lock acquired
+// again by its holder (reentrant, see Lock), each handle's Release drops
+// one hold and returns nil; the last one releases the lock as above.
 func (l *Lock) Release(ctx context.Context) error {
+	if l.base != nil {
+		return l.releaseReentered(ctx)
+	}
 	l.mu.Lock()
 	if l.released {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.reentries > 0 {
+		l.deferred = true // the last reentrant handle's release releases it
 		l.mu.Unlock()
 		return nil
 	}

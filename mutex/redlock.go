@@ -119,11 +119,15 @@ func (r *Redlock) checkTTL(name string, ttl time.Duration) error {
 // TryLock makes one attempt to acquire the lock called name for ttl. It
 // returns the held Lock, or an error: a *QuorumError matching ErrHeld,
 // ErrAlreadyRun or ErrNoQuorum (and ErrNotAcquired), or an error matching
-// ErrInvalidOption for a bad name or TTL.
+// ErrInvalidOption for a bad name or TTL. Under the KeepAlive context of a
+// lock of the same name from this Redlock, it reenters that lock (see Lock).
 func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	keys, lc, err := r.prepare(name, ttl, opts)
 	if err != nil {
 		return nil, err
+	}
+	if l, ok, err := r.reenter(ctx, name, lc); ok {
+		return l, err
 	}
 	if lc.permits > 0 {
 		return r.tryPermits(ctx, name, ttl, lc)

@@ -17,6 +17,13 @@ import (
 // arguments. When ctx ends the wait, the error matches both the last
 // attempt's reason and ctx's error.
 //
+// Reentrancy: under the KeepAlive context of a lock of the same name from
+// this Redlock (its holder), Lock returns at once a new handle on that
+// hold (see the Lock type), or an error matching ErrLost if the hold was
+// lost or released since; ttl is then not used. A request that claims an
+// occurrence, asks for permits or names another owner (Owner) does not
+// reenter: it contends as any other.
+//
 // A waiter is woken when the lock is released: every release publishes
 // on the lock's channel on each node (Redis pub/sub) while some waiter is
 // subscribed to it there, and the Redlock's waiters for a name share one
@@ -40,6 +47,9 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 	if err != nil {
 		return nil, err
 	}
+	if l, ok, err := r.reenter(ctx, name, lc); ok {
+		return l, err
+	}
 	if lc.permits > 0 {
 		return r.lockPermits(ctx, name, ttl, lc)
 	}
@@ -48,12 +58,9 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 	}
 	w := r.waits.join(keys)
 	defer r.waits.leave(w)
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	timer := time.NewTimer(time.Hour) // reset before each wait
+	timer.Stop()
+	defer timer.Stop()
 	var last error // the previous attempt's error
 	for try := 0; ; try++ {
 		select { // the first in line tries; the others wait for their turn
@@ -79,12 +86,7 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 			// which tries again, in case the lock was released meanwhile.
 			r.waits.subscribe(w)
 		}
-		d := r.waitDelay(err)
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
+		timer.Reset(r.waitDelay(err))
 		select {
 		case <-timer.C:
 		case <-w.wake:
