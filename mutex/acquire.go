@@ -8,7 +8,111 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
+	"github.com/redcron/redcron/internal/lockwire"
 )
+
+// An acquisition, from the call to the decision: TryLock prepares the
+// request, a round collects every node's vote (vote, acquireVote; the
+// calls themselves are fanout.go's), commits the fence on a quorum
+// (commit, commitAll) and decides (finish), keeping track of the nodes
+// that answered too late (stragglers). The release is lock.go's.
+
+// TryLock makes one attempt to acquire the lock called name for ttl. It
+// returns the held Lock, or an error: a *QuorumError matching ErrHeld,
+// ErrAlreadyRun or ErrNoQuorum (and ErrNotAcquired), or an error matching
+// ErrInvalidOption for a bad name or TTL. Under the KeepAlive context of a
+// lock of the same name from this Redlock, it reenters that lock (see Lock).
+func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	keys, lc, err := r.prepare(name, ttl, opts)
+	if err != nil {
+		return nil, err
+	}
+	if l, ok, err := r.reenter(ctx, name, lc); ok {
+		return l, err
+	}
+	if lc.permits > 0 {
+		return r.tryPermits(ctx, name, ttl, lc)
+	}
+	return r.tryLock(ctx, keys, ttl, lc)
+}
+
+// tryLock is TryLock for a request prepared.
+func (r *Redlock) tryLock(ctx context.Context, keys engine.LockKeys, ttl time.Duration, lc lockConfig) (*Lock, error) {
+	name := keys.Name
+	lc.ticket = lockwire.Ticket(ctx, name) // a trigger's request, from our own wiring
+	if err := r.checkOwner(name, lc.owner); err != nil {
+		return nil, err
+	}
+	reqs := []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: engine.NewToken()}}
+	var res Result
+	if rights, parents := r.partsOf(ctx, reqs); parents != nil {
+		res = r.claimAll(ctx, reqs, rights, parents)[0]
+	} else {
+		res = r.attemptAll(ctx, reqs)[0]
+	}
+	return res.Lock, res.Err
+}
+
+// prepare validates a lock request and applies its options.
+func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (engine.LockKeys, lockConfig, error) {
+	if err := r.check(name, ttl, 0, 0); err != nil {
+		return engine.LockKeys{}, lockConfig{}, err
+	}
+	keys, _ := r.keys.Lock(name) // checked above
+	var lc lockConfig
+	for _, o := range opts {
+		if o == nil {
+			return engine.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: nil LockOption", ErrInvalidOption, name)
+		}
+		o(&lc)
+	}
+	if err := r.checkOccurrence(name, lc.occurrence); err != nil {
+		return engine.LockKeys{}, lockConfig{}, err
+	}
+	if err := checkPermits(name, lc); err != nil {
+		return engine.LockKeys{}, lockConfig{}, err
+	}
+	return keys, lc, nil
+}
+
+// checkOwner refuses a lock to an owner the owner check refuses (see
+// WithOwnerCheck), at every attempt: undecided (ErrNoQuorum), as no node
+// was asked, and worth trying again once the check passes.
+func (r *Redlock) checkOwner(name, owner string) error {
+	if err := r.ownerErr(owner, false); err != nil {
+		return &QuorumError{Op: "acquire", Name: name, Quorum: r.quorum, Nodes: r.unanswered(), Reason: ErrNoQuorum,
+			Detail: err.Error() + "; no node was asked"}
+	}
+	return nil
+}
+
+// checkOccurrence refuses to claim an occurrence (unix ms; 0 for none)
+// outside the span its mark protects: older than MaxReach, since its mark
+// may have expired, or further ahead than the max TTL and the skew margin,
+// since a node restarted before the occurrence could not vouch for it.
+func (r *Redlock) checkOccurrence(name string, occurrence int64) error {
+	if occurrence == 0 {
+		return nil
+	}
+	at := occurrenceTime(occurrence)
+	switch age := time.Since(at); {
+	case age > r.maxReach():
+		return fmt.Errorf("%w: lock %q: occurrence %s is %v old, more than the %v the state TTL (%v, WithStateTTL) keeps its mark for: it cannot be claimed safely",
+			ErrInvalidOption, name, at.UTC().Format(time.RFC3339), age.Round(time.Second), r.maxReach(), r.cfg.stateTTL)
+	case -age > r.cfg.maxTTL+clockSkew:
+		return fmt.Errorf("%w: lock %q: occurrence %s is %v ahead, more than the max TTL (%v, WithMaxTTL) and %v: it cannot be claimed safely",
+			ErrInvalidOption, name, at.UTC().Format(time.RFC3339), (-age).Round(time.Millisecond), r.cfg.maxTTL, clockSkew)
+	}
+	return nil
+}
+
+// maxReach returns how long after an occurrence it can still be claimed:
+// the state TTL less the max TTL (the longest a claim may be made ahead of
+// its occurrence) and a clock skew margin of 2 s, so that the occurrence's
+// mark is still kept on the nodes.
+func (r *Redlock) maxReach() time.Duration {
+	return r.cfg.stateTTL - r.cfg.maxTTL - clockSkew
+}
 
 // attemptReq is one lock of an acquisition round.
 type attemptReq struct {
@@ -372,4 +476,229 @@ func (rd *round) voters(j int) []bool {
 		out[i] = v.Vote == voteYes
 	}
 	return out
+}
+
+// acquireVote turns node i's answer to an acquisition claiming occurrence
+// (0 for none), and taking a ticket placed at ticketAt (unix ms, 0 for
+// none), into its vote. A server answering for two node names never
+// counts. Unless the nodes are trusted, a node counts only while its server
+// is known to have kept what it was told: not during the max TTL after it
+// started (it may have forgotten locks it granted), not for an occurrence
+// older than its start (it may have forgotten the mark), and never when its
+// server cannot be read: anything unreadable fails closed.
+func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence, ticketAt int64) (res NodeResult) {
+	if a.Err != nil {
+		return failure(a.Err)
+	}
+	rep := a.Reply
+	if rep.Info != nil {
+		defer func() { res.server = rep.Info.RunID }() // for twins, whatever the vote
+	}
+	now := time.Now()
+	start, err := r.servers.observe(r, i, rep.Info, rep.InfoErr, now)
+	switch {
+	case err != nil && rep.Status == engine.AlreadyRun:
+		// A mark is written only by a winner's commit: it is a refusal
+		// whatever the server's history, and a refusal cannot run a tick.
+		return NodeResult{Vote: voteAlreadyRun, fence: rep.Fence}
+	case rep.Status == engine.Paused:
+		// A refusal too, whatever the server's history.
+		return NodeResult{Vote: votePaused, Holder: rep.Holder, fence: rep.Fence,
+			WarmingUp: err == nil && !r.cfg.trusted && r.warmingUp(start, now)}
+	case err != nil:
+		return NodeResult{Vote: voteError, fence: rep.Fence, Err: err}
+	}
+	recent := !r.cfg.trusted && r.warmingUp(start, now)
+	switch {
+	case rep.Status == engine.Held:
+		return NodeResult{Vote: voteHeld, Holder: rep.Holder, fence: rep.Fence, WarmingUp: recent,
+			unproven: recent && !r.survived(rep.Holder, start)}
+	case rep.Status == engine.AlreadyRun:
+		// A mark is only written by a winner's commit, so it counts even
+		// on a node that restarted since.
+		return NodeResult{Vote: voteAlreadyRun, fence: rep.Fence, WarmingUp: recent}
+	case recent:
+		// The node may have forgotten locks it granted before its restart;
+		// our key on it is ours, so it is released with the rest.
+		return r.warming(start, rep.Fence)
+	case !r.cfg.trusted && ticketAt != 0 && !r.vouchesTicket(start, ticketAt):
+		// The node may have forgotten that the ticket was taken.
+		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence, onlyThis: true,
+			Err: fmt.Errorf("server started at %s, too late to vouch that the trigger request placed at %s was not taken",
+				start.UTC().Format(time.RFC3339), time.UnixMilli(ticketAt).UTC().Format(time.RFC3339Nano))}
+	case !r.cfg.trusted && occurrence > 0 && !r.vouches(start, occurrence):
+		return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: rep.Fence, onlyThis: true,
+			Err: fmt.Errorf("server started at %s, too late to vouch that occurrence %s was not run (its mark may be lost)",
+				start.UTC().Format(time.RFC3339), occurrenceTime(occurrence).UTC().Format(time.RFC3339Nano))}
+	}
+	return NodeResult{Vote: voteYes, fence: rep.Fence}
+}
+
+// warming returns the vote of a node whose server started at start, less
+// than the max TTL ago: warming up, with when it votes and the first tick
+// it vouches for.
+func (r *Redlock) warming(start time.Time, fence uint64) NodeResult {
+	votes, ticks := r.readyAt(start)
+	return NodeResult{Vote: voteWarmingUp, WarmingUp: true, fence: fence, votesFrom: votes, ticksFrom: ticks,
+		Err: fmt.Errorf("server started %v ago: votes from %s, after the max TTL %v; ticks from %s",
+			time.Since(start).Round(time.Second), votes.Format(time.TimeOnly), r.cfg.maxTTL, ticks.Format(time.TimeOnly))}
+}
+
+// survived reports whether holder, the value holding the lock on a node
+// whose server started at start, less than the max TTL ago, was set before
+// that start, so that its holder may count the node (the node kept its
+// data). A value set since proves nothing of its holder, who does not count
+// the node either: it was set by an acquisition whose vote there was
+// voteWarmingUp (or by a holder that trusts the nodes, which this Redlock
+// cannot tell). Its acquisition time is by the holder's clock and started
+// up to a node timeout before it reached the node. A value that cannot be
+// read counts as set since the start.
+func (r *Redlock) survived(holder string, start time.Time) bool {
+	v, err := engine.ParseValue(holder)
+	if err != nil {
+		return false
+	}
+	return v.Acquired.Before(start.Add(-uptimeSlack - r.cfg.nodeTimeout))
+}
+
+// acquireDecider decides an acquisition when a quorum voted yes, or when
+// it can no longer get one and the reason is known: a quorum of one
+// holder or of marks, or every node answered. A split vote thus waits for
+// the slowest node (within the node timeout) to be told apart from a
+// lock held elsewhere.
+func acquireDecider(n, quorum int) decider {
+	return func(rs []NodeResult) bool {
+		yes, answered := 0, 0
+		for _, r := range rs {
+			if r.Vote == voteYes {
+				yes++
+			}
+			if !r.pending() {
+				answered++
+			}
+		}
+		if yes >= quorum || answered == n {
+			return true
+		}
+		if n-answered+yes >= quorum {
+			return false // the pending nodes could still make a quorum
+		}
+		_, reason := acquireReason(rs, quorum)
+		return reason != ErrNoQuorum
+	}
+}
+
+// commitItem is one acquisition's second phase in commitAll.
+type commitItem struct {
+	j     int // the acquisition's index in its round
+	req   engine.CommitRequest
+	until time.Time // the lock's validity deadline
+	// voters, if not nil, are the nodes whose commits count (see
+	// round.voters).
+	voters []bool
+	// Set by commitAll: the last round's answers, and whether a majority
+	// confirmed.
+	results []NodeResult
+	ok      bool
+}
+
+// commitAll runs the second phase of acquisitions: it writes their fences
+// and occurrences to the nodes until a majority confirmed each, and
+// returns items with each one's last answers and whether it succeeded. A
+// commit that timed out may have been applied (the occurrence marked as
+// run), so it is not given up on a timeout: unconfirmed nodes are asked
+// again, after a short pause, while the lock is valid. Only a majority
+// that no longer holds our value or answers with a server error, the end
+// of the validity, or ctx ends one without success. Each round costs one
+// round trip per node for all the items still open.
+func (r *Redlock) commitAll(ctx context.Context, items []commitItem) []commitItem {
+	n := len(r.nodes)
+	confirmed := make([]bool, len(items)*n) // item k's node i at k*n+i
+	open := make([]int, len(items))
+	for k := range open {
+		open[k] = k
+	}
+	// A round in flight is not cut short by ctx, only by the node
+	// timeout: a commit the nodes applied must be counted, or the
+	// occurrence it marked would be refused to every replica while none
+	// runs it. ctx ends the rounds after it.
+	rctx := context.WithoutCancel(ctx)
+	for len(open) > 0 {
+		round := open // late answers must not see open change
+		results := r.fanoutAll(rctx, len(round), r.commitOp(items, round, confirmed), quorumDecider(n, r.quorum), nil)
+		var next []int
+		for o, k := range open {
+			rs := results[o]
+			for i := range rs {
+				if items[k].voters != nil && !items[k].voters[i] && rs[i].Vote == voteYes {
+					rs[i] = NodeResult{Vote: voteWarmingUp, WarmingUp: true, Node: rs[i].Node,
+						Err: fmt.Errorf("its vote did not count: it may have forgotten that the ticket was taken")}
+				}
+				confirmed[k*n+i] = confirmed[k*n+i] || rs[i].Vote == voteYes
+			}
+			items[k].results = rs
+			switch {
+			case count(rs, voteYes) >= r.quorum:
+				items[k].ok = true
+			case count(rs, voteNotOwner)+count(rs, voteError) > n-r.quorum, // definite
+				ctx.Err() != nil,
+				!time.Now().Add(r.nodeTimeoutFor(len(open))).Before(items[k].until):
+			default:
+				next = append(next, k)
+			}
+		}
+		open = next
+		if len(open) == 0 {
+			break
+		}
+		// Undecided (timeouts, unreachable nodes, a node backing off): ask
+		// again after a pause, so that fast failures do not spin.
+		pause := time.NewTimer(r.cfg.nodeTimeout / 4)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			open = nil
+		case <-pause.C:
+		}
+	}
+	return items
+}
+
+// commitOp returns the batch operation of one commit round: each node
+// gets the commits of round (indexes into items) it has not confirmed yet
+// (confirmed, item k's node i at k*len(nodes)+i); those it confirmed
+// before count as yes.
+func (r *Redlock) commitOp(items []commitItem, round []int, confirmed []bool) batchOp {
+	n := len(r.nodes)
+	return func(ctx context.Context, i int, node *engine.Node, deliver func([]NodeResult)) {
+		var reqs []engine.CommitRequest
+		var at []int // their places in round
+		for o, k := range round {
+			if !confirmed[k*n+i] {
+				reqs, at = append(reqs, items[k].req), append(at, o)
+			}
+		}
+		node.CommitAllAsync(ctx, reqs, r.cfg.stateTTL, func(rs []engine.CommitResult) {
+			res := make([]NodeResult, len(round))
+			for o := range res {
+				res[o].Vote = voteYes // confirmed in an earlier round
+			}
+			for x, c := range rs {
+				res[at[x]] = boolResult(c.Held, c.Err)
+			}
+			deliver(res)
+		})
+	}
+}
+
+// fencing1 reports whether an acquisition's fence is committed with its
+// vote: on one node, whose vote decides, for a lock that claims no
+// occurrence and takes no ticket (their marks must be written by a
+// winner only). The node raises the fence counter to the larger of the
+// counter + 1 and the attempt's start in µs, as the commit would, in the
+// same script call as the SET: one round trip instead of two. An attempt
+// abandoned after its vote (its validity ran out) leaves the counter
+// raised, which only skips a token.
+func (r *Redlock) fencing1(lc lockConfig) bool {
+	return r.cfg.fencing && len(r.nodes) == 1 && lc.occurrence == 0 && lc.ticket == ""
 }

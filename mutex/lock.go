@@ -297,3 +297,47 @@ func (l *Lock) lost(cause error) {
 func errMaxHold(name string, d time.Duration) error {
 	return errors.Join(ErrLost, fmt.Errorf("%w: lock %q held for %v", ErrMaxHold, name, d))
 }
+
+// releaseOn deletes value on the nodes whose target flag is set (all nodes
+// when targets is nil), and waits for the answers until decided says the
+// outcome is known, or up to the node timeout. The calls stay queued
+// longer, whatever ctx does (see releaseBound), since a key left behind
+// blocks others; Flush waits for them. Nodes not targeted get no vote.
+func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys engine.LockKeys, value string, occurrence int64, ttl time.Duration, w engine.LedgerWrite, decided decider) []NodeResult {
+	rctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(ttl))
+	if len(r.nodes) == 1 {
+		rctx = engine.MayBlock(rctx) // as fanout does for the other calls
+	}
+	var left atomic.Int32
+	left.Store(int32(len(r.nodes)))
+	return r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *engine.Node, deliver func(NodeResult)) {
+		done := func(res NodeResult) {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+			deliver(res)
+		}
+		if targets != nil && !targets[i] {
+			done(NodeResult{})
+			return
+		}
+		r.releaseAsync(rctx, n, keys, value, occurrence, w, func(ok bool, err error) { done(boolResult(ok, err)) })
+	}, decided, nil)
+}
+
+// releaseAsync sends a release to n, counted for Flush until it is
+// answered, then passes the answer to done.
+func (r *Redlock) releaseAsync(ctx context.Context, n *engine.Node, keys engine.LockKeys, value string, occurrence int64, w engine.LedgerWrite, done func(bool, error)) {
+	r.pending.add(1)
+	n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, w, func(ok bool, err error) {
+		r.pending.done()
+		done(ok, err)
+	})
+}
+
+// releaseBound is how long a release may wait to be sent: long enough to
+// get past a backlog of calls to a slow node, and never longer than the
+// lock would live by itself.
+func (r *Redlock) releaseBound(ttl time.Duration) time.Duration {
+	return min(ttl, max(10*r.cfg.nodeTimeout, time.Second))
+}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redcron/redcron/internal/engine"
-	"github.com/redcron/redcron/internal/lockwire"
 	"github.com/redcron/redcron/store"
 )
 
@@ -116,103 +115,6 @@ func (r *Redlock) checkTTL(name string, ttl time.Duration) error {
 	return nil
 }
 
-// TryLock makes one attempt to acquire the lock called name for ttl. It
-// returns the held Lock, or an error: a *QuorumError matching ErrHeld,
-// ErrAlreadyRun or ErrNoQuorum (and ErrNotAcquired), or an error matching
-// ErrInvalidOption for a bad name or TTL. Under the KeepAlive context of a
-// lock of the same name from this Redlock, it reenters that lock (see Lock).
-func (r *Redlock) TryLock(ctx context.Context, name string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
-	keys, lc, err := r.prepare(name, ttl, opts)
-	if err != nil {
-		return nil, err
-	}
-	if l, ok, err := r.reenter(ctx, name, lc); ok {
-		return l, err
-	}
-	if lc.permits > 0 {
-		return r.tryPermits(ctx, name, ttl, lc)
-	}
-	return r.tryLock(ctx, keys, ttl, lc)
-}
-
-// tryLock is TryLock for a request prepared.
-func (r *Redlock) tryLock(ctx context.Context, keys engine.LockKeys, ttl time.Duration, lc lockConfig) (*Lock, error) {
-	name := keys.Name
-	lc.ticket = lockwire.Ticket(ctx, name) // a trigger's request, from our own wiring
-	if err := r.checkOwner(name, lc.owner); err != nil {
-		return nil, err
-	}
-	reqs := []attemptReq{{keys: keys, ttl: ttl, lc: lc, token: engine.NewToken()}}
-	var res Result
-	if rights, parents := r.partsOf(ctx, reqs); parents != nil {
-		res = r.claimAll(ctx, reqs, rights, parents)[0]
-	} else {
-		res = r.attemptAll(ctx, reqs)[0]
-	}
-	return res.Lock, res.Err
-}
-
-// prepare validates a lock request and applies its options.
-func (r *Redlock) prepare(name string, ttl time.Duration, opts []LockOption) (engine.LockKeys, lockConfig, error) {
-	if err := r.check(name, ttl, 0, 0); err != nil {
-		return engine.LockKeys{}, lockConfig{}, err
-	}
-	keys, _ := r.keys.Lock(name) // checked above
-	var lc lockConfig
-	for _, o := range opts {
-		if o == nil {
-			return engine.LockKeys{}, lockConfig{}, fmt.Errorf("%w: lock %q: nil LockOption", ErrInvalidOption, name)
-		}
-		o(&lc)
-	}
-	if err := r.checkOccurrence(name, lc.occurrence); err != nil {
-		return engine.LockKeys{}, lockConfig{}, err
-	}
-	if err := checkPermits(name, lc); err != nil {
-		return engine.LockKeys{}, lockConfig{}, err
-	}
-	return keys, lc, nil
-}
-
-// checkOwner refuses a lock to an owner the owner check refuses (see
-// WithOwnerCheck), at every attempt: undecided (ErrNoQuorum), as no node
-// was asked, and worth trying again once the check passes.
-func (r *Redlock) checkOwner(name, owner string) error {
-	if err := r.ownerErr(owner, false); err != nil {
-		return &QuorumError{Op: "acquire", Name: name, Quorum: r.quorum, Nodes: r.unanswered(), Reason: ErrNoQuorum,
-			Detail: err.Error() + "; no node was asked"}
-	}
-	return nil
-}
-
-// checkOccurrence refuses to claim an occurrence (unix ms; 0 for none)
-// outside the span its mark protects: older than MaxReach, since its mark
-// may have expired, or further ahead than the max TTL and the skew margin,
-// since a node restarted before the occurrence could not vouch for it.
-func (r *Redlock) checkOccurrence(name string, occurrence int64) error {
-	if occurrence == 0 {
-		return nil
-	}
-	at := occurrenceTime(occurrence)
-	switch age := time.Since(at); {
-	case age > r.maxReach():
-		return fmt.Errorf("%w: lock %q: occurrence %s is %v old, more than the %v the state TTL (%v, WithStateTTL) keeps its mark for: it cannot be claimed safely",
-			ErrInvalidOption, name, at.UTC().Format(time.RFC3339), age.Round(time.Second), r.maxReach(), r.cfg.stateTTL)
-	case -age > r.cfg.maxTTL+clockSkew:
-		return fmt.Errorf("%w: lock %q: occurrence %s is %v ahead, more than the max TTL (%v, WithMaxTTL) and %v: it cannot be claimed safely",
-			ErrInvalidOption, name, at.UTC().Format(time.RFC3339), (-age).Round(time.Millisecond), r.cfg.maxTTL, clockSkew)
-	}
-	return nil
-}
-
-// maxReach returns how long after an occurrence it can still be claimed:
-// the state TTL less the max TTL (the longest a claim may be made ahead of
-// its occurrence) and a clock skew margin of 2 s, so that the occurrence's
-// mark is still kept on the nodes.
-func (r *Redlock) maxReach() time.Duration {
-	return r.cfg.stateTTL - r.cfg.maxTTL - clockSkew
-}
-
 // unanswered returns a result per node with no answer.
 func (r *Redlock) unanswered() []NodeResult {
 	rs := make([]NodeResult, len(r.nodes))
@@ -220,50 +122,6 @@ func (r *Redlock) unanswered() []NodeResult {
 		rs[i].Node = n.Name()
 	}
 	return rs
-}
-
-// releaseOn deletes value on the nodes whose target flag is set (all nodes
-// when targets is nil), and waits for the answers until decided says the
-// outcome is known, or up to the node timeout. The calls stay queued
-// longer, whatever ctx does (see releaseBound), since a key left behind
-// blocks others; Flush waits for them. Nodes not targeted get no vote.
-func (r *Redlock) releaseOn(ctx context.Context, targets []bool, keys engine.LockKeys, value string, occurrence int64, ttl time.Duration, w engine.LedgerWrite, decided decider) []NodeResult {
-	rctx, cancel := context.WithTimeout(context.Background(), r.releaseBound(ttl))
-	if len(r.nodes) == 1 {
-		rctx = engine.MayBlock(rctx) // as fanout does for the other calls
-	}
-	var left atomic.Int32
-	left.Store(int32(len(r.nodes)))
-	return r.fanout(context.WithoutCancel(ctx), func(_ context.Context, i int, n *engine.Node, deliver func(NodeResult)) {
-		done := func(res NodeResult) {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-			deliver(res)
-		}
-		if targets != nil && !targets[i] {
-			done(NodeResult{})
-			return
-		}
-		r.releaseAsync(rctx, n, keys, value, occurrence, w, func(ok bool, err error) { done(boolResult(ok, err)) })
-	}, decided, nil)
-}
-
-// releaseAsync sends a release to n, counted for Flush until it is
-// answered, then passes the answer to done.
-func (r *Redlock) releaseAsync(ctx context.Context, n *engine.Node, keys engine.LockKeys, value string, occurrence int64, w engine.LedgerWrite, done func(bool, error)) {
-	r.pending.add(1)
-	n.ReleaseAsync(ctx, keys, value, occurrence, r.cfg.stateTTL, w, func(ok bool, err error) {
-		r.pending.done()
-		done(ok, err)
-	})
-}
-
-// releaseBound is how long a release may wait to be sent: long enough to
-// get past a backlog of calls to a slow node, and never longer than the
-// lock would live by itself.
-func (r *Redlock) releaseBound(ttl time.Duration) time.Duration {
-	return min(ttl, max(10*r.cfg.nodeTimeout, time.Second))
 }
 
 // failure turns a node's error into its vote.

@@ -6,12 +6,302 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redcron/redcron/mutex"
 )
+
+// A won lease's path, to the job's return: the run waits for its tick
+// and its start group (startAtTick, startGroup), starts (launch,
+// markStart), runs its tries (tryJob), ends (finishRun, classify) and
+// releases its lease with its outcome (release).
+
+// startAtTick keeps lease alive and starts d's run under it at d's tick,
+// in a goroutine that waits for the tick if it is still to come: for the
+// gate of its start group starts (see startGroup) if it is not nil, or
+// else for a timer of its own. It returns the run once its job has
+// started, and, if starts is not nil, the group's wait has ended. The wait
+// for the tick goes on when the scheduler stops gracefully: the tick is
+// claimed, and Shutdown waits for it as for a running job. If the tick is
+// abandoned (see abandoned), or its job removed, or the lease lost before
+// the tick or given up by a hard stop, the run does not start: startAtTick
+// releases the lease and returns why.
+func (s *Scheduler) startAtTick(rn *session, d dueTick, lease Lease, attempts int, starts *startGroup) (*run, error) {
+	kept := lease.Keep(rn.jobCtx)
+	r := s.newRun(d.e, lease, d.tick, d.tick, attempts)
+	r.batch, r.slot = starts, d.slot
+	var err error
+	if starts == nil {
+		s.launch(rn, r, kept, func() error {
+			if err := s.waitTick(d, kept); err != nil {
+				return err
+			}
+			return s.stillWanted(rn, d)
+		})
+		err = r.awaitStart()
+	} else {
+		s.launch(rn, r, kept, func() error {
+			starts.wait()
+			if !r.claim() {
+				return errWithdrawn
+			}
+			return s.readyAtGate(rn, d, kept)
+		})
+		err = s.awaitGate(d, r, kept)
+	}
+	if err != nil {
+		s.releaseUnused(rn, d.e.name, d.tick, lease)
+		return nil, err
+	}
+	return r, nil
+}
+
+// waitTick waits for d's tick, if it is still to come, and returns nil; or
+// why not: the lease's kept context done, or the tick abandoned (see
+// abandoned). It goes on waiting when the scheduler stops gracefully.
+func (s *Scheduler) waitTick(d dueTick, kept context.Context) error {
+	wait := d.tick.Sub(s.cfg.clock())
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for stop := d.ctx.Done(); ; {
+		select {
+		case <-t.C:
+			return nil
+		case <-kept.Done():
+			return context.Cause(kept)
+		case <-stop:
+			if abandoned(d) {
+				return errAbandonedEarly(d)
+			}
+			stop = nil // the scheduler is stopping: wait for the tick
+		}
+	}
+}
+
+// awaitGate is awaitStart for run r of d's tick, a member of a start group
+// (see startAtTick). The run's goroutine waits for the group's gate alone,
+// since a goroutine parked on one channel wakes at less cost than one in a
+// select, which matters when hundreds wake at once on a few cores. Until
+// the gate opens, awaitGate watches for what waitTick does instead, and
+// withdraws r if its lease's kept context is done or its tick abandoned.
+func (s *Scheduler) awaitGate(d dueTick, r *run, kept context.Context) error {
+	lost, stop := kept.Done(), d.ctx.Done()
+	for {
+		select {
+		case <-r.batch.all: // r started, or will not
+			return r.awaitStart()
+		case err := <-r.failed:
+			return err
+		case <-lost:
+			lost = nil
+			if r.withdraw() {
+				return context.Cause(kept)
+			}
+		case <-stop:
+			stop = nil // if the scheduler is stopping, wait for the tick
+			if s.givenUp(d) && r.withdraw() {
+				return errAbandonedEarly(d)
+			}
+		}
+	}
+}
+
+// readyAtGate returns nil if d's run, its group's gate open, is to start,
+// or else why not (see waitTick and stillWanted).
+func (s *Scheduler) readyAtGate(rn *session, d dueTick, kept context.Context) error {
+	switch {
+	case kept.Err() != nil:
+		return context.Cause(kept)
+	case s.givenUp(d):
+		return errAbandonedEarly(d)
+	}
+	return s.stillWanted(rn, d)
+}
+
+// stillWanted returns nil if d's run, its tick come, is still to start, or
+// else why not: its job removed once the scheduler was stopping, or the
+// scheduler stopped hard.
+func (s *Scheduler) stillWanted(rn *session, d dueTick) error {
+	switch {
+	case d.e.removed.Load(): // removed once the scheduler was stopping
+		return fmt.Errorf("scheduler: lease released: %w", errRemoved)
+	case rn.jobCtx.Err() != nil:
+		return fmt.Errorf("scheduler: lease given up: %w", context.Cause(rn.jobCtx))
+	}
+	return nil
+}
+
+// errAbandonedEarly returns the error of a run whose tick was abandoned
+// before it came.
+func errAbandonedEarly(d dueTick) error {
+	return fmt.Errorf("scheduler: tick abandoned before it came, lease released: %w", context.Cause(d.ctx))
+}
+
+// sleepUntil waits until tick by the scheduler's clock, or until ctx is
+// done, and reports whether it waited until tick.
+func (s *Scheduler) sleepUntil(ctx context.Context, tick time.Time) bool {
+	if wait := tick.Sub(s.cfg.clock()); wait > 0 {
+		return sleep(ctx, wait)
+	}
+	return ctx.Err() == nil
+}
+
+// maxStartWait bounds how long after its gate opens a start group waits
+// for the runs of its members to start.
+const maxStartWait = 100 * time.Millisecond
+
+// minStartWait is how long after its gate opens a start group of more
+// than one member waits at least, however fast its members started: the
+// other replicas' runs of the same tick may take longer to start than
+// this replica's, and releases sent meanwhile would compete with them for
+// the CPU, the replicas' and the Redis servers'.
+const minStartWait = 20 * time.Millisecond
+
+// startGroup is the runs of one tick whose leases one batch won (or a
+// retry of it, before the tick). Their goroutines wait on one gate, opened
+// by one timer at the tick, and start together.
+//
+// Their handlers then keep the leases until every member has started, and
+// as long again (at least minStartWait, at most maxStartWait after the
+// gate opened), so that releases do not compete for the CPU with the
+// starts still under way, here or on the other replicas. A run that ended
+// meanwhile is shown finished at once, with its job's own duration; its
+// lock is released and its end reported after the wait. A member that will
+// not start does not wait.
+//
+// The methods of a nil *startGroup do nothing.
+type startGroup struct {
+	left   atomic.Int64  // members whose outcome is not known yet
+	size   atomic.Int64  // members, those that joined included
+	all    chan struct{} // closed when the handlers' wait ends
+	close  sync.Once     // closes all
+	gate   chan struct{} // closed when the gate opens
+	opens  time.Time     // when the gate opens, by the monotonic clock
+	opener *time.Timer   // opens the gate, or nil if it was open at once
+	bound  *time.Timer   // ends the wait maxStartWait after the opening
+}
+
+// wait waits for g's gate to open.
+func (g *startGroup) wait() { <-g.gate }
+
+// startGroups returns the start group of each of a batch's ticks: one
+// group for the ticks of one instant whose leases the batch won (results,
+// one per tick), its members, and whose first attempts were undecided,
+// which may join it if a retry wins the lease before the gate opens; nil
+// for the ticks refused, and for a won tick that no other won or
+// undecided tick of its instant could start with. (An instant whose
+// attempts were all undecided has no group: its retries start on their
+// own.) With lock-ahead, a batch can hold ticks of several instants (jobs
+// whose leads differ): a run waits only for those due with it. now is the
+// time by the scheduler's clock, from which the gates' timers are set.
+func startGroups(ticks []dueTick, results []LockResult, now time.Time) []*startGroup {
+	type count struct{ won, undecided int }
+	counts := make(map[int64]count) // by tick, in Unix ns (ticks may differ in location)
+	for i, r := range results {
+		c := counts[ticks[i].tick.UnixNano()]
+		switch {
+		case r.won():
+			c.won++
+		case !refused(r.Err):
+			c.undecided++
+		default:
+			continue
+		}
+		counts[ticks[i].tick.UnixNano()] = c
+	}
+	groups := make(map[int64]*startGroup, len(counts))
+	for t, c := range counts {
+		// A lone winner needs a group only if a retry may join it, which
+		// it may until the gate opens, at the tick.
+		wait := time.Unix(0, t).Sub(now)
+		if c.won > 1 || c.won == 1 && c.undecided > 0 && wait > 0 {
+			groups[t] = newStartGroup(c.won, wait)
+		}
+	}
+	out := make([]*startGroup, len(ticks))
+	for i, r := range results {
+		if !refused(r.Err) { // won or undecided
+			out[i] = groups[ticks[i].tick.UnixNano()]
+		}
+	}
+	return out
+}
+
+// newStartGroup returns a group of n members whose gate opens after wait;
+// n must be at least 1.
+func newStartGroup(n int, wait time.Duration) *startGroup {
+	g := &startGroup{all: make(chan struct{}), gate: make(chan struct{})}
+	g.left.Store(int64(n))
+	g.size.Store(int64(n))
+	wait = max(wait, 0)
+	g.opens = time.Now().Add(wait)
+	if wait > 0 {
+		g.opener = time.AfterFunc(wait, func() { close(g.gate) })
+	} else {
+		close(g.gate)
+	}
+	g.bound = time.AfterFunc(wait+maxStartWait, g.closeAll)
+	return g
+}
+
+// done records that one member's run has started, or that it will not
+// start. Each member calls it once. After the last, the handlers' wait
+// ends as long after as the members took from the gate's opening, but no
+// sooner than minStartWait after the opening, or at its bound if that
+// comes first; at once if the group had one member only, whose release
+// delays no other start of its own replica.
+func (g *startGroup) done() {
+	if g == nil || g.left.Add(-1) != 0 {
+		return
+	}
+	if g.opener != nil && g.opener.Stop() {
+		// Every member was withdrawn: let their goroutines end now.
+		close(g.gate)
+	}
+	switch took := time.Since(g.opens); {
+	case took <= 0 || g.size.Load() == 1:
+		// Every member was done before the gate opened, or the only one is.
+		g.bound.Stop()
+		g.closeAll()
+	case 2*took < maxStartWait:
+		g.bound.Reset(max(took, minStartWait-took))
+	}
+}
+
+// join adds a member to g, a run whose lease was won after g was made (by
+// a retry of the batch's undecided first attempt, or, rarely, won again
+// by a member whose lease was lost before the tick), and reports whether
+// it did. It does not once g's gate has opened, or once g's wait for its
+// members has ended (every member done before the tick): the run then
+// starts on its own.
+func (g *startGroup) join() bool {
+	if g == nil {
+		return false
+	}
+	select {
+	case <-g.gate:
+		return false
+	default:
+	}
+	for {
+		n := g.left.Load()
+		if n <= 0 {
+			return false
+		}
+		if g.left.CompareAndSwap(n, n+1) {
+			g.size.Add(1)
+			return true
+		}
+	}
+}
+
+func (g *startGroup) closeAll() { g.close.Do(func() { close(g.all) }) }
 
 // errGoexit is the error of a job that called runtime.Goexit.
 var errGoexit = errors.New("scheduler: job called runtime.Goexit")
@@ -388,4 +678,73 @@ func withCause(cause, jobErr error) error {
 func (r *run) attrs(extra ...slog.Attr) []slog.Attr {
 	return append(tickAttrs(r.info.Job, r.info.Tick,
 		slog.String("run_id", r.info.RunID), slog.Uint64("fence", r.info.Fence)), extra...)
+}
+
+// tryJob runs r's job, and, with WithRetry, runs it again after a failure
+// while tries are left, the run's context is live, the scheduler is not
+// stopping (stopping is its session's loop context), the failure was not a
+// panic and the next try would start within the job's late limit of the
+// tick (the misfire grace, or the catch-up window: a tick caught up after
+// an outage keeps its retries), or of the first try's start for a manual
+// run. Each try gets its number in RunInfo.Try; each failure tried again is
+// reported and logged.
+func (s *Scheduler) tryJob(stopping context.Context, r *run) error {
+	cfg := r.e.cfg
+	from := r.info.Tick
+	if from.IsZero() {
+		from = s.cfg.clock()
+	}
+	deadline, backoff := from.Add(cfg.lateLimit()), cfg.backoff
+	for try := 1; ; try++ {
+		r.tries.Store(int32(try))
+		ctx, info := r.ctx, r.info
+		if try > 1 {
+			info.Try = try
+			ctx = contextWithRunInfo(r.ctx, &info)
+		}
+		err := callJob(ctx, r.e.job, info)
+		var panicked *PanicError
+		if err == nil || try >= cfg.attempts || errors.As(err, &panicked) || r.ctx.Err() != nil ||
+			stopping.Err() != nil || !s.cfg.clock().Add(backoff).Before(deadline) {
+			return err
+		}
+		s.emit(r.e, Event{Kind: KindRunRetry, Job: info.Job, Tick: info.Tick, RunID: info.RunID, Fence: info.Fence,
+			Attempts: r.attempts, Try: try, Err: err})
+		r.failedTry(try, err)
+		s.log.LogAttrs(r.ctx, slog.LevelWarn, "run failed; trying again",
+			r.attrs(slog.Int("try", try), slog.Duration("backoff", backoff), slog.Any("error", err))...)
+		wait, stop := context.WithCancel(r.ctx)
+		unhook := context.AfterFunc(stopping, stop) // a Shutdown ends the wait too
+		slept := sleep(wait, backoff)
+		unhook()
+		stop()
+		if !slept || outlived(r.ctx) != nil { // no try after the lease's validity
+			return err
+		}
+		backoff *= 2
+	}
+}
+
+// failedTry records that try failed with err and is tried again, for the
+// run's record in the ledger.
+func (r *run) failedTry(try int, err error) {
+	r.triesMu.Lock()
+	defer r.triesMu.Unlock()
+	r.tryErrs = append(r.tryErrs, fmt.Sprintf("try %d: %v", try, err))
+}
+
+// ledgerErr returns the error the run's ledger record keeps: err, then
+// the errors of the tries that failed before (WithRetry), if any (the
+// record keeps the first 200 bytes: the outcome first).
+func (r *run) ledgerErr(err error) error {
+	r.triesMu.Lock()
+	defer r.triesMu.Unlock()
+	if len(r.tryErrs) == 0 {
+		return err
+	}
+	last := "ok"
+	if err != nil {
+		last = err.Error()
+	}
+	return errors.New(last + " (after " + strings.Join(r.tryErrs, "; ") + ")")
 }

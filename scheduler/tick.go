@@ -5,11 +5,161 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/redcron/redcron/internal/parts"
 	"github.com/redcron/redcron/mutex"
 )
+
+// A tick's path, from its timer to a won lease or a skip: the loop finds
+// the due ticks (loop, dispatch); a batch of them is checked and claimed
+// at once (handleBatch, checkTick, lockAndRun), an undecided claim retried
+// (acquire); a won lease goes to run.go (runWon), a tick not run is
+// skipped and says why (lockFailed, skip). The locker behind it is
+// redlock.go.
+
+// maxSleep bounds the loop's sleeps, so that it notices a step of the wall
+// clock (which timers, running on the monotonic clock, ignore) within a
+// minute.
+const maxSleep = time.Minute
+
+// Causes of the end of a tick's lock attempts.
+var (
+	errNewerTick = errors.New("scheduler: a newer tick is being attempted")
+	errRemoved   = errors.New("scheduler: job removed")
+)
+
+// dueTick is a tick handed by the loop to a handler goroutine.
+type dueTick struct {
+	e    *entry
+	tick time.Time
+	// missed is the first of the ticks skipped because a later one was
+	// already due (tick itself if none was).
+	missed time.Time
+	// ctx bounds the tick's lock attempts; cancel ends them.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// starts is the start group of the tick's instant in its batch, or
+	// nil; member reports whether the batch's first attempt won the tick's
+	// lease, which makes the tick one of the group's members. A lease won
+	// by a later attempt may join the group (see startGroup.join).
+	starts *startGroup
+	member bool
+	// slot is the run slot the tick holds (WithMaxConcurrentRuns), or nil.
+	slot *slot
+}
+
+// loop dispatches due ticks until rn.loopCtx is done. It owns the timer.
+func (s *Scheduler) loop(rn *session) {
+	timer := time.NewTimer(maxSleep)
+	defer timer.Stop()
+	// A wake or the timer may be ready with loopCtx done, and select picks
+	// at random: no round is dispatched once the loop is to stop.
+	for rn.loopCtx.Err() == nil {
+		timer.Reset(s.dispatch(rn))
+		select {
+		case <-rn.loopCtx.Done():
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// dispatch starts a handler for every job whose next tick is due and
+// returns how long to sleep until the next tick. When several ticks are
+// due, one handler takes them all, so that their first lock attempts are
+// made in one call (Locker.AcquireAll).
+//
+// A tick is due lock-ahead before it (WithLockAhead). When several ticks of
+// a job are past (the process was paused, or the clock stepped forward),
+// only the latest is handled; the earlier ones are skipped as misfires.
+func (s *Scheduler) dispatch(rn *session) time.Duration {
+	now := s.cfg.clock()
+	wait := maxSleep
+	var due []dueTick
+	s.mu.Lock()
+	for _, e := range s.jobs {
+		if !e.next.IsZero() && !e.at.After(now) {
+			d := dueTick{e: e, missed: e.next, tick: e.next}
+			if !d.tick.After(now) {
+				d.tick = lastTick(e.sched, d.tick, now)
+			}
+			e.next = e.sched.Next(d.tick)
+			// From the later of the tick and now: a tick handled late
+			// keeps at least half the time to the next one.
+			e.at = s.dispatchAt(later(d.tick, now), e.next)
+			if e.abandon != nil {
+				e.abandon(errNewerTick)
+			}
+			d.ctx, d.cancel = context.WithCancelCause(rn.loopCtx)
+			e.abandon = d.cancel
+			due = append(due, d)
+		}
+		if !e.next.IsZero() {
+			wait = min(wait, e.at.Sub(now))
+		}
+	}
+	s.mu.Unlock()
+
+	batch := len(due) > 1
+	for _, d := range due {
+		s.skipMissed(d)
+		if !batch {
+			rn.wg.Go(func() { s.handleTick(rn, d) })
+		}
+	}
+	if batch {
+		rn.wg.Go(func() { s.handleBatch(rn, due) })
+	}
+	return max(wait, 0)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// dispatchAt returns when to dispatch next, the tick after prev (or the
+// first tick, computed at prev): next less the lock-ahead, which is at most
+// half the time from prev to next.
+func (s *Scheduler) dispatchAt(prev, next time.Time) time.Time {
+	if next.IsZero() {
+		return next
+	}
+	return next.Add(-max(0, min(s.cfg.lockAhead, next.Sub(prev)/2)))
+}
+
+// maxMisfireReports bounds the ticks one dispatch reports as missed, one
+// event each: a clock stepped forward by months must not stall the loop
+// reporting millions of them.
+const maxMisfireReports = 100
+
+// skipMissed reports the ticks of d skipped because a later one was due:
+// the first maxMisfireReports of them one by one, and how many in all in
+// one log line (at least that many more, when there were more).
+func (s *Scheduler) skipMissed(d dueTick) {
+	n := 0
+	t := d.missed
+	for ; t.Before(d.tick) && n < maxMisfireReports; t = d.e.sched.Next(t) {
+		s.skip(d.e, t, skipMisfire, 0, nil)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	missed := slog.Int("missed", n)
+	if t.Before(d.tick) {
+		missed = slog.String("missed", fmt.Sprintf("more than %d (the first %d reported)", n, n))
+	}
+	s.log.LogAttrs(d.ctx, slog.LevelWarn, "ticks missed",
+		slog.String("job", d.e.name), missed,
+		slog.Time("first", d.missed), slog.Time("scheduled_at", d.tick))
+}
 
 // handleTick handles one tick of one job: it checks that the tick is not
 // late and that the job is not running here, acquires the lease and runs
@@ -384,3 +534,168 @@ func (e endedError) Error() string {
 }
 
 func (e endedError) Unwrap() []error { return []error{e.err, errNewerTick} }
+
+const (
+	// maxAttemptTimeout bounds one lock attempt (and TTL/3 does too).
+	maxAttemptTimeout = 5 * time.Second
+	// releaseTimeout bounds the release of a lease.
+	releaseTimeout = 5 * time.Second
+	// A retry of an undecided lock attempt waits a random delay of at
+	// least retryMin and at most retryFirstMax, doubled with every attempt
+	// up to retryCap: 10-60ms, 10-120ms, 10-240ms, ... then 10ms-1s. Most
+	// undecided attempts are split votes between replicas that fired at
+	// the same instant: a short random delay lets one of them win soon.
+	retryMin      = 10 * time.Millisecond
+	retryFirstMax = 60 * time.Millisecond
+	retryCap      = time.Second
+)
+
+// acquire makes lock attempts for req until one wins, one gets a definite
+// refusal (mutex.ErrHeld, mutex.ErrAlreadyRun, ErrOverlap), or ctx is done. Undecided
+// attempts are retried after a random delay, as long as the retry starts
+// before the deadline (by the scheduler's clock); the first attempt is
+// always made, or, if first is not nil, was already made (in a batch) with
+// that result. Under OverlapQueueOne or OverlapReplace, an ErrOverlap of a
+// tick is tried again too, until the deadline: as soon as a run of the job
+// here releases its lease, and otherwise after a random delay that grows
+// to a second (or a quarter of the job's period, if shorter), for a run
+// on another replica. It returns the number of
+// attempts made.
+func (s *Scheduler) acquire(ctx context.Context, e *entry, req LockRequest, deadline time.Time, first *LockResult) (Lease, int, error) {
+	retryUntil := time.Now().Add(deadline.Sub(s.cfg.clock())) // by the monotonic clock
+	waits := waitsForRelease(e, req)
+	var (
+		lastErr  error
+		released <-chan struct{} // closed at a release here after the attempt began
+		polls    int             // attempts refused with ErrOverlap so far
+	)
+	for attempt := 1; ; attempt++ {
+		var (
+			lease Lease
+			err   error
+		)
+		if waits {
+			released = s.releaseSignal(e)
+		}
+		if attempt == 1 && first != nil {
+			lease, err = first.Lease, first.Err
+		} else {
+			actx, cancel := context.WithTimeout(ctx, attemptTimeout(req.TTL))
+			lease, err = s.locker.Acquire(actx, req)
+			cancel()
+		}
+		switch {
+		case err == nil && lease != nil:
+			return lease, attempt, nil
+		case err == nil:
+			err = errors.New("scheduler: Locker returned neither a Lease nor an error")
+		case waits && errors.Is(err, ErrOverlap):
+			lastErr = err // kept if the wait ends with ctx
+			if polls++; polls == 1 {
+				s.log.LogAttrs(ctx, slog.LevelDebug, "previous run still going; the tick waits for its lease",
+					tickAttrs(e.name, req.Tick, slog.String("overlap", string(e.cfg.overlap)))...)
+			}
+			if !awaitRelease(ctx, released, pollDelay(e, req.Tick, polls), retryUntil) {
+				return nil, attempt, err
+			}
+			continue
+		case refused(err):
+			return nil, attempt, err
+		}
+		// Keep the locker's own error rather than the one caused by the end
+		// of ctx.
+		if lastErr == nil || ctx.Err() == nil {
+			lastErr = err
+		}
+		delay := retryDelay(attempt)
+		if ctx.Err() != nil || time.Until(retryUntil) < delay {
+			return nil, attempt, lastErr
+		}
+		s.emit(e, Event{Kind: KindLockRetry, Job: e.name, Tick: req.Tick, Attempts: attempt, Err: err})
+		if s.log.Enabled(ctx, slog.LevelDebug) { // retries come by the thousand in a rush
+			s.log.LogAttrs(ctx, slog.LevelDebug, "lock attempt undecided; retrying",
+				tickAttrs(e.name, req.Tick, slog.Int("attempt", attempt), slog.Duration("delay", delay), slog.Any("error", err))...)
+		}
+		if !sleep(ctx, delay) {
+			return nil, attempt, lastErr
+		}
+	}
+}
+
+// attemptTimeout bounds one lock attempt for a lease of the given TTL.
+func attemptTimeout(ttl time.Duration) time.Duration {
+	return min(maxAttemptTimeout, ttl/3)
+}
+
+// refused reports whether err is a definite refusal of a lock attempt,
+// which is not retried.
+func refused(err error) bool {
+	if o, ok := err.(*lockOutcome); ok { // the Redlock's answers: no walk of their vote tallies
+		return o.kind == mutex.ErrHeld || o.kind == mutex.ErrAlreadyRun || o.kind == ErrOverlap || o.kind == errPaused
+	}
+	return isAny(err, mutex.ErrHeld, mutex.ErrAlreadyRun, ErrOverlap, errPaused)
+}
+
+// isAny reports whether errors.Is(err, t) for any t of targets (sentinels,
+// of comparable types), walking err's tree once rather than once per
+// target: a shard's "asked again" answers come by the thousand.
+func isAny(err error, targets ...error) bool {
+	for err != nil {
+		for _, t := range targets {
+			if err == t {
+				return true
+			}
+			if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(t) {
+				return true
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if isAny(e, targets...) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// retryDelay returns a random delay before the attempt after attempt.
+func retryDelay(attempt int) time.Duration {
+	hi := retryCap
+	if attempt < 8 {
+		hi = min(retryFirstMax<<(attempt-1), retryCap)
+	}
+	return retryMin + rand.N(hi-retryMin+1)
+}
+
+// pollDelay is how long a tick of e waiting for a run's release on
+// another replica waits before its polls-th next attempt: retryDelay, at
+// most a quarter of the job's period, so that a release before the next
+// tick is seen before that tick comes and replaces the waiting one.
+func pollDelay(e *entry, tick time.Time, polls int) time.Duration {
+	d := retryDelay(polls)
+	if next := e.sched.Next(tick); next.After(tick) {
+		d = min(d, max(retryMin, next.Sub(tick)/4))
+	}
+	return d
+}
+
+// sleep waits for d or until ctx is done, and reports whether it waited
+// for d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

