@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -220,14 +221,7 @@ func (rd *round) commit(ctx context.Context) {
 	var commits []commitItem
 	for j, q := range rd.reqs {
 		if count(rd.votes[j], voteYes) < r.quorum {
-			rd.failed[j] = &QuorumError{Op: "acquire", Name: q.keys.Name, Quorum: r.quorum, Nodes: rd.votes[j]}
-			rd.failed[j].Holder, rd.failed[j].Reason = acquireReason(rd.votes[j], r.quorum)
-			if v, err := engine.ParseValue(rd.failed[j].Holder); err == nil {
-				rd.failed[j].HolderOwner = v.Owner
-				if v.Occurrence != 0 {
-					rd.failed[j].HolderOccurrence = time.UnixMilli(v.Occurrence)
-				}
-			}
+			rd.failed[j] = refusal(q.keys.Name, rd.votes[j], r.quorum)
 			continue
 		}
 		fused := rd.areqs[j].FenceFloor != 0
@@ -341,6 +335,34 @@ func acquireReason(rs []NodeResult, quorum int) (holder string, reason error) {
 		}
 	}
 	return "", ErrNoQuorum
+}
+
+// refusal returns the error of an acquisition of lock name whose votes
+// reached no quorum of grants: its reason and, when held, its holder, read
+// from the holder's value and the nodes' answers.
+func refusal(name string, votes []NodeResult, quorum int) *QuorumError {
+	qerr := &QuorumError{Op: "acquire", Name: name, Quorum: quorum, Nodes: votes}
+	qerr.Holder, qerr.Reason = acquireReason(votes, quorum)
+	if qerr.Reason != ErrHeld {
+		return qerr
+	}
+	if v, err := engine.ParseValue(qerr.Holder); err == nil {
+		qerr.HolderOwner = v.Owner
+		if v.Occurrence != 0 {
+			qerr.HolderOccurrence = time.UnixMilli(v.Occurrence)
+		}
+	}
+	var until []time.Time
+	for _, res := range votes {
+		if res.Vote == voteHeld && !res.unproven && res.Holder == qerr.Holder && !res.HolderUntil.IsZero() {
+			until = append(until, res.HolderUntil)
+		}
+	}
+	if len(until) >= quorum {
+		slices.SortFunc(until, func(a, b time.Time) int { return b.Compare(a) })
+		qerr.HolderUntil = until[quorum-1]
+	}
+	return qerr
 }
 
 // reportFailure reports a failed attempt at a lock claiming occurrence (0
@@ -511,8 +533,12 @@ func (r *Redlock) acquireVote(i int, a engine.AcquireResult, occurrence, ticketA
 	recent := !r.cfg.trusted && r.warmingUp(start, now)
 	switch {
 	case rep.Status == engine.Held:
-		return NodeResult{Vote: voteHeld, Holder: rep.Holder, fence: rep.Fence, WarmingUp: recent,
+		held := NodeResult{Vote: voteHeld, Holder: rep.Holder, fence: rep.Fence, WarmingUp: recent,
 			unproven: recent && !r.survived(rep.Holder, start)}
+		if rep.HolderTTL > 0 {
+			held.HolderUntil = now.Add(rep.HolderTTL)
+		}
+		return held
 	case rep.Status == engine.AlreadyRun:
 		// A mark is only written by a winner's commit, so it counts even
 		// on a node that restarted since.

@@ -88,6 +88,10 @@ type NodeResult struct {
 	Err     error         // the error, for timeouts, network and server errors
 	Latency time.Duration // time to the node's answer
 	Holder  string        // the value holding the lock, for held; the pause key's, for paused
+	// HolderUntil is, for held, until when the holder's value lives on
+	// the node, by this process's clock, as the node answered (its TTL
+	// then); zero if the node did not say.
+	HolderUntil time.Time
 	// WarmingUp says the node answered an acquisition while warming up:
 	// its server, brand new or restarted, started less than the max TTL
 	// ago (or too recently to vouch for the occurrence claimed) and is not
@@ -145,8 +149,13 @@ type QuorumError struct {
 	// (Occurrence; the zero time if none), read from Holder.
 	HolderOwner      string
 	HolderOccurrence time.Time
-	Detail           string // more about the reason, if any
-	Cause            error  // the caller's context error, if it ended the operation
+	// HolderUntil is, for ErrHeld, until when the holder holds a quorum
+	// unless it extends or releases the lock: the latest time a quorum of
+	// the nodes that named it said its value lives on them (NodeResult's
+	// HolderUntil); zero if too few of them said.
+	HolderUntil time.Time
+	Detail      string // more about the reason, if any
+	Cause       error  // the caller's context error, if it ended the operation
 }
 
 // Error implements error. It reads like a tally:
@@ -155,6 +164,14 @@ type QuorumError struct {
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mutex: %s %q: %d/%d yes, quorum %d: %s", e.Op, e.Name, count(e.Nodes, voteYes), len(e.Nodes), e.Quorum, reasonText(e.Reason))
+	if e.Reason == ErrHeld {
+		if e.HolderOwner != "" {
+			fmt.Fprintf(&b, " %q", e.HolderOwner)
+		}
+		if !e.HolderUntil.IsZero() {
+			b.WriteString(" until " + e.HolderUntil.UTC().Format("2006-01-02T15:04:05.000Z"))
+		}
+	}
 	if e.Detail != "" {
 		b.WriteString(" (" + e.Detail + ")")
 	}

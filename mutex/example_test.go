@@ -71,7 +71,9 @@ func ExampleRedlock_TryLock() {
 	case errors.Is(err, mutex.ErrAlreadyRun):
 		fmt.Println("another replica ran the 06:00 report")
 	case errors.Is(err, mutex.ErrHeld):
-		fmt.Println("another replica is running it")
+		var qe *mutex.QuorumError
+		errors.As(err, &qe)
+		fmt.Println("running on", qe.HolderOwner, "until at least", qe.HolderUntil.Format(time.TimeOnly))
 	case err != nil:
 		fmt.Println("no quorum:", err) // the tally says which nodes failed
 	default:
@@ -93,4 +95,31 @@ func ExamplePermits() {
 	work, stop := permit.KeepAlive(ctx)
 	defer stop()
 	_ = writeInvoices(work, permit.Fence())
+}
+
+// A holder reenters its lock: code running under the lock's KeepAlive
+// context that takes the same lock again (here a helper that also runs on
+// its own) gets a second handle on the same hold, at once; the lock leaves
+// the nodes when the last handle is released.
+func ExampleLock_KeepAlive_reentrant() {
+	ctx := context.Background()
+	locks := connect()
+	l, err := locks.Lock(ctx, "ledger-close", 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	held, stop := l.KeepAlive(ctx) // held carries the lock
+	defer stop()
+	closeDay := func(ctx context.Context) error {
+		l, err := locks.Lock(ctx, "ledger-close", 30*time.Second) // reentrant under held
+		if err != nil {
+			return err
+		}
+		defer l.Release(context.Background()) // one hold less
+		return writeInvoices(ctx, l.Fence())
+	}
+	if err := closeDay(held); err != nil {
+		log.Print(err)
+	}
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/redcron/redcron/internal/outcome"
 )
 
-// Lock is a held lease. Its methods are safe for concurrent use.
+// Lock is a held lease. Its methods are safe for concurrent use. The
+// context KeepAlive returns is its watchdog's: its Done channel closes the
+// moment the lock can no longer be proven, and context.Cause says why.
 //
 // A lock is reentrant for the code running under its KeepAlive context:
 // Lock or TryLock of the same name on the same Redlock with that context

@@ -132,7 +132,7 @@ func (r *Redlock) claimSorted(ctx context.Context, reqs []attemptReq, rights, pa
 	for j, q := range reqs {
 		twins(votes[j])
 		p := parents[j]
-		qerr := claimError(q.keys.Name, votes[j], r.quorum)
+		qerr := refusal(q.keys.Name, votes[j], r.quorum)
 		if count(votes[j], voteYes) >= r.quorum {
 			// Won, if its parent still holds on a quorum of the nodes that
 			// claimed it: elsewhere the part is not running.
@@ -201,20 +201,6 @@ func (r *Redlock) claimVotes(ctx context.Context, creqs []engine.ClaimRequest, s
 		})
 	}, acquireDecider(len(r.nodes), r.quorum), nil)
 	return votes, claim
-}
-
-// claimError returns the error of a claim of lock name without a quorum
-// of votes.
-func claimError(name string, votes []NodeResult, quorum int) *QuorumError {
-	qerr := &QuorumError{Op: "acquire", Name: name, Quorum: quorum, Nodes: votes}
-	qerr.Holder, qerr.Reason = acquireReason(votes, quorum)
-	if v, err := engine.ParseValue(qerr.Holder); err == nil {
-		qerr.HolderOwner = v.Owner
-		if v.Occurrence != 0 {
-			qerr.HolderOccurrence = time.UnixMilli(v.Occurrence)
-		}
-	}
-	return qerr
 }
 
 // claimVote turns node i's answer to a claim into its vote, as

@@ -80,8 +80,11 @@ type AcquireReply struct {
 	Status AcquireStatus
 	// Fence is the node's fence counter for the lock (0 when unset).
 	Fence uint64
-	// Holder is the value holding the lock when Status is Held.
-	Holder string
+	// Holder is the value holding the lock when Status is Held, and
+	// HolderTTL how long it had left on the node (its key's PTTL; a part's
+	// parent key's, or the waiters' turn's), 0 when the node did not say.
+	Holder    string
+	HolderTTL time.Duration
 	// Mark is the node's occurrence mark when Status is AlreadyRun.
 	Mark int64
 	// Info is the server's run id and uptime when asked for (WantInfo)
@@ -152,7 +155,7 @@ func (n *Node) AcquireAllAsync(ctx context.Context, reqs []AcquireRequest, done 
 			var rep AcquireReply
 			ierr := err
 			if ierr == nil {
-				rep, ierr = parseAcquire(res[2+3*(i-lo):][:3])
+				rep, ierr = parseAcquire(res[2+4*(i-lo):][:4])
 			}
 			if ierr != nil {
 				out[i].Err = n.fail("acquire", reqs[i].Keys.Lock, ierr)

@@ -9,7 +9,8 @@ import (
 
 // plainAcquire sends the acquisition of one lock that claims no
 // occurrence and commits no fence as plain commands instead of the acquire
-// script: SET NX PX, GET, HMGET of its state and GET of its waiters' turn,
+// script: SET NX PX, GET and PTTL of the lock, HMGET of its state and GET
+// of its waiters' turn,
 // in that order, in the node's pipeline, on a connection whose server was
 // read already (see askInfo): a call that reads it goes as the script,
 // as does a waiter's. A script
@@ -36,6 +37,7 @@ type plainAcquire struct {
 	req  AcquireRequest
 	set  *redis.BoolCmd
 	get  *redis.StringCmd
+	left *redis.DurationCmd
 	st   *redis.SliceCmd
 	turn *redis.StringCmd
 }
@@ -51,6 +53,7 @@ func (p *plainAcquire) queue(ctx context.Context, pipe redis.Pipeliner) {
 	k := p.req.Keys
 	p.set = pipe.SetNX(ctx, k.Lock, p.req.Value, p.req.TTL)
 	p.get = pipe.Get(ctx, k.Lock)
+	p.left = pipe.PTTL(ctx, k.Lock)
 	p.st = pipe.HMGet(ctx, k.State, k.FenceField(), k.MarkField(), "r|"+k.Name)
 	p.turn = pipe.Get(ctx, k.Turn)
 }
@@ -62,6 +65,7 @@ func (p *plainAcquire) answer(ctx context.Context) (*redis.Cmd, bool) {
 	uptime, runID := "", "" // completed from the connection's server (readInfo)
 	set, setErr := p.set.Result()
 	cur, getErr := p.get.Result()
+	left, leftErr := p.left.Result()
 	st, stErr := p.st.Result()
 	_, turnErr := p.turn.Result()
 	if !errors.Is(turnErr, redis.Nil) {
@@ -70,12 +74,12 @@ func (p *plainAcquire) answer(ctx context.Context) (*redis.Cmd, bool) {
 		}
 		return nil, false // a waiter's turn (or a key of another type): the script tells
 	}
-	for _, err := range []error{setErr, getErr, stErr} {
+	for _, err := range []error{setErr, getErr, leftErr, stErr} {
 		if err != nil && !errors.Is(err, redis.Nil) && !ServerError(err) {
 			return netFailed(ctx, err), true // the pipeline failed: so does the call
 		}
 	}
-	if setErr != nil || stErr != nil || getErr != nil && (set || !errors.Is(getErr, redis.Nil)) || len(st) != 3 || st[2] != nil {
+	if setErr != nil || stErr != nil || leftErr != nil || getErr != nil && (set || !errors.Is(getErr, redis.Nil)) || len(st) != 3 || st[2] != nil {
 		return nil, false
 	}
 	fence, _ := st[0].(string)
@@ -89,11 +93,11 @@ func (p *plainAcquire) answer(ctx context.Context) (*redis.Cmd, bool) {
 	cmd := redis.NewCmd(ctx)
 	switch {
 	case set:
-		cmd.SetVal([]any{uptime, runID, int64(1), fence, ""})
+		cmd.SetVal([]any{uptime, runID, int64(1), fence, "", int64(0)})
 	case getErr != nil || cur == p.req.Value:
 		return nil, false // gone since, or ours: the script tells
 	default:
-		cmd.SetVal([]any{uptime, runID, int64(0), fence, cur})
+		cmd.SetVal([]any{uptime, runID, int64(0), fence, cur, max(left.Milliseconds(), 0)})
 	}
 	return cmd, true
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -37,13 +38,13 @@ var (
 	//go:embed lua/free.lua
 	freeSrc string
 
-	acquireScript = newScript("acquire", acquireSrc, 2, 3)
+	acquireScript = newScript("acquire", acquireSrc, 2, 4)
 	commitScript  = newScript("commit", commitSrc, 0, 2)
 	extendScript  = newScript("extend", extendSrc, 0, 2)
 	releaseScript = newScript("release", releaseSrc, 0, 2)
 	// acquire1Script, commit1Script and release1Script are acquireScript,
 	// commitScript and releaseScript for a call of one lock (see flush).
-	acquire1Script = newLeanScript("acquire", acquire1Src, 2, 3)
+	acquire1Script = newLeanScript("acquire", acquire1Src, 2, 4)
 	commit1Script  = newLeanScript("commit", commit1Src, 0, 2)
 	release1Script = newLeanScript("release", release1Src, 0, 2)
 	claimScript    = newScript("claim", claimSrc, 2, 3)
@@ -139,7 +140,8 @@ func parseServer(uptime, runID any) (info *Info, infoErr, err error) {
 }
 
 // parseAcquire reads one lock's answer to an acquire script: its status,
-// fence counter and detail.
+// fence counter and detail, and, from the acquire scripts (not the claim
+// script's answers), how long its holder has left.
 func parseAcquire(res []any) (AcquireReply, error) {
 	status, ok1 := res[0].(int64)
 	fence, ok2 := res[1].(string)
@@ -163,6 +165,13 @@ func parseAcquire(res []any) (AcquireReply, error) {
 		rep.Status = Acquired
 	case 0:
 		rep.Status, rep.Holder = Held, detail
+		if len(res) > 3 {
+			ms, ok := res[3].(int64)
+			if !ok {
+				return AcquireReply{}, fmt.Errorf("unexpected reply %v", res)
+			}
+			rep.HolderTTL = time.Duration(ms) * time.Millisecond
+		}
 	case 2:
 		rep.Status = AlreadyRun
 		if rep.Mark, err = strconv.ParseInt(detail, 10, 64); err != nil {

@@ -27,7 +27,7 @@
 --
 -- ARGV[1] == "1" asks for the server's uptime (seconds) and run id, for the
 -- restart check.
--- Returns {uptime, run_id, status_1, fence_1, detail_1, status_2, ...}:
+-- Returns {uptime, run_id, status_1, fence_1, detail_1, left_1, status_2, ...}:
 --   status 1: acquired (or already ours), detail ""
 --   status 0: held by another value, detail = that value ("turn " and
 --             the waiter when only the turn refuses it)
@@ -36,7 +36,10 @@
 --   status -1: the lock's keys could not be read (e.g. WRONGTYPE), or
 --              its state holds a field that is not a number,
 --              detail = the error
--- fence is the lock's fence counter (a decimal string, "0" when unset).
+-- fence is the lock's fence counter (a decimal string, "0" when unset);
+-- left, for status 0, how long what holds the lock has left on this node
+-- (ms: the lock key's PTTL, its part's parent key's, or the turn's; 0 when
+-- unknown), 0 otherwise.
 -- uptime and run_id are INFO's text as it stands ("?" when absent or when
 -- INFO failed), both "" when not asked for: the client parses them and
 -- fails closed. One lock's error does not stop the others.
@@ -58,7 +61,7 @@ for i = 1, n do
   claims = claims or tonumber(ARGV[8 * i - 3]) > 0
 end
 local paused = claims and pausesOf(keysAt(n, 4, 3)) or {}
-local fence, mark, bad, running, parents = {}, {}, {}, {}, {}
+local fence, mark, bad, running, runs, parents = {}, {}, {}, {}, {}, {}
 local order, of = groups(n, 4, 2)
 for _, state in ipairs(order) do
   local fields = {}
@@ -74,6 +77,7 @@ for _, state in ipairs(order) do
       bad[i] = st.err
     else
       fence[i], mark[i] = st[3 * j - 2], st[3 * j - 1]
+      runs[i] = st[3 * j]
       running[i] = st[3 * j] and runningHere(st[3 * j], parents)
       bad[i] = badState(state, ARGV[8 * i - 6], fence[i], mark[i])
     end
@@ -97,7 +101,7 @@ local function acquired(i, f, turn)
     redis.call("DEL", KEYS[4 * i])
     notify(KEYS[4 * i - 3], "turn")
   end
-  answer(1, f, "")
+  answer(1, f, "", 0)
 end
 
 for i = 1, n do
@@ -107,11 +111,11 @@ for i = 1, n do
   local turn = not bad[i] and occ == 0 and redis.pcall("GET", KEYS[4 * i])
   turn = type(turn) == "string" and turn
   if bad[i] then
-    answer(-1, "0", bad[i])
+    answer(-1, "0", bad[i], 0)
   elseif occ > 0 and m and tonumber(m) >= occ then
-    answer(2, f, m)
+    answer(2, f, m, 0)
   elseif occ > 0 and paused[i] then
-    answer(3, f, paused[i])
+    answer(3, f, paused[i], 0)
   elseif running[i] or turn and turn ~= waiter and (waiter == "" or not precedes(waiter, turn)) then
     local cur = redis.pcall("GET", lock)
     if cur == value then
@@ -119,7 +123,8 @@ for i = 1, n do
       cur = false
     end
     -- held as a part of a parent lock (see claim), or by a waiter's turn
-    answer(0, f, running[i] or type(cur) == "string" and cur or "turn " .. turn)
+    local heldBy = running[i] and string.match(runs[i], "^([^\n]*)\n") or type(cur) == "string" and lock or KEYS[4 * i]
+    answer(0, f, running[i] or type(cur) == "string" and cur or "turn " .. turn, leftOn(heldBy))
   else
     local set = redis.pcall("SET", lock, value, "NX", "PX", ttl)
     local cur = not failed(set) and not (type(set) == "table" and set.ok) and redis.pcall("GET", lock)
@@ -132,9 +137,9 @@ for i = 1, n do
       if waiter ~= "" then -- the turn is ours: none comes before us
         redis.call("SET", KEYS[4 * i], waiter, "PX", ARGV[a + 7])
       end
-      answer(0, f, cur) -- held, maybe by an earlier lock of this call: the same lock asked for twice
+      answer(0, f, cur, leftOn(lock)) -- held, maybe by an earlier lock of this call: the same lock asked for twice
     else
-      answer(-1, "0", failed(set) and set.err or wrongType(lock) or ("ERR " .. lock .. " could not be set"))
+      answer(-1, "0", failed(set) and set.err or wrongType(lock) or ("ERR " .. lock .. " could not be set"), 0)
     end
   end
 end

@@ -19,31 +19,31 @@ end
 
 local st = redis.pcall("HMGET", state, "f|" .. name, "m|" .. name, "r|" .. name)
 if failed(st) then
-  return {uptime, runid, -1, "0", st.err}
+  return {uptime, runid, -1, "0", st.err, 0}
 end
 local bad = badState(state, name, st[1], st[2])
 if bad then
-  return {uptime, runid, -1, "0", bad}
+  return {uptime, runid, -1, "0", bad, 0}
 end
 local f, m = st[1] or "0", st[2]
 if occ > 0 and m and tonumber(m) >= occ then
-  return {uptime, runid, 2, f, m}
+  return {uptime, runid, 2, f, m, 0}
 end
 if occ > 0 then
   local p = redis.pcall("GET", KEYS[3])
   if failed(p) then
-    return {uptime, runid, 3, f, "?"} -- a pause key of another type still pauses (fail closed)
+    return {uptime, runid, 3, f, "?", 0} -- a pause key of another type still pauses (fail closed)
   elseif p then
-    return {uptime, runid, 3, f, p}
+    return {uptime, runid, 3, f, p, 0}
   end
 end
 local turn = occ == 0 and redis.pcall("GET", turnKey)
 turn = type(turn) == "string" and turn
-local running
+local running, parent
 if st[3] then -- a running value: held while its parent holds (see claim)
   local pk, pv, v = string.match(st[3], "^([^\n]*)\n([^\n]*)\n(.*)$")
   if pk and redis.pcall("GET", pk) == pv then
-    running = v
+    running, parent = v, pk
   end
 end
 if running or turn and turn ~= waiter and (waiter == "" or not precedes(waiter, turn)) then
@@ -52,7 +52,9 @@ if running or turn and turn ~= waiter and (waiter == "" or not precedes(waiter, 
     redis.call("DEL", lock) -- set by this attempt's plain commands (see engine's plainAcquire)
     cur = false
   end
-  return {uptime, runid, 0, f, running or type(cur) == "string" and cur or "turn " .. turn}
+  local holder = running or type(cur) == "string" and cur or "turn " .. turn
+  local heldBy = running and parent or type(cur) == "string" and lock or turnKey
+  return {uptime, runid, 0, f, holder, leftOn(heldBy)}
 end
 
 local set = redis.pcall("SET", lock, value, "NX", "PX", ttl)
@@ -71,14 +73,14 @@ if type(set) == "table" and set.ok or cur == value then
     redis.call("DEL", turnKey)
     notify(lock, "turn")
   end
-  return {uptime, runid, 1, f, ""}
+  return {uptime, runid, 1, f, "", 0}
 elseif type(cur) == "string" then
   if waiter ~= "" then -- the turn is ours: none comes before us
     redis.call("SET", turnKey, waiter, "PX", ARGV[9])
   end
-  return {uptime, runid, 0, f, cur}
+  return {uptime, runid, 0, f, cur, leftOn(lock)}
 end
 local t = redis.pcall("TYPE", lock)
 t = type(t) == "table" and t.ok or "none"
 local err = failed(set) and set.err or (t ~= "none" and "WRONGTYPE " .. lock .. " holds a " .. t .. ", not a lock's string")
-return {uptime, runid, -1, "0", err or ("ERR " .. lock .. " could not be set")}
+return {uptime, runid, -1, "0", err or ("ERR " .. lock .. " could not be set"), 0}

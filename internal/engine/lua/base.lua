@@ -141,3 +141,12 @@ local function notify(lock, msg)
     redis.pcall("PUBLISH", lock, msg)
   end
 end
+
+-- leftOn returns how long key has left to live (ms, PTTL), 0 when it is
+-- nil, gone or without a TTL: how long what holds a lock (its key, its
+-- part's parent key, or its waiters' turn) holds it on this node, for an
+-- acquire script's answer.
+local function leftOn(key)
+  local ms = key and redis.pcall("PTTL", key)
+  return type(ms) == "number" and ms > 0 and ms or 0
+end
