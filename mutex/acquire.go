@@ -145,7 +145,11 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 	rd := r.newRound(reqs)
 	rd.vote(ctx)
 	rd.commit(ctx)
-	return rd.finish(ctx)
+	out := rd.finish(ctx)
+	if rd.dropLate != nil && !slices.ContainsFunc(out, func(res Result) bool { return res.Err == nil }) {
+		rd.dropLate() // nothing won: the calls not yet sent need not go
+	}
+	return out
 }
 
 // round is one attemptAll, phase by phase: each request's value and the
@@ -167,6 +171,9 @@ type round struct {
 	// for none, -1 for a ticket redcron did not make, which no node
 	// vouches for).
 	ticketAt []int64
+	// dropLate, for a round whose calls outlive its decision (see vote),
+	// drops those not sent yet.
+	dropLate context.CancelFunc
 }
 
 func (r *Redlock) newRound(reqs []attemptReq) *round {
@@ -196,12 +203,31 @@ func (r *Redlock) newRound(reqs []attemptReq) *round {
 // vote asks every node for every lock at once.
 func (rd *round) vote(ctx context.Context) {
 	r := rd.r
-	rd.votes = r.fanoutAll(ctx, len(rd.reqs), func(ctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
+	// The calls of a round of locks that claim no occurrence go to every
+	// node, not only until a quorum decided: a call still queued behind a
+	// busy node's pipeline then is sent all the same (within the node
+	// timeout, unless nothing was won), so that a lock won holds on every
+	// node that answers in time rather than on a bare quorum, one failure
+	// from lost; and a shard's lease and its replica's anchor, won together,
+	// hold on the same nodes. Claims of occurrences (the scheduler's ticks)
+	// drop such calls at the decision: under load, they are the work that
+	// is not needed.
+	var lctx context.Context // the calls', if not the decision's
+	answered := func() {}
+	if len(r.nodes) > 1 && !slices.ContainsFunc(rd.areqs, func(q engine.AcquireRequest) bool { return q.Occurrence != 0 }) {
+		lctx, rd.dropLate = context.WithTimeout(context.WithoutCancel(ctx), r.nodeTimeoutFor(len(rd.reqs)))
+		answered = afterAll(len(r.nodes), rd.dropLate)
+	}
+	rd.votes = r.fanoutAll(ctx, len(rd.reqs), func(nctx context.Context, i int, n *engine.Node, deliver func([]NodeResult)) {
+		if lctx != nil {
+			nctx = lctx
+		}
 		// Counted for Flush until answered: a late answer of an abandoned
 		// attempt queues a release (stragglers.late) before it is done.
 		r.pending.add(1)
-		n.AcquireAllAsync(ctx, rd.areqs, func(rs []engine.AcquireResult) {
+		n.AcquireAllAsync(nctx, rd.areqs, func(rs []engine.AcquireResult) {
 			defer r.pending.done()
+			defer answered()
 			res := make([]NodeResult, len(rs))
 			for j, a := range rs {
 				res[j] = r.acquireVote(i, a, rd.areqs[j].Occurrence, rd.ticketAt[j])

@@ -6,7 +6,10 @@
 // time spent acquiring it, plus an allowance for clock drift, is less than
 // its TTL. Every call fans out to all nodes in parallel, each call bounded by
 // a per-node timeout, and is decided as soon as the outcome is known, so a
-// slow or dead node costs nothing while a majority answers.
+// slow or dead node costs nothing while a majority answers. A lock won
+// (without an occurrence) is still sent to the nodes that had not answered,
+// within the node timeout, so that it holds on every node that answers in
+// time, not on a bare majority one failure from lost.
 //
 // Fencing tokens: every acquisition of a name gets a token larger than any
 // earlier acquisition's. Each node keeps a counter per name; the acquirer
