@@ -144,6 +144,9 @@ func (r *Redlock) attemptAll(ctx context.Context, reqs []attemptReq) []Result {
 	r.flushEnds()
 	rd := r.newRound(reqs)
 	rd.vote(ctx)
+	if rd.dropLate != nil && !slices.ContainsFunc(rd.votes, func(rs []NodeResult) bool { return count(rs, voteYes) >= r.quorum }) {
+		rd.dropLate() // nothing can win: the calls not sent yet need not go, nor delay the releases
+	}
 	rd.commit(ctx)
 	out := rd.finish(ctx)
 	if rd.dropLate != nil && !slices.ContainsFunc(out, func(res Result) bool { return res.Err == nil }) {
@@ -434,12 +437,23 @@ func (s *stragglers) won(l *Lock, start time.Time) {
 
 // late receives an answer that came after its round was decided, on the
 // node's worker: it must not block.
+//
+// A late grant of a lock won and released already is released again: the
+// release may have reached the node first (a call sent again in a second
+// pipeline, or on a new connection, runs after the calls of the first).
 func (s *stragglers) late(res NodeResult) {
 	s.mu.Lock()
 	if s.lock != nil {
 		l, start := s.lock, s.start
 		s.mu.Unlock()
-		l.heldAtNamed(res, start)
+		l.mu.Lock()
+		released := l.released
+		l.mu.Unlock()
+		if !released {
+			l.heldAtNamed(res, start)
+			return
+		}
+		s.releaseOn(res, engine.LedgerWrite{}) // its record was written by its release
 		return
 	}
 	if !s.abandoned {
@@ -448,12 +462,19 @@ func (s *stragglers) late(res NodeResult) {
 		return
 	}
 	s.mu.Unlock()
-	if mayHold(res) {
-		for _, n := range s.r.nodes {
-			if n.Name() == res.Node {
-				ctx, cancel := context.WithTimeout(context.Background(), s.r.releaseBound(s.ttl))
-				s.r.releaseAsync(ctx, n, s.keys, s.value, 0, s.ledger, func(bool, error) { cancel() })
-			}
+	s.releaseOn(res, s.ledger)
+}
+
+// releaseOn releases the attempt's value on the node that gave res, if
+// it may hold it there, with ledger write w.
+func (s *stragglers) releaseOn(res NodeResult, w engine.LedgerWrite) {
+	if !mayHold(res) {
+		return
+	}
+	for _, n := range s.r.nodes {
+		if n.Name() == res.Node {
+			ctx, cancel := context.WithTimeout(context.Background(), s.r.releaseBound(s.ttl))
+			s.r.releaseAsync(ctx, n, s.keys, s.value, 0, w, func(bool, error) { cancel() })
 		}
 	}
 }

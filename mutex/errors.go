@@ -89,8 +89,9 @@ type NodeResult struct {
 	Latency time.Duration // time to the node's answer
 	Holder  string        // the value holding the lock, for held; the pause key's, for paused
 	// HolderUntil is, for held, until when the holder's value lives on
-	// the node, by this process's clock, as the node answered (its TTL
-	// then); zero if the node did not say.
+	// the node, by this process's clock: the answer's arrival plus the
+	// TTL the node reported (late by the answer's transit, a fraction of
+	// a round trip); zero if the node did not say.
 	HolderUntil time.Time
 	// WarmingUp says the node answered an acquisition while warming up:
 	// its server, brand new or restarted, started less than the max TTL

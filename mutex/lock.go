@@ -235,15 +235,15 @@ func (l *Lock) Release(ctx context.Context) error {
 		l.mu.Unlock()
 		return nil
 	}
+	if o, ok := outcome.FromContext(ctx); ok {
+		l.outcome = o
+	}
 	if l.reentries > 0 {
 		l.deferred = true // the last reentrant handle's release releases it
 		l.mu.Unlock()
 		return nil
 	}
 	l.released = true
-	if o, ok := outcome.FromContext(ctx); ok {
-		l.outcome = o
-	}
 	k := l.keep
 	l.mu.Unlock()
 	if l.parent != nil {

@@ -3,6 +3,7 @@ package mutex
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Reentrancy. Go has no thread identity, so the holder of a lock is the
@@ -39,6 +40,9 @@ func (r *Redlock) reenter(ctx context.Context, name string, lc lockConfig) (*Loc
 	if held == nil || lc.occurrence != 0 || lc.permits > 0 || lc.owner != held.owner {
 		return nil, false, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, true, fmt.Errorf("%w: reenter %q: %w", ErrNotAcquired, name, context.Cause(ctx))
+	}
 	held.mu.Lock()
 	defer held.mu.Unlock()
 	switch {
@@ -46,6 +50,8 @@ func (r *Redlock) reenter(ctx context.Context, name string, lc lockConfig) (*Loc
 		return nil, true, fmt.Errorf("%w: reenter %q: the lock the context carries was released", ErrLost, name)
 	case held.keep.ctx.Err() != nil:
 		return nil, true, fmt.Errorf("%w: reenter %q: the lock the context carries is no longer kept alive: %w", ErrLost, name, context.Cause(held.keep.ctx))
+	case !time.Now().Before(held.until):
+		return nil, true, fmt.Errorf("%w: reenter %q: the validity of the lock the context carries ran out", ErrLost, name)
 	}
 	held.reentries++
 	return &Lock{r: r, keys: held.keys, value: held.value, fence: held.fence, owner: held.owner,
@@ -95,7 +101,7 @@ func (l *Lock) extendReentered(ctx context.Context) error {
 // ends with the base's keepalive context (with its cause), with this
 // handle's release, or with stop.
 func (l *Lock) reenteredKeepAlive(ctx context.Context) (context.Context, func()) {
-	kctx, cancel := context.WithCancelCause(ctx)
+	kctx, cancel := context.WithCancelCause(l.base.withHeld(ctx))
 	k := &keeper{ctx: kctx, cancel: cancel, done: make(chan struct{})}
 	close(k.done)
 	l.keep = k

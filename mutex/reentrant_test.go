@@ -56,8 +56,15 @@ func TestReentrant(t *testing.T) {
 	if _, err := r.TryLock(ctx, "migrate", ttl); !errors.Is(err, mutex.ErrHeld) {
 		t.Errorf("TryLock of the same Redlock outside the holder's context: %v, want ErrHeld", err)
 	}
-	ictx, istop := inner.KeepAlive(kctx)
+	ictx, istop := inner.KeepAlive(context.WithoutCancel(ctx)) // not derived from kctx: it carries the lock all the same
 	defer istop()
+	third, err := r.TryLock(ictx, "migrate", ttl)
+	if err != nil {
+		t.Fatalf("TryLock under a reentrant handle's KeepAlive context: %v", err)
+	}
+	if err := third.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := outer.Release(ctx); err != nil {
 		t.Fatalf("first handle's release: %v", err)
