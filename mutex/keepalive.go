@@ -62,6 +62,23 @@ func (l *Lock) KeepAlive(ctx context.Context) (context.Context, func()) {
 	return kctx, k.stop
 }
 
+// keptBy starts the KeepAlive of a lock that another lock's keepalive
+// keeps alive (a part's parent, a reentrant handle's base): a keeper
+// without a loop of its own, its context derived from ctx and cancelled
+// with cancel; already cancelled, and false, if l was released. Called
+// with l.mu held.
+func (l *Lock) keptBy(ctx context.Context) (*keeper, context.CancelCauseFunc, bool) {
+	kctx, cancel := context.WithCancelCause(ctx)
+	k := &keeper{ctx: kctx, cancel: cancel, done: make(chan struct{})}
+	close(k.done)
+	l.keep = k
+	if l.released {
+		cancel(fmt.Errorf("%w: keepalive %q: released by this handle", ErrLost, l.keys.Name))
+		return k, cancel, false
+	}
+	return k, cancel, true
+}
+
 // keepAlive extends the lock every third of its TTL (sooner after a failed
 // extension) until k is stopped, and cancels k's context once the lease can
 // no longer be proven: its validity ran out, or a majority lost it.

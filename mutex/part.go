@@ -269,12 +269,9 @@ func afterAll(count int, f func()) func() {
 // from its claim; the cause also matches ErrMaxHold); a part whose parent
 // is not kept alive is lost at once. Called with l.mu held.
 func (l *Lock) partKeepAlive(ctx context.Context) (context.Context, func()) {
-	kctx, cancel := context.WithCancelCause(ctx)
-	k := &keeper{ctx: kctx, cancel: cancel, done: make(chan struct{})}
-	close(k.done)
-	l.keep = k
-	if l.released {
-		cancel(fmt.Errorf("%w: keepalive %q: released by this handle", ErrLost, l.keys.Name))
+	k, cancel, ok := l.keptBy(ctx)
+	kctx := k.ctx
+	if !ok {
 		return kctx, k.stop
 	}
 	l.parent.mu.Lock()

@@ -101,13 +101,9 @@ func (l *Lock) extendReentered(ctx context.Context) error {
 // ends with the base's keepalive context (with its cause), with this
 // handle's release, or with stop.
 func (l *Lock) reenteredKeepAlive(ctx context.Context) (context.Context, func()) {
-	kctx, cancel := context.WithCancelCause(l.base.withHeld(ctx))
-	k := &keeper{ctx: kctx, cancel: cancel, done: make(chan struct{})}
-	close(k.done)
-	l.keep = k
-	if l.released {
-		cancel(fmt.Errorf("%w: keepalive %q: released by this handle", ErrLost, l.keys.Name))
-		return kctx, k.stop
+	k, cancel, ok := l.keptBy(l.base.withHeld(ctx))
+	if !ok {
+		return k.ctx, k.stop
 	}
 	l.base.mu.Lock()
 	bk := l.base.keep
@@ -117,5 +113,5 @@ func (l *Lock) reenteredKeepAlive(ctx context.Context) (context.Context, func())
 		detach()
 		cancel(cause)
 	}
-	return kctx, k.stop
+	return k.ctx, k.stop
 }
