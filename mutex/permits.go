@@ -22,7 +22,8 @@ const maxPermits = 64
 // crashed holder's permit comes back when its TTL runs out. TryLock tries
 // the permits one by one from a random one until one is won (ErrHeld when
 // all are held, ErrNoQuorum when some could not be decided); Lock does so
-// every retry delay until one is won or its context ends. n is 1 to 64
+// again when a permit is released (woken as Lock is for a lock), or after
+// a retry delay at most, until one is won or its context ends. n is 1 to 64
 // (Permits(1) is a semaphore of one permit, name#0, not the lock called
 // name); a permit claims no occurrence (Occurrence is refused). Every user of a name must give it the same n. See
 // docs/semaphore.md for why a permit is a lock rather than a count.
@@ -79,29 +80,18 @@ func (r *Redlock) tryPermits(ctx context.Context, name string, ttl time.Duration
 	return nil, fmt.Errorf("%w: lock %q: all %d permits held", ErrHeld, name, n)
 }
 
-// lockPermits is Lock for a lock of several permits: tryPermits every
-// retry delay until a permit is won or ctx ends.
+// lockPermits is Lock for a lock of several permits: tryPermits until a
+// permit is won or ctx ends, woken by the release of any permit, as Lock
+// is by its lock's (the Redlock's waiters for the permits form one line;
+// across Redlocks there is no turn), and after a retry delay at most.
 func (r *Redlock) lockPermits(ctx context.Context, name string, ttl time.Duration, lc lockConfig) (*Lock, error) {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	var last error
-	for {
-		l, err := r.tryPermits(ctx, name, ttl, lc)
-		switch {
-		case err == nil:
-			return l, nil
-		case ctx.Err() != nil && last != nil:
-			return nil, errors.Join(last, context.Cause(ctx))
-		case ctx.Err() != nil:
-			return nil, errors.Join(err, context.Cause(ctx))
-		}
-		last = err
-		if !r.retryPause(ctx, &timer) {
-			return nil, errors.Join(last, context.Cause(ctx))
-		}
+	group := engine.LockKeys{Name: permitName(name, -1)} // the line's name: no permit's
+	channels := make([]string, lc.permits)
+	for i := range channels {
+		keys, _ := r.keys.Lock(permitName(name, i))
+		channels[i] = keys.Lock
 	}
+	w := r.waits.join(group, channels)
+	defer r.waits.leave(w)
+	return r.wait(ctx, w, func(int) (*Lock, error) { return r.tryPermits(ctx, name, ttl, lc) })
 }

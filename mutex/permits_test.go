@@ -207,3 +207,53 @@ func TestSemaphoreNoQuorum(t *testing.T) {
 		t.Errorf("no majority: %v; want ErrNoQuorum", err)
 	}
 }
+
+// TestSemaphoreWokenByRelease: a Lock waiting for a permit of a lock whose
+// permits are all held is woken by the release of one of them, not by its
+// retry delay (a minute here: polling would not try again within the
+// test's 20 s).
+func TestSemaphoreWokenByRelease(t *testing.T) {
+	c := redistest.Start(t, 3)
+	holder := newRedlock(t, c)
+	refused := make(chan struct{}, 10)
+	waiter := newRedlock(t, c, mutex.WithRetryDelay(time.Minute), mutex.WithObserver(func(e mutex.Event) {
+		if e.Op == "acquire" && errors.Is(e.Err, mutex.ErrHeld) {
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	ctx := ctxTimeout(t, 20*time.Second)
+	var held []*mutex.Lock
+	for range 2 {
+		l, err := holder.TryLock(ctx, "export", 10*time.Second, mutex.Permits(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	got := make(chan error, 1)
+	go func() {
+		l, err := waiter.Lock(ctx, "export", 10*time.Second, mutex.Permits(2))
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	// Released once the waiter's first try was refused; before or after
+	// its subscription: either wakes it (the subscription's confirmation
+	// makes it try again).
+	select {
+	case <-refused:
+	case err := <-got:
+		t.Fatalf("waiter returned before a release: %v", err)
+	}
+	if err := held[1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	_ = held[0].Release(ctx)
+}

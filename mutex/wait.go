@@ -56,8 +56,19 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 	if lc.occurrence != 0 {
 		return r.lockPolling(ctx, keys, lc, ttl)
 	}
-	w := r.waits.join(keys)
+	w := r.waits.join(keys, []string{keys.Lock})
 	defer r.waits.leave(w)
+	return r.wait(ctx, w, func(try int) (*Lock, error) {
+		res := r.waitAttempt(ctx, w, keys, lc, ttl, try)
+		return res.Lock, res.Err
+	})
+}
+
+// wait makes attempt as w's tries, when w is first in its line, until one
+// wins or gives up (a paused lock), or ctx ends: after a refusal, at the
+// next notification of a release on w's channels (subscribed after the
+// first try), or after a wait delay at most.
+func (r *Redlock) wait(ctx context.Context, w *waiter, attempt func(try int) (*Lock, error)) (*Lock, error) {
 	timer := time.NewTimer(time.Hour) // reset before each wait
 	timer.Stop()
 	defer timer.Stop()
@@ -68,8 +79,7 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 		case <-ctx.Done():
 			return nil, joinCause(last, ctx)
 		}
-		res := r.waitAttempt(ctx, w, keys, lc, ttl, try)
-		l, err := res.Lock, res.Err
+		l, err := attempt(try)
 		switch {
 		case err == nil, errors.Is(err, errPaused):
 			return l, err
@@ -77,6 +87,8 @@ func (r *Redlock) Lock(ctx context.Context, name string, ttl time.Duration, opts
 			// This attempt was cut short by ctx: the previous one says why
 			// the lock could not be had.
 			return nil, errors.Join(last, context.Cause(ctx))
+		case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+			return nil, errors.Join(err, context.Cause(ctx))
 		case ctx.Err() != nil:
 			return nil, err
 		}

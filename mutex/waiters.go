@@ -12,10 +12,13 @@ import (
 
 // waiter is one Lock call waiting for its lock (wait.go).
 type waiter struct {
-	keys  engine.LockKeys
-	id    string        // as the nodes compare waiters (waiterID)
-	first chan struct{} // closed once it is first in line: it tries
-	wake  chan struct{} // a release (or a resubscription) since it last looked
+	keys engine.LockKeys
+	// channels are the lock keys whose releases wake it: its lock's; for
+	// a lock of permits, every permit's.
+	channels []string
+	id       string        // as the nodes compare waiters (waiterID)
+	first    chan struct{} // closed once it is first in line: it tries
+	wake     chan struct{} // a release (or a resubscription) since it last looked
 	// turned says it tried as a waiter since its last acquisition, so
 	// that it may hold the turn on some nodes: it takes it back when it
 	// stops waiting. Used by its own goroutine only.
@@ -37,9 +40,10 @@ func newWaits(r *Redlock) *waits {
 	return &waits{r: r, lines: map[string][]*waiter{}, names: map[string]string{}, subs: make([]*nodeSub, len(r.nodes))}
 }
 
-// join adds a waiter for keys at the end of its name's line.
-func (ws *waits) join(keys engine.LockKeys) *waiter {
-	w := &waiter{keys: keys, id: waiterID(time.Now()), first: make(chan struct{}), wake: make(chan struct{}, 1)}
+// join adds a waiter for keys at the end of its name's line, woken by the
+// releases of the locks whose keys are channels.
+func (ws *waits) join(keys engine.LockKeys, channels []string) *waiter {
+	w := &waiter{keys: keys, channels: channels, id: waiterID(time.Now()), first: make(chan struct{}), wake: make(chan struct{}, 1)}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	line := append(ws.lines[keys.Name], w)
@@ -62,9 +66,11 @@ func (ws *waits) leave(w *waiter) {
 	switch {
 	case len(line) == 0:
 		delete(ws.lines, name)
-		if _, ok := ws.names[w.keys.Lock]; ok {
-			delete(ws.names, w.keys.Lock)
-			ws.want(w.keys.Lock, false)
+		for _, ch := range w.channels {
+			if _, ok := ws.names[ch]; ok {
+				delete(ws.names, ch)
+				ws.want(ch, false)
+			}
 		}
 	case i == 0:
 		ws.lines[name] = line
@@ -78,17 +84,19 @@ func (ws *waits) leave(w *waiter) {
 	}
 }
 
-// subscribe subscribes w's lock's channel on every node, unless its line
-// is subscribed already. The subscription's confirmation wakes the first
+// subscribe subscribes w's channels on every node, unless its line is
+// subscribed already. The subscription's confirmation wakes the first
 // waiter, as any later notification does.
 func (ws *waits) subscribe(w *waiter) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if _, ok := ws.names[w.keys.Lock]; ok {
+	if _, ok := ws.names[w.channels[0]]; ok {
 		return
 	}
-	ws.names[w.keys.Lock] = w.keys.Name
-	ws.want(w.keys.Lock, true)
+	for _, ch := range w.channels {
+		ws.names[ch] = w.keys.Name
+		ws.want(ch, true)
+	}
 }
 
 // want marks channel wanted (or not) on every node. Called with ws.mu
