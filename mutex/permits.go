@@ -85,7 +85,10 @@ func (r *Redlock) tryPermits(ctx context.Context, name string, ttl time.Duration
 // is by its lock's (the Redlock's waiters for the permits form one line;
 // across Redlocks there is no turn), and after a retry delay at most.
 func (r *Redlock) lockPermits(ctx context.Context, name string, ttl time.Duration, lc lockConfig) (*Lock, error) {
-	group := engine.LockKeys{Name: permitName(name, -1)} // the line's name: no permit's
+	// The line's name is no lock's ("{" is not allowed in one), and says
+	// n: waiters that (wrongly) give one name different counts do not
+	// share a line (the channels they share then wake only one of them).
+	group := engine.LockKeys{Name: "{permits " + strconv.Itoa(lc.permits) + "}" + name}
 	channels := make([]string, lc.permits)
 	for i := range channels {
 		keys, _ := r.keys.Lock(permitName(name, i))

@@ -87,7 +87,7 @@ func (r *Redlock) wait(ctx context.Context, w *waiter, attempt func(try int) (*L
 			// This attempt was cut short by ctx: the previous one says why
 			// the lock could not be had.
 			return nil, errors.Join(last, context.Cause(ctx))
-		case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+		case ctx.Err() != nil && !errors.Is(err, context.Cause(ctx)):
 			return nil, errors.Join(err, context.Cause(ctx))
 		case ctx.Err() != nil:
 			return nil, err

@@ -67,7 +67,7 @@ func (ws *waits) leave(w *waiter) {
 	case len(line) == 0:
 		delete(ws.lines, name)
 		for _, ch := range w.channels {
-			if _, ok := ws.names[ch]; ok {
+			if ws.names[ch] == name { // not another line's
 				delete(ws.names, ch)
 				ws.want(ch, false)
 			}
@@ -84,18 +84,19 @@ func (ws *waits) leave(w *waiter) {
 	}
 }
 
-// subscribe subscribes w's channels on every node, unless its line is
-// subscribed already. The subscription's confirmation wakes the first
-// waiter, as any later notification does.
+// subscribe subscribes w's channels on every node, but those subscribed
+// already (by its line, or, for a channel two lines share, by the other:
+// its notifications then wake that line's first waiter only; w tries
+// again after its wait delay). The subscription's confirmation wakes the
+// first waiter, as any later notification does.
 func (ws *waits) subscribe(w *waiter) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if _, ok := ws.names[w.channels[0]]; ok {
-		return
-	}
 	for _, ch := range w.channels {
-		ws.names[ch] = w.keys.Name
-		ws.want(ch, true)
+		if _, ok := ws.names[ch]; !ok {
+			ws.names[ch] = w.keys.Name
+			ws.want(ch, true)
+		}
 	}
 }
 
