@@ -225,7 +225,8 @@ func (l *Lock) heal(results []NodeResult, start time.Time) {
 // (the rest expires with the TTL). A second call does nothing and returns
 // nil: Release is safe to defer and to call again. Of a lock acquired
 // again by its holder (reentrant, see Lock), each handle's Release drops
-// one hold and returns nil; the last one releases the lock as above.
+// one hold and returns nil (the first handle's, ErrLost if the lock is
+// known lost); the last one releases the lock as above.
 func (l *Lock) Release(ctx context.Context) error {
 	if l.base != nil {
 		return l.releaseReentered(ctx)
@@ -240,7 +241,11 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	if l.reentries > 0 {
 		l.deferred = true // the last reentrant handle's release releases it
+		lost := !time.Now().Before(l.until) || l.keep != nil && errors.Is(context.Cause(l.keep.ctx), ErrLost)
 		l.mu.Unlock()
+		if lost {
+			return fmt.Errorf("%w: release %q: lost, while reentrant handles still hold it", ErrLost, l.keys.Name)
+		}
 		return nil
 	}
 	l.released = true

@@ -135,6 +135,10 @@ func TestReentrantRefused(t *testing.T) {
 	if _, err := r.TryLock(kctx, "report", ttl, mutex.Owner("someone-else")); !errors.Is(err, mutex.ErrHeld) {
 		t.Errorf("another owner under the holder's context: %v, want ErrHeld", err)
 	}
+	inner, err := r.TryLock(kctx, "report", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	k := lockKey(t, r, "report")
 	for i := range 2 {
@@ -146,5 +150,13 @@ func TestReentrantRefused(t *testing.T) {
 	_, err = r.TryLock(context.WithoutCancel(kctx), "report", ttl)
 	if !errors.Is(err, mutex.ErrLost) {
 		t.Errorf("reentry of a lost lock: %v, want ErrLost", err)
+	}
+	// Both handles' releases say it was lost: the first's, deferred to
+	// the last, as much as the last's, sent to the nodes.
+	if err := l.Release(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Errorf("first handle's release of a lost lock: %v, want ErrLost", err)
+	}
+	if err := inner.Release(ctx); !errors.Is(err, mutex.ErrLost) {
+		t.Errorf("last handle's release of a lost lock: %v, want ErrLost", err)
 	}
 }
