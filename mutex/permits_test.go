@@ -257,3 +257,39 @@ func TestSemaphoreWokenByRelease(t *testing.T) {
 	}
 	_ = held[0].Release(ctx)
 }
+
+// TestSemaphoreLineOfItsOwn: the waiters for a lock's permits do not
+// share a line with a plain lock's waiters, whatever its name: a plain
+// Lock waiting for a held "export#-1" does not hold back a Lock of a free
+// permit of "export" (first come, first served applies within a line).
+func TestSemaphoreLineOfItsOwn(t *testing.T) {
+	c := redistest.Start(t, 3)
+	holder := newRedlock(t, c)
+	ctx := ctxTimeout(t, 20*time.Second)
+	busy, err := holder.TryLock(ctx, "export#-1", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Release(ctx)
+	refused := make(chan struct{}, 1)
+	plain, cancel := context.WithCancel(ctx)
+	defer cancel()
+	observed := newRedlock(t, c, mutex.WithObserver(func(e mutex.Event) {
+		if e.Op == "acquire" && e.Name == "export#-1" && errors.Is(e.Err, mutex.ErrHeld) {
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	go func() { _, _ = observed.Lock(plain, "export#-1", 10*time.Second) }() // waits until cancel
+	<-refused
+	// The same Redlock's permits waiter: a line of its own.
+	short, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	p, err := observed.Lock(short, "export", 10*time.Second, mutex.Permits(2))
+	if err != nil {
+		t.Fatalf("a free permit, with a plain waiter for export#-1 in the same Redlock: %v", err)
+	}
+	_ = p.Release(ctx)
+}
