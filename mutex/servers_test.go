@@ -249,15 +249,32 @@ func TestChangedRunIDIsRestart(t *testing.T) {
 		_ = l.Release(ctx)
 		t.Fatal("a second holder won the lock through two failed-over nodes")
 	}
+	// The failed-over nodes are seen as restarted: each that answered
+	// before the decision votes warming_up,
+	// or, where the holder's keepalive gave the lock back meanwhile (its
+	// extension found it gone: heal), held by the holder, counted for it:
+	// the value was set before the new server was seen, by the holder that
+	// holds the lock (ErrHeld then, rather than ErrNoQuorum).
 	var qe *mutex.QuorumError
-	if !errors.Is(err, mutex.ErrNoQuorum) || !errors.As(err, &qe) || count(qe.Nodes, "warming_up") != 2 {
-		t.Fatalf("got %v, want no quorum with 2 restarted votes%s", err, votes(err))
+	if !errors.As(err, &qe) || !errors.Is(err, mutex.ErrNoQuorum) && !errors.Is(err, mutex.ErrHeld) {
+		t.Fatalf("got %v, want no quorum or held%s", err, votes(err))
 	}
-	select {
-	case <-kept.Done():
-		t.Fatalf("holder lost its lease: %v", context.Cause(kept))
-	default:
+	answered := 0
+	for i, res := range qe.Nodes[:2] {
+		if res.Vote == "" {
+			continue // not needed for the decision (two others decided it)
+		}
+		answered++
+		if !res.WarmingUp || res.Vote != "warming_up" && (res.Vote != "held" || res.Holder != held.Value()) {
+			t.Errorf("failed-over node %d: vote %s (warming up: %v, holder %q), want its restart seen%s", i, res.Vote, res.WarmingUp, res.Holder, votes(err))
+		}
 	}
+	if answered == 0 {
+		t.Errorf("neither failed-over node answered in time%s", votes(err))
+	}
+	// The holder may lose its lease meanwhile, rightly: a majority of the
+	// nodes lost it (its next extension finds it gone on two of three).
+	_ = kept
 }
 
 // TestSameServerTwice: one server listed under two addresses has one vote,
